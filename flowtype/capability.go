@@ -42,9 +42,9 @@ type CapabilityInfo struct {
 
 // Capabilities is the catalogue, sorted by name.
 var Capabilities = []CapabilityInfo{
-	{BlobRead, ReadOnly, BestEffort, "1.0.0", false},
-	{BlobReadHash, ReadOnly, Strict, "1.0.0", false},
-	{BlobWrite, Effectful, BestEffort, "1.0.0", false},
+	{BlobRead, ReadOnly, BestEffort, "1.0.0", true},
+	{BlobReadHash, ReadOnly, Strict, "1.0.0", true},
+	{BlobWrite, Effectful, BestEffort, "1.0.0", true},
 	{Clock, Pure, BestEffort, "1.0.0", false},
 	{DBRead, ReadOnly, BestEffort, "1.0.0", true},
 	{DBWrite, Effectful, BestEffort, "1.0.0", true},

@@ -106,3 +106,31 @@ func (d *decoder) plain(n ast.Node, ptr string, at diag.Pos, raw *Raw) any {
 	d.errorf(pos, diag.FMT003, "", "unsupported YAML node %s", n.Type())
 	return nil
 }
+
+// JSON returns the value with every number as a json.Number, the form JSON
+// Schema libraries expect for documents and instances.
+func (r Raw) JSON() any { return jsonValue(r.Value) }
+
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10))
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10))
+	case float64:
+		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e)
+		}
+		return out
+	}
+	return v
+}

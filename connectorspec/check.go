@@ -1,0 +1,424 @@
+package connectorspec
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+)
+
+var (
+	idPattern        = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
+	dataClassPattern = regexp.MustCompile(`^(public|internal|confidential|pii|financial|health|credential)(\.[a-z0-9_]+)*$`)
+	hostPattern      = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?(:[0-9]{1,5})?$`)
+)
+
+// IDPattern is the regular expression connector ids match.
+const IDPattern = `^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`
+
+// checker runs the spec-level checks of one spec.
+type checker struct {
+	spec  *Spec
+	docs  *schemaDocs
+	diags *diag.List
+	dir   string
+}
+
+func (c *checker) add(pos diag.Pos, code diag.Code, fix, format string, args ...any) {
+	c.diags.Add(pos, code, fix, format, args...)
+}
+
+func (c *checker) run() {
+	s := c.spec
+	if s.ID != "" && !idPattern.MatchString(s.ID) {
+		c.add(s.At("id"), diag.FMT006, "use lower-case dotted words such as payments.charge", "invalid connector id %q", s.ID)
+	}
+	if s.Version != "" {
+		if _, err := semver.StrictNewVersion(s.Version); err != nil {
+			c.add(s.At("version"), diag.FMT006, "write a semantic version such as 1.2.0", "invalid version %q: %v", s.Version, err)
+		}
+	}
+	if len(s.Inputs) == 0 && s.Source.Has("inputs") {
+		c.add(s.At("inputs"), diag.FMT006, "declare at least one input port, usually \"in\"", "a connector needs an input port")
+	}
+	c.capabilities()
+	c.idempotency()
+	c.retry()
+	c.cache()
+	c.dataClasses()
+	c.egress()
+	c.secrets()
+	c.compensation()
+	c.fixtures()
+}
+
+// capabilities checks names and ranges (CAPV101) and that the declared effects
+// and determinism are what the capabilities allow (EFFECT201, DET302).
+func (c *checker) capabilities() {
+	s := c.spec
+	for _, req := range s.Capabilities {
+		info, ok := flowtype.LookupCapability(req.Name)
+		if !ok {
+			c.add(req.At("name"), diag.CAPV101, "known capabilities: "+strings.Join(flowtype.CapabilityNames(), ", "),
+				"unknown capability %q", req.Name)
+			continue
+		}
+		if req.Version != "" {
+			cons, err := semver.NewConstraint(req.Version)
+			if err != nil {
+				c.add(req.At("version"), diag.FMT006, "write a range such as ^1.0 or >=1.2, <2", "invalid version range %q: %v", req.Version, err)
+				continue
+			}
+			if !cons.Check(semver.MustParse(info.Version)) {
+				c.add(req.At("version"), diag.CAPV101, fmt.Sprintf("widen the range to include %s", info.Version),
+					"capability %s %s is not satisfied by the runtime's version %s", req.Name, req.Version, info.Version)
+			}
+		}
+		if info.Effects > s.Effects {
+			c.add(s.At("effects"), diag.EFFECT201, fmt.Sprintf("declare effects: %s, or drop the %s capability", info.Effects, req.Name),
+				"effects %s is weaker than capability %s implies (%s)", s.Effects, req.Name, info.Effects)
+		}
+		if info.Determinism > s.Determinism {
+			fix := fmt.Sprintf("declare determinism: %s", info.Determinism)
+			if req.Name == flowtype.HTTPRead {
+				fix += ", or use http.read.pinned with an etag or content hash"
+			}
+			c.add(s.At("determinism"), diag.DET302, fix,
+				"determinism %s is stronger than capability %s allows (%s)", s.Determinism, req.Name, info.Determinism)
+		}
+	}
+}
+
+// inputRoot returns the primary input port's schema object.
+func (c *checker) inputRoot() (schemaNode, bool) {
+	port := c.spec.PrimaryInputPort()
+	if port == "" || c.spec.InputSchema(port) == nil {
+		return schemaNode{}, false
+	}
+	return c.root(c.spec.Inputs[port])
+}
+
+// keyFields checks that every listed field exists in the primary input port
+// (IDEM021) and, when stable is set, that it is Strict or Stable (IDEM025).
+func (c *checker) keyFields(fields []string, src diag.Source, fieldName string, stable bool) {
+	in, ok := c.inputRoot()
+	if !ok {
+		return
+	}
+	for _, f := range fields {
+		n, found := c.field(in, f)
+		if !found {
+			c.add(src.At(fieldName), diag.IDEM021, "fields of the input port: "+strings.Join(propertyNames(in), ", "),
+				"%s field %q is not a property of input port %q", fieldName, f, c.spec.PrimaryInputPort())
+			continue
+		}
+		if !stable {
+			continue
+		}
+		if det, ok := n.m["x-determinism"].(string); ok {
+			var d flowtype.Determinism
+			if err := d.UnmarshalText([]byte(det)); err == nil && d > flowtype.Stable {
+				c.add(src.At(fieldName), diag.IDEM025, "key on a field whose value is the same on every delivery, such as a client-supplied order id",
+					"key field %q is %s; only Strict or Stable fields may form an idempotency key", f, d)
+			}
+		}
+	}
+}
+
+func (c *checker) idempotency() {
+	s := c.spec
+	if s.Effects == flowtype.Effectful && (s.Idempotency == nil || len(s.Idempotency.Key) == 0) {
+		pos := s.At("effects")
+		if s.Idempotency != nil {
+			pos = s.Idempotency.At("key")
+		}
+		c.add(pos, diag.DAG004, "add idempotency: {key: [<input fields that identify the effect>]}",
+			"effectful connector %s has no idempotency key", s.ID)
+	}
+	if s.Idempotency != nil {
+		c.keyFields(s.Idempotency.Key, s.Idempotency.Source, "key", true)
+	}
+}
+
+func (c *checker) retry() {
+	r := c.spec.Retry
+	if r == nil || r.Policy == nil {
+		return
+	}
+	p := r.Policy
+	if r.Owner == flowtype.RetryNone && p.MaxAttempts > 1 {
+		c.add(r.At("owner"), diag.RETRY011, "set owner: connector or orchestrator, or set maxAttempts: 1",
+			"retry policy allows %d attempts but the retry owner is none", p.MaxAttempts)
+	}
+	if p.MaxAttempts < 1 {
+		c.add(p.At("maxAttempts"), diag.FMT006, "", "maxAttempts must be at least 1, got %d", p.MaxAttempts)
+	}
+	if p.Source.Has("backoffCoefficient") && p.BackoffCoefficient < 1 {
+		c.add(p.At("backoffCoefficient"), diag.FMT006, "", "backoffCoefficient must be at least 1, got %g", p.BackoffCoefficient)
+	}
+	if p.InitialInterval <= 0 && p.Source.Has("initialInterval") {
+		c.add(p.At("initialInterval"), diag.FMT006, "", "initialInterval must be positive")
+	}
+	if p.MaxInterval != 0 && p.MaxInterval < p.InitialInterval {
+		c.add(p.At("maxInterval"), diag.FMT006, "", "maxInterval %s is shorter than initialInterval %s", p.MaxInterval, p.InitialInterval)
+	}
+}
+
+func (c *checker) cache() {
+	s := c.spec
+	switch {
+	case s.Determinism == flowtype.Strict && s.Cache == nil:
+		c.add(s.At("determinism"), diag.CACHE001, "add cache: {key: [...], ttl: 24h} so replays can reuse results",
+			"Strict connector %s declares no cache policy", s.ID)
+	case s.Determinism == flowtype.Stable && (s.Cache == nil || len(s.Cache.Pin) == 0):
+		pos := s.At("determinism")
+		if s.Cache != nil {
+			pos = s.Cache.Pos
+		}
+		c.add(pos, diag.CACHE002, "add cache: {pin: [<input field holding the etag, hash or version id>]}",
+			"Stable connector %s does not say which input pins its external reads", s.ID)
+	}
+	if s.Cache != nil {
+		if s.Cache.Tier != "" && s.Cache.Tier != "memory" && s.Cache.Tier != "disk" {
+			c.add(s.Cache.At("tier"), diag.FMT006, "use memory or disk", "unknown cache tier %q", s.Cache.Tier)
+		}
+		c.keyFields(s.Cache.Key, s.Cache.Source, "key", false)
+		c.keyFields(s.Cache.Pin, s.Cache.Source, "pin", false)
+	}
+}
+
+// dataClasses requires an x-data-class on every property of params and ports
+// (DATA101) and checks its value (DATA102).
+func (c *checker) dataClasses() {
+	seen := map[string]bool{}
+	var visit func(n schemaNode)
+	visit = func(n schemaNode) {
+		key := n.doc.File + "#" + n.ptr
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		walkSchemaObjects(n, func(prop schemaNode, name string) {
+			cls, has := prop.m["x-data-class"]
+			if !has {
+				if target := c.deref(prop); target.ptr != prop.ptr || target.doc.File != prop.doc.File {
+					cls, has = target.m["x-data-class"]
+				}
+			}
+			if !has {
+				c.add(prop.pos(), diag.DATA101, "add x-data-class: public, or a class such as pii.email or financial.card",
+					"property %q has no x-data-class", name)
+				return
+			}
+			if s, ok := cls.(string); !ok || !dataClassPattern.MatchString(s) {
+				c.add(prop.doc.PosOf(prop.ptr+"/x-data-class"), diag.DATA102,
+					"use public, internal, confidential, or pii/financial/health/credential with optional .subclass",
+					"property %q has unknown data class %v", name, cls)
+			}
+		}, func(ref schemaNode) { visit(ref) }, c)
+	}
+	roots := []strictyaml.Raw{c.spec.Params}
+	for _, k := range sortedKeys(c.spec.Inputs) {
+		roots = append(roots, c.spec.Inputs[k])
+	}
+	for _, k := range sortedKeys(c.spec.Outputs) {
+		roots = append(roots, c.spec.Outputs[k])
+	}
+	for _, r := range roots {
+		if m, ok := r.Value.(map[string]any); ok {
+			visit(schemaNode{m: m, doc: r, dir: c.dir})
+		}
+	}
+}
+
+// walkSchemaObjects calls prop for each property declared anywhere inside n
+// (nested objects, array items, $defs, combinators) and follows for each
+// schema in another file that n refers to.
+func walkSchemaObjects(n schemaNode, prop func(schemaNode, string), follow func(schemaNode), c *checker) {
+	var walk func(n schemaNode)
+	walk = func(n schemaNode) {
+		if ref, ok := n.m["$ref"].(string); ok && !strings.HasPrefix(ref, "#") {
+			if target := c.deref(n); target.doc.File != n.doc.File {
+				follow(target)
+			}
+		}
+		child := func(v any, ptr string) {
+			if m, ok := v.(map[string]any); ok {
+				walk(schemaNode{m: m, doc: n.doc, ptr: ptr, dir: n.dir})
+			}
+		}
+		if props, ok := n.m["properties"].(map[string]any); ok {
+			for _, name := range sortedKeys(props) {
+				ptr := n.ptr + "/properties/" + strictyaml.PointerEscape(name)
+				if m, ok := props[name].(map[string]any); ok {
+					prop(schemaNode{m: m, doc: n.doc, ptr: ptr, dir: n.dir}, name)
+				}
+				child(props[name], ptr)
+			}
+		}
+		child(n.m["items"], n.ptr+"/items")
+		child(n.m["additionalProperties"], n.ptr+"/additionalProperties")
+		for _, defs := range []string{"$defs", "definitions"} {
+			if m, ok := n.m[defs].(map[string]any); ok {
+				for _, name := range sortedKeys(m) {
+					child(m[name], n.ptr+"/"+defs+"/"+strictyaml.PointerEscape(name))
+				}
+			}
+		}
+		for _, comb := range []string{"oneOf", "anyOf", "allOf"} {
+			if list, ok := n.m[comb].([]any); ok {
+				for i, e := range list {
+					child(e, fmt.Sprintf("%s/%s/%d", n.ptr, comb, i))
+				}
+			}
+		}
+	}
+	walk(n)
+}
+
+// egress checks host syntax and that network capabilities come with an
+// allowlist (EGRESS102).
+func (c *checker) egress() {
+	s := c.spec
+	for i, h := range s.Egress {
+		if !hostPattern.MatchString(h) || net.ParseIP(h) != nil {
+			c.add(s.At("egress"), diag.FMT006, "write a lower-case host name such as api.stripe.com or *.stripe.com",
+				"egress[%d]: invalid host %q", i, h)
+		}
+	}
+	if len(s.Egress) > 0 {
+		return
+	}
+	for _, req := range s.Capabilities {
+		if info, ok := flowtype.LookupCapability(req.Name); ok && info.Network {
+			c.add(req.At("name"), diag.EGRESS102, "add egress: [<host the connector calls>]",
+				"capability %s reaches the network but the connector declares no egress hosts", req.Name)
+		}
+	}
+}
+
+// secrets checks that no secret grants scopes the connector did not request
+// (SECR201).
+func (c *checker) secrets() {
+	for _, sec := range c.spec.Secrets {
+		var wider []string
+		for _, sc := range sec.Scopes {
+			if !slices.Contains(c.spec.Scopes, sc) {
+				wider = append(wider, sc)
+			}
+		}
+		if len(wider) > 0 {
+			c.add(sec.At("scopes"), diag.SECR201, "issue the secret with only the connector's scopes, or request the scopes in scopes:",
+				"secret %q grants scopes the connector does not request: %s", sec.Handle, strings.Join(wider, ", "))
+		}
+	}
+}
+
+// compensation checks the undo key (SAGA205); the compensator's port is
+// checked against a catalogue by CheckCompensators.
+func (c *checker) compensation() {
+	comp := c.spec.Compensation
+	if comp == nil {
+		return
+	}
+	if len(comp.UndoKey) == 0 {
+		c.add(comp.At("undoKey"), diag.SAGA205, "list the output fields that identify the effect to undo, e.g. [charge_id]",
+			"compensation by %s has no undo key, so a repeated undo could run twice", comp.Connector)
+		return
+	}
+	port := c.spec.PrimaryOutputPort()
+	if port == "" || c.spec.OutputSchema(port) == nil {
+		return
+	}
+	out, ok := c.root(c.spec.Outputs[port])
+	if !ok {
+		return
+	}
+	for _, f := range comp.UndoKey {
+		if _, found := c.field(out, f); !found {
+			c.add(comp.At("undoKey"), diag.IDEM021, "fields of the output port: "+strings.Join(propertyNames(out), ", "),
+				"undoKey field %q is not a property of output port %q", f, port)
+		}
+	}
+}
+
+// fixtures validates each fixture's input, output and params against the
+// declared schemas (FIX001).
+func (c *checker) fixtures() {
+	s := c.spec
+	names := map[string]diag.Pos{}
+	for _, fx := range s.Fixtures {
+		if first, dup := names[fx.Name]; dup && fx.Name != "" {
+			c.add(fx.At("name"), diag.FMT004, "give every fixture its own name", "duplicate fixture name %q (first at line %d)", fx.Name, first.Line)
+		}
+		names[fx.Name] = fx.At("name")
+		c.instance(fx.Name, "input", fx.Input, s.InputSchema(s.PrimaryInputPort()))
+		if !fx.Output.IsZero() {
+			c.instance(fx.Name, "output", fx.Output, s.OutputSchema(s.PrimaryOutputPort()))
+		}
+		if !fx.Params.IsZero() {
+			c.instance(fx.Name, "params", fx.Params, s.ParamsSchema())
+		}
+		if fx.Error != nil && !fx.Output.IsZero() {
+			c.add(fx.At("error"), diag.FMT006, "keep either output or error", "fixture %q expects both an output and an error", fx.Name)
+		}
+		for i, ex := range fx.HTTP {
+			if st := ex.Response.Status; st < 100 || st > 599 {
+				c.add(ex.Response.At("status"), diag.FMT006, "", "fixture %q http[%d]: invalid status %d", fx.Name, i, st)
+			}
+		}
+	}
+}
+
+// instance validates one fixture value and reports each failing leaf at the
+// position of the offending element.
+func (c *checker) instance(fixture, what string, v strictyaml.Raw, sch *jsonschema.Schema) {
+	if sch == nil {
+		return
+	}
+	err := sch.Validate(v.JSON())
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return
+	}
+	for _, leaf := range leaves(ve) {
+		ptr := ""
+		for _, tok := range leaf.InstanceLocation {
+			ptr += "/" + strictyaml.PointerEscape(tok)
+		}
+		loc := "/" + strings.Join(leaf.InstanceLocation, "/")
+		c.add(v.PosOf(ptr), diag.FIX001, "make the fixture match the port schema, or fix the schema",
+			"fixture %q %s at %s: %s", fixture, what, loc, leafMessage(leaf))
+	}
+}
+
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, cause := range ve.Causes {
+		out = append(out, leaves(cause)...)
+	}
+	return out
+}
+
+func leafMessage(ve *jsonschema.ValidationError) string {
+	msg := ve.Error()
+	// The library prefixes the schema location; keep only what went wrong.
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "jsonschema validation failed") {
+		return msg[i+2:]
+	}
+	if _, after, ok := strings.Cut(msg, "] "); ok {
+		return after
+	}
+	return msg
+}

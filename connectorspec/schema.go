@@ -1,0 +1,168 @@
+package connectorspec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+)
+
+// schemaDocs loads the JSON Schema files a spec refers to, each once, with
+// positions, and serves them to the JSON Schema compiler so that validation
+// and position reporting see the same bytes.
+type schemaDocs struct {
+	docs    map[string]strictyaml.Raw // absolute path -> parsed document
+	checked map[string]struct{}     // files whose $refs were checked
+	diags *diag.List
+}
+
+func newSchemaDocs(diags *diag.List) *schemaDocs {
+	return &schemaDocs{docs: map[string]strictyaml.Raw{}, checked: map[string]struct{}{}, diags: diags}
+}
+
+// file returns the parsed document at path, parsing it on first use. ok is
+// false when the file is missing or unparsable (parse errors are reported).
+func (s *schemaDocs) file(path string) (strictyaml.Raw, bool, error) {
+	if r, ok := s.docs[path]; ok {
+		return r, r.Value != nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return strictyaml.Raw{}, false, err
+	}
+	var r strictyaml.Raw
+	_, ds := strictyaml.Unmarshal(relPath(path), data, &r)
+	s.diags.Append(ds)
+	if ds.HasErrors() {
+		r.Value = nil
+	}
+	s.docs[path] = r
+	return r, r.Value != nil, nil
+}
+
+// Load implements jsonschema.URLLoader for file URLs; other schemes are
+// refused so that validation never reaches the network.
+func (s *schemaDocs) Load(rawURL string) (any, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "file" {
+		return nil, fmt.Errorf("remote $ref %q is not allowed; copy the schema next to the spec", rawURL)
+	}
+	r, ok, err := s.file(filepath.FromSlash(u.Path))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("schema file %s has errors", relPath(u.Path))
+	}
+	return r.JSON(), nil
+}
+
+// checkRefs reports every $ref in r that names a missing file (SCHEMA002),
+// loading referenced files and checking theirs in turn. It reports whether all
+// references resolved.
+func (s *schemaDocs) checkRefs(r strictyaml.Raw, dir string) bool {
+	ok := true
+	walkMaps(r.Value, "", func(m map[string]any, ptr string) {
+		ref, isStr := m["$ref"].(string)
+		if !isStr || strings.HasPrefix(ref, "#") {
+			return
+		}
+		filePart, _, _ := strings.Cut(ref, "#")
+		if strings.Contains(filePart, "://") {
+			ok = false
+			s.diags.Add(r.PosOf(ptr+"/$ref"), diag.SCHEMA001, "copy the schema next to the spec and refer to it by relative path",
+				"remote $ref %q is not allowed", ref)
+			return
+		}
+		path := filepath.Join(dir, filepath.FromSlash(filePart))
+		doc, loaded, err := s.file(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			ok = false
+			s.diags.Add(r.PosOf(ptr+"/$ref"), diag.SCHEMA002, fmt.Sprintf("create %s or correct the path", relPath(path)),
+				"$ref file %q not found", ref)
+		case err != nil:
+			ok = false
+			s.diags.Add(r.PosOf(ptr+"/$ref"), diag.SCHEMA002, "", "$ref file %q: %v", ref, err)
+		case !loaded:
+			ok = false
+		default:
+			if _, seen := s.checked[path]; !seen {
+				s.checked[path] = struct{}{}
+				ok = s.checkRefs(doc, filepath.Dir(path)) && ok
+			}
+		}
+	})
+	return ok
+}
+
+// walkMaps calls fn for every JSON object inside v, in a stable order, with its
+// JSON Pointer.
+func walkMaps(v any, ptr string, fn func(m map[string]any, ptr string)) {
+	switch x := v.(type) {
+	case map[string]any:
+		fn(x, ptr)
+		for _, k := range sortedKeys(x) {
+			walkMaps(x[k], ptr+"/"+strictyaml.PointerEscape(k), fn)
+		}
+	case []any:
+		for i, e := range x {
+			walkMaps(e, fmt.Sprintf("%s/%d", ptr, i), fn)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// compileSchema compiles r, which was written in specFile under the given
+// name ("inputs/in"), resolving relative $refs against the spec's directory.
+func (s *schemaDocs) compileSchema(specFile, name string, r strictyaml.Raw) (*jsonschema.Schema, error) {
+	abs, err := filepath.Abs(specFile)
+	if err != nil {
+		return nil, err
+	}
+	// The inline schema is registered under a name beside the spec so that its
+	// relative $refs resolve against the spec's directory.
+	loc := "file://" + filepath.ToSlash(filepath.Join(filepath.Dir(abs),
+		"."+filepath.Base(abs)+"."+strings.ReplaceAll(name, "/", ".")+".json"))
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(s)
+	if err := c.AddResource(loc, r.JSON()); err != nil {
+		return nil, err
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, errors.New(strings.ReplaceAll(err.Error(), loc, name))
+	}
+	return sch, nil
+}
+
+// relPath shortens an absolute path to one relative to the working directory
+// when that is shorter, for messages.
+func relPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}

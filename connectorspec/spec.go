@@ -1,0 +1,215 @@
+// Package connectorspec reads, resolves and checks ConnectorSpec files.
+//
+// A ConnectorSpec describes one connector (one node type): its identity,
+// effects and determinism, the capabilities it needs, its params and ports as
+// JSON Schema, its idempotency, retry, rate-limit, egress, scope, secret,
+// compensation and cache declarations, and its test fixtures. Files start with
+// the header
+//
+//	apiVersion: flowgen.dev/v1
+//	kind: ConnectorSpec
+//
+// and are parsed strictly: every unknown field, wrong type, duplicate key,
+// invalid JSON Schema or missing $ref file is a diagnostic with file, line and
+// column. Load reports all problems of a file at once.
+//
+// Decisions: field names are camelCase like apiVersion; port schemas may be
+// inline or a $ref to a JSON or YAML file next to the spec (remote $refs are
+// refused so that validation never touches the network); every schema property
+// carries an x-data-class, and may carry x-determinism to say how reproducible
+// the value is (IDEM025 uses it).
+package connectorspec
+
+import (
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+)
+
+// APIVersion is the only apiVersion this package reads.
+const APIVersion = "flowgen.dev/v1"
+
+// Kind is the kind header value of a ConnectorSpec file.
+const Kind = "ConnectorSpec"
+
+// PrimaryInput is the name of the input port that idempotency and cache key
+// fields refer to when a connector has more than one input port.
+const PrimaryInput = "in"
+
+// Spec is one parsed ConnectorSpec. Fields mirror the file; after Load the
+// port and params schemas are compiled and available through the methods.
+type Spec struct {
+	diag.Source  `json:"-"`
+	APIVersion   string                 `json:"apiVersion" flowgen:"required" doc:"Format version; must be flowgen.dev/v1."`
+	Kind         string                 `json:"kind" flowgen:"required" doc:"Must be ConnectorSpec."`
+	ID           string                 `json:"id" flowgen:"required" doc:"Dotted connector id, e.g. payments.charge."`
+	Version      string                 `json:"version" flowgen:"required" doc:"Semantic version of this connector."`
+	Provider     string                 `json:"provider" flowgen:"required" doc:"Who operates the system the connector talks to."`
+	Summary      string                 `json:"summary" flowgen:"required" doc:"One-line description."`
+	Docs         string                 `json:"docs,omitempty" doc:"Longer documentation (Markdown)."`
+	Effects      flowtype.Effects       `json:"effects" flowgen:"required" doc:"What the connector may do to the world."`
+	Determinism  flowtype.Determinism   `json:"determinism" flowgen:"required" doc:"How reproducible the output is."`
+	Capabilities []CapabilityRequest    `json:"capabilities,omitempty" doc:"Runtime capabilities the connector needs."`
+	Params       strictyaml.Raw         `json:"params,omitempty" doc:"JSON Schema of the connector's configuration."`
+	Inputs       map[string]strictyaml.Raw `json:"inputs" flowgen:"required" doc:"Input ports: name to JSON Schema."`
+	Outputs      map[string]strictyaml.Raw `json:"outputs" flowgen:"required" doc:"Output ports: name to JSON Schema."`
+	Idempotency  *Idempotency           `json:"idempotency,omitempty" doc:"How repeated calls are recognised."`
+	Retry        *Retry                 `json:"retry,omitempty" doc:"Which layer retries, and how."`
+	RateLimit    *RateLimit             `json:"rateLimit,omitempty" doc:"Calls per second the provider allows."`
+	Egress       []string               `json:"egress,omitempty" doc:"Hosts the connector may contact (exact or *.suffix)."`
+	Scopes       []string               `json:"scopes,omitempty" doc:"OAuth-style scopes the connector requests."`
+	Secrets      []Secret               `json:"secrets,omitempty" doc:"Secret handles (never values) the connector reads."`
+	Compensation *Compensation          `json:"compensation,omitempty" doc:"The connector that undoes this one's effect."`
+	Cache        *Cache                 `json:"cache,omitempty" doc:"Caching of results for Strict and Stable connectors."`
+	Fixtures     []Fixture              `json:"fixtures,omitempty" doc:"Named test cases with recorded HTTP exchanges."`
+
+	// File is the path the spec was loaded from.
+	File string `json:"-"`
+
+	compiled map[string]*jsonschema.Schema // "inputs/in", "outputs/out", "params"
+}
+
+// CapabilityRequest names a capability and the semver range of it the
+// connector works with.
+type CapabilityRequest struct {
+	diag.Source `json:"-"`
+	Name        flowtype.Capability `json:"name" flowgen:"required" doc:"Capability name from the catalogue."`
+	Version     string              `json:"version,omitempty" doc:"Semver range, e.g. ^1.0; any version when empty."`
+}
+
+// Idempotency declares how the runtime recognises a repeated call.
+type Idempotency struct {
+	diag.Source `json:"-"`
+	Key         []string           `json:"key" flowgen:"required" doc:"Input fields (dotted paths) that form the key."`
+	Scope       flowtype.IdemScope `json:"scope,omitempty" doc:"Node, Edge or Partition."`
+	TTL         flowtype.Duration  `json:"ttl,omitempty" doc:"How long a key is remembered."`
+}
+
+// Retry declares the single retry owner and its policy.
+type Retry struct {
+	diag.Source `json:"-"`
+	Owner       flowtype.RetryOwner `json:"owner" flowgen:"required" doc:"connector, orchestrator or none."`
+	Policy      *RetryPolicy        `json:"policy,omitempty" doc:"Backoff policy used by the owner."`
+}
+
+// RetryPolicy is an exponential backoff policy.
+type RetryPolicy struct {
+	diag.Source        `json:"-"`
+	InitialInterval    flowtype.Duration    `json:"initialInterval" flowgen:"required" doc:"Delay before the first retry."`
+	BackoffCoefficient float64              `json:"backoffCoefficient,omitempty" doc:"Multiplier per attempt (at least 1; default 2)."`
+	MaxInterval        flowtype.Duration    `json:"maxInterval,omitempty" doc:"Upper bound on the delay."`
+	MaxAttempts        int                  `json:"maxAttempts" flowgen:"required" doc:"Attempts including the first."`
+	NonRetryable       []flowtype.ErrorKind `json:"nonRetryable,omitempty" doc:"Error kinds never retried."`
+}
+
+// RateLimit is a token bucket.
+type RateLimit struct {
+	diag.Source `json:"-"`
+	QPS         float64 `json:"qps" flowgen:"required" doc:"Sustained calls per second."`
+	Burst       int     `json:"burst,omitempty" doc:"Calls allowed at once."`
+}
+
+// Secret is a handle the runtime resolves to a secret value; the value itself
+// never appears in a spec.
+type Secret struct {
+	diag.Source `json:"-"`
+	Handle      string   `json:"handle" flowgen:"required" doc:"Name the secret store knows it by."`
+	Scopes      []string `json:"scopes,omitempty" doc:"Scopes the secret grants."`
+}
+
+// Compensation names the connector that undoes this one's effect.
+type Compensation struct {
+	diag.Source `json:"-"`
+	Connector   string   `json:"connector" flowgen:"required" doc:"Compensating connector as id@range."`
+	UndoKey     []string `json:"undoKey" flowgen:"required" doc:"Output fields that key the undo idempotently."`
+}
+
+// Cache declares result caching.
+type Cache struct {
+	diag.Source `json:"-"`
+	Key         []string          `json:"key,omitempty" doc:"Input fields forming the cache key."`
+	TTL         flowtype.Duration `json:"ttl,omitempty" doc:"How long entries live."`
+	Tier        string            `json:"tier,omitempty" doc:"memory or disk."`
+	Pin         []string          `json:"pin,omitempty" doc:"Input fields that pin external resources (etag, hash, version id)."`
+}
+
+// Fixture is a named test case: an input, and either the expected output or
+// the expected error, with the HTTP exchanges the connector makes.
+type Fixture struct {
+	diag.Source `json:"-"`
+	Name        string         `json:"name" flowgen:"required" doc:"Unique fixture name."`
+	Params      strictyaml.Raw `json:"params,omitempty" doc:"Params for this case."`
+	Input       strictyaml.Raw `json:"input" flowgen:"required" doc:"Value sent to the primary input port."`
+	Output      strictyaml.Raw `json:"output,omitempty" doc:"Expected value on the primary output port."`
+	Error       *FixtureError  `json:"error,omitempty" doc:"Expected error instead of an output."`
+	HTTP        []Exchange     `json:"http,omitempty" doc:"Recorded HTTP exchanges, in order."`
+}
+
+// FixtureError is the error a fixture expects.
+type FixtureError struct {
+	diag.Source `json:"-"`
+	Kind        flowtype.ErrorKind `json:"kind" flowgen:"required" doc:"Expected error kind."`
+	RetryAfter  flowtype.Duration  `json:"retryAfter,omitempty" doc:"Expected retry delay for RateLimited."`
+}
+
+// Exchange is one recorded HTTP request and its response.
+type Exchange struct {
+	diag.Source `json:"-"`
+	Request     Request  `json:"request" flowgen:"required"`
+	Response    Response `json:"response" flowgen:"required"`
+}
+
+// Request is a recorded HTTP request.
+type Request struct {
+	diag.Source `json:"-"`
+	Method      string            `json:"method" flowgen:"required"`
+	URL         string            `json:"url" flowgen:"required"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Body        strictyaml.Raw    `json:"body,omitempty"`
+}
+
+// Response is a recorded HTTP response.
+type Response struct {
+	diag.Source `json:"-"`
+	Status      int               `json:"status" flowgen:"required"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Body        strictyaml.Raw    `json:"body,omitempty"`
+}
+
+// InputSchema returns the compiled schema of an input port, or nil.
+func (s *Spec) InputSchema(port string) *jsonschema.Schema { return s.compiled["inputs/"+port] }
+
+// OutputSchema returns the compiled schema of an output port, or nil.
+func (s *Spec) OutputSchema(port string) *jsonschema.Schema { return s.compiled["outputs/"+port] }
+
+// ParamsSchema returns the compiled params schema, or nil when none is declared.
+func (s *Spec) ParamsSchema() *jsonschema.Schema { return s.compiled["params"] }
+
+// PrimaryInputPort returns the port that key fields refer to: "in" if
+// declared, else the only input port, else "".
+func (s *Spec) PrimaryInputPort() string {
+	if _, ok := s.Inputs[PrimaryInput]; ok {
+		return PrimaryInput
+	}
+	if len(s.Inputs) == 1 {
+		for name := range s.Inputs {
+			return name
+		}
+	}
+	return ""
+}
+
+// PrimaryOutputPort returns "out" if declared, else the only output port, else "".
+func (s *Spec) PrimaryOutputPort() string {
+	if _, ok := s.Outputs["out"]; ok {
+		return "out"
+	}
+	if len(s.Outputs) == 1 {
+		for name := range s.Outputs {
+			return name
+		}
+	}
+	return ""
+}
