@@ -21,8 +21,8 @@ import (
 // and position reporting see the same bytes.
 type schemaDocs struct {
 	docs    map[string]strictyaml.Raw // absolute path -> parsed document
-	checked map[string]struct{}     // files whose $refs were checked
-	diags *diag.List
+	checked map[string]struct{}       // files whose $refs were checked
+	diags   *diag.List
 }
 
 func newSchemaDocs(diags *diag.List) *schemaDocs {

@@ -42,28 +42,28 @@ const PrimaryInput = "in"
 // port and params schemas are compiled and available through the methods.
 type Spec struct {
 	diag.Source  `json:"-"`
-	APIVersion   string                 `json:"apiVersion" flowgen:"required" doc:"Format version; must be flowgen.dev/v1."`
-	Kind         string                 `json:"kind" flowgen:"required" doc:"Must be ConnectorSpec."`
-	ID           string                 `json:"id" flowgen:"required" doc:"Dotted connector id, e.g. payments.charge."`
-	Version      string                 `json:"version" flowgen:"required" doc:"Semantic version of this connector."`
-	Provider     string                 `json:"provider" flowgen:"required" doc:"Who operates the system the connector talks to."`
-	Summary      string                 `json:"summary" flowgen:"required" doc:"One-line description."`
-	Docs         string                 `json:"docs,omitempty" doc:"Longer documentation (Markdown)."`
-	Effects      flowtype.Effects       `json:"effects" flowgen:"required" doc:"What the connector may do to the world."`
-	Determinism  flowtype.Determinism   `json:"determinism" flowgen:"required" doc:"How reproducible the output is."`
-	Capabilities []CapabilityRequest    `json:"capabilities,omitempty" doc:"Runtime capabilities the connector needs."`
-	Params       strictyaml.Raw         `json:"params,omitempty" doc:"JSON Schema of the connector's configuration."`
+	APIVersion   string                    `json:"apiVersion" flowgen:"required" doc:"Format version; must be flowgen.dev/v1."`
+	Kind         string                    `json:"kind" flowgen:"required" doc:"Must be ConnectorSpec."`
+	ID           string                    `json:"id" flowgen:"required" doc:"Dotted connector id, e.g. payments.charge."`
+	Version      string                    `json:"version" flowgen:"required" doc:"Semantic version of this connector."`
+	Provider     string                    `json:"provider" flowgen:"required" doc:"Who operates the system the connector talks to."`
+	Summary      string                    `json:"summary" flowgen:"required" doc:"One-line description."`
+	Docs         string                    `json:"docs,omitempty" doc:"Longer documentation (Markdown)."`
+	Effects      flowtype.Effects          `json:"effects" flowgen:"required" doc:"What the connector may do to the world."`
+	Determinism  flowtype.Determinism      `json:"determinism" flowgen:"required" doc:"How reproducible the output is."`
+	Capabilities []CapabilityRequest       `json:"capabilities,omitempty" doc:"Runtime capabilities the connector needs."`
+	Params       strictyaml.Raw            `json:"params,omitempty" doc:"JSON Schema of the connector's configuration."`
 	Inputs       map[string]strictyaml.Raw `json:"inputs" flowgen:"required" doc:"Input ports: name to JSON Schema."`
 	Outputs      map[string]strictyaml.Raw `json:"outputs" flowgen:"required" doc:"Output ports: name to JSON Schema."`
-	Idempotency  *Idempotency           `json:"idempotency,omitempty" doc:"How repeated calls are recognised."`
-	Retry        *Retry                 `json:"retry,omitempty" doc:"Which layer retries, and how."`
-	RateLimit    *RateLimit             `json:"rateLimit,omitempty" doc:"Calls per second the provider allows."`
-	Egress       []string               `json:"egress,omitempty" doc:"Hosts the connector may contact (exact or *.suffix)."`
-	Scopes       []string               `json:"scopes,omitempty" doc:"OAuth-style scopes the connector requests."`
-	Secrets      []Secret               `json:"secrets,omitempty" doc:"Secret handles (never values) the connector reads."`
-	Compensation *Compensation          `json:"compensation,omitempty" doc:"The connector that undoes this one's effect."`
-	Cache        *Cache                 `json:"cache,omitempty" doc:"Caching of results for Strict and Stable connectors."`
-	Fixtures     []Fixture              `json:"fixtures,omitempty" doc:"Named test cases with recorded HTTP exchanges."`
+	Idempotency  *Idempotency              `json:"idempotency,omitempty" doc:"How repeated calls are recognised."`
+	Retry        *Retry                    `json:"retry,omitempty" doc:"Which layer retries, and how."`
+	RateLimit    *RateLimit                `json:"rateLimit,omitempty" doc:"Calls per second the provider allows."`
+	Egress       []string                  `json:"egress,omitempty" doc:"Hosts the connector may contact (exact or *.suffix)."`
+	Scopes       []string                  `json:"scopes,omitempty" doc:"OAuth-style scopes the connector requests."`
+	Secrets      []Secret                  `json:"secrets,omitempty" doc:"Secret handles (never values) the connector reads."`
+	Compensation *Compensation             `json:"compensation,omitempty" doc:"The connector that undoes this one's effect."`
+	Cache        *Cache                    `json:"cache,omitempty" doc:"Caching of results for Strict and Stable connectors."`
+	Fixtures     []Fixture                 `json:"fixtures,omitempty" doc:"Named test cases with recorded HTTP exchanges."`
 
 	// File is the path the spec was loaded from.
 	File string `json:"-"`
