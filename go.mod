@@ -4,8 +4,14 @@ go 1.26.0
 
 require (
 	github.com/Masterminds/semver/v3 v3.5.0
+	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/text v0.43.0
+	lukechampine.com/blake3 v1.4.1
 )
 
-require golang.org/x/text v0.14.0 // indirect
+require (
+	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
+)

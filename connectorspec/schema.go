@@ -144,6 +144,8 @@ func (s *schemaDocs) compileSchema(specFile, name string, r strictyaml.Raw) (*js
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(s)
+	c.RegisterVocabulary(annotationVocabulary)
+	c.AssertVocabs()
 	if err := c.AddResource(loc, r.JSON()); err != nil {
 		return nil, err
 	}

@@ -42,8 +42,8 @@ const PrimaryInput = "in"
 // port and params schemas are compiled and available through the methods.
 type Spec struct {
 	diag.Source  `json:"-"`
-	APIVersion   string                    `json:"apiVersion" flowgen:"required" doc:"Format version; must be flowgen.dev/v1."`
-	Kind         string                    `json:"kind" flowgen:"required" doc:"Must be ConnectorSpec."`
+	APIVersion   string                    `json:"apiVersion" flowgen:"required" const:"flowgen.dev/v1" doc:"Format version; must be flowgen.dev/v1."`
+	Kind         string                    `json:"kind" flowgen:"required" const:"ConnectorSpec" doc:"Must be ConnectorSpec."`
 	ID           string                    `json:"id" flowgen:"required" doc:"Dotted connector id, e.g. payments.charge."`
 	Version      string                    `json:"version" flowgen:"required" doc:"Semantic version of this connector."`
 	Provider     string                    `json:"provider" flowgen:"required" doc:"Who operates the system the connector talks to."`

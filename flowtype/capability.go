@@ -77,3 +77,6 @@ func CapabilityNames() []string {
 	}
 	return out
 }
+
+// EnumValues lists the catalogue's names, for schemas and help texts.
+func (Capability) EnumValues() []string { return CapabilityNames() }

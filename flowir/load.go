@@ -1,0 +1,514 @@
+package flowir
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+)
+
+var (
+	flowIDPattern = regexp.MustCompile(connectorspec.IDPattern)
+	aliasPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+)
+
+// Loader loads flows and the connector specs they use. Each file is read and
+// checked once, and its diagnostics are returned once, however many flows
+// use it. A Loader is not safe for concurrent use.
+type Loader struct {
+	// Catalog holds every spec loaded without errors; flows resolve
+	// uses: id@range against it.
+	Catalog *connectorspec.Catalog
+	specs   map[string]*connectorspec.Spec
+	flows   map[string]*Graph
+	sagas   map[*connectorspec.Spec]bool // specs whose compensator was checked
+}
+
+// NewLoader returns a loader with an empty catalogue.
+func NewLoader() *Loader {
+	return &Loader{Catalog: connectorspec.NewCatalog(), specs: map[string]*connectorspec.Spec{}, flows: map[string]*Graph{}, sagas: map[*connectorspec.Spec]bool{}}
+}
+
+// FileKind identifies a flowgen file by its header: connectorspec.Kind,
+// Kind, or "" for anything else (including unparsable files).
+func FileKind(data []byte) string {
+	if !bytes.Contains(data, []byte("apiVersion")) || !bytes.Contains(data, []byte("kind")) {
+		return ""
+	}
+	root, diags := strictyaml.Parse("", data)
+	if diags.HasErrors() {
+		return ""
+	}
+	var kv []*ast.MappingValueNode
+	switch m := root.(type) {
+	case *ast.MappingNode:
+		kv = m.Values
+	case *ast.MappingValueNode:
+		kv = []*ast.MappingValueNode{m}
+	}
+	api, kind := "", ""
+	for _, p := range kv {
+		v, ok := p.Value.(*ast.StringNode)
+		if !ok {
+			continue
+		}
+		switch p.Key.String() {
+		case "apiVersion":
+			api = v.Value
+		case "kind":
+			kind = v.Value
+		}
+	}
+	if !strings.HasPrefix(api, "flowgen.dev/") {
+		return ""
+	}
+	return kind
+}
+
+// LoadSpec loads the spec at path once. Its diagnostics are returned on the
+// first call only.
+func (l *Loader) LoadSpec(path string) (*connectorspec.Spec, diag.List) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	if s, ok := l.specs[abs]; ok {
+		return s, nil
+	}
+	s, diags := connectorspec.Load(path)
+	l.specs[abs] = s
+	if s != nil && !diags.HasErrors() {
+		if err := l.Catalog.Add(s); err != nil {
+			diags.Add(s.At("version"), diag.FMT004, "bump the version of one of them", "%v", err)
+		}
+	}
+	return s, diags
+}
+
+// LoadSpecs loads every ConnectorSpec file below dir (or dir itself, when it
+// is a file).
+func (l *Loader) LoadSpecs(dir string) diag.List {
+	var diags diag.List
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !IsSourceFile(path) {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if FileKind(data) == connectorspec.Kind {
+			_, ds := l.LoadSpec(path)
+			diags.Append(ds)
+		}
+		return nil
+	})
+	if err != nil {
+		diags.Add(diag.Pos{File: dir}, diag.FMT001, "", "cannot read connectors: %v", err)
+	}
+	return diags
+}
+
+// IsSourceFile reports whether path has an extension flowgen reads.
+func IsSourceFile(path string) bool {
+	switch filepath.Ext(path) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// LoadFlow loads, resolves and validates the flow at path, with the connector
+// directories it names. The Graph is nil only when the file could not be
+// parsed.
+func (l *Loader) LoadFlow(path string) (*Graph, diag.List) {
+	var diags diag.List
+	g := l.loadFlow(path, nil, &diags)
+	diags.Sort()
+	return g, diags
+}
+
+func (l *Loader) loadFlow(path string, stack []string, diags *diag.List) *Graph {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	if g, ok := l.flows[abs]; ok {
+		return g
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		diags.Add(diag.Pos{File: path}, diag.FMT001, "", "cannot read flow: %v", err)
+		return nil
+	}
+	f, ds := ParseFlow(path, data)
+	diags.Append(ds)
+	if f == nil {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	for _, c := range f.Connectors {
+		diags.Append(l.LoadSpecs(filepath.Join(dir, filepath.FromSlash(c))))
+	}
+	g := &Graph{Flow: f, byAlias: map[string]*GraphNode{}, loader: l}
+	l.flows[abs] = g
+	r := resolver{l: l, g: g, diags: diags, dir: dir, stack: append(stack, abs)}
+	r.resolve()
+	for _, p := range Passes {
+		p.Run(g, diags)
+	}
+	return g
+}
+
+// ParseFlow decodes a flow file without resolving connectors: syntax, fields,
+// header, ids and aliases.
+func ParseFlow(path string, data []byte) (*Flow, diag.List) {
+	var f Flow
+	root, diags := strictyaml.Unmarshal(path, data, &f)
+	if root == nil {
+		return nil, diags
+	}
+	f.File = path
+	connectorspec.CheckHeader(&diags, f.Source, f.APIVersion, f.Kind, Kind)
+	if f.ID != "" && !flowIDPattern.MatchString(f.ID) {
+		diags.Add(f.At("id"), diag.FMT006, "use lower-case dotted words such as orders.fulfilment", "invalid flow id %q", f.ID)
+	}
+	if f.Version != "" {
+		if _, err := semver.StrictNewVersion(f.Version); err != nil {
+			diags.Add(f.At("version"), diag.FMT006, "write a semantic version such as 1.0.0", "invalid version %q: %v", f.Version, err)
+		}
+	}
+	for _, n := range f.Nodes {
+		if n == nil {
+			continue
+		}
+		if n.Alias != "" && !aliasPattern.MatchString(n.Alias) {
+			diags.Add(n.At("alias"), diag.FMT006, "use lower-case letters, digits and underscores, starting with a letter", "invalid alias %q", n.Alias)
+		}
+		if n.Kind() == KindInvalid {
+			diags.Add(n.Pos, diag.FMT006, "keep exactly one of: uses, spec, switch, forEach, subflow, checkpoint",
+				"node %q must have exactly one of uses, spec, switch, forEach, subflow or checkpoint", n.Alias)
+		}
+	}
+	return &f, diags
+}
+
+// Graph is a resolved flow: nodes with their connector specs, subflows and
+// port schemas, and edges with their endpoints.
+type Graph struct {
+	Flow  *Flow
+	Nodes []*GraphNode
+	Edges []*GraphEdge
+
+	byAlias map[string]*GraphNode
+	loader  *Loader
+}
+
+// Node returns the node with the given alias, or nil.
+func (g *Graph) Node(alias string) *GraphNode { return g.byAlias[alias] }
+
+// resolver builds a Graph from a parsed flow.
+type resolver struct {
+	l     *Loader
+	g     *Graph
+	diags *diag.List
+	dir   string
+	stack []string // absolute paths of the flows being loaded, outermost first
+}
+
+func (r *resolver) resolve() {
+	f := r.g.Flow
+	for _, n := range f.Nodes {
+		if n == nil {
+			continue
+		}
+		gn := &GraphNode{Node: n, In: map[string]*Port{}, Out: map[string]*Port{}, index: len(r.g.Nodes)}
+		if first, dup := r.g.byAlias[n.Alias]; dup {
+			r.diags.Add(n.At("alias"), diag.DAG205, "rename one of the two nodes",
+				"duplicate alias %q (first used at line %d)", n.Alias, first.At("alias").Line)
+			continue
+		}
+		r.g.byAlias[n.Alias] = gn
+		r.g.Nodes = append(r.g.Nodes, gn)
+	}
+	for _, gn := range r.g.Nodes {
+		r.ports(gn)
+	}
+	for _, gn := range r.g.Nodes {
+		if fe := gn.ForEach; fe != nil {
+			body := r.g.byAlias[fe.Do]
+			switch {
+			case body == nil:
+				r.diags.Add(fe.At("do"), diag.DAG202, r.aliasHint(fe.Do), "forEach body %q is not a node of this flow", fe.Do)
+			case body.Kind() != KindConnector && body.Kind() != KindInline && body.Kind() != KindSubflow:
+				r.diags.Add(fe.At("do"), diag.FMT006, "point do: at a connector, inline function or subflow node",
+					"forEach body %q is a %s node", fe.Do, body.Kind())
+			default:
+				gn.Body, body.BodyOf = body, gn
+			}
+		}
+	}
+	for _, e := range f.Edges {
+		if e != nil {
+			r.edge(e)
+		}
+	}
+}
+
+// aliasHint suggests the aliases a misspelt one may have meant.
+func (r *resolver) aliasHint(alias string) string {
+	var names []string
+	for _, n := range r.g.Nodes {
+		names = append(names, n.Alias)
+	}
+	slices.Sort(names)
+	return "aliases in this flow: " + strings.Join(names, ", ")
+}
+
+// ports resolves what a node runs and declares its ports.
+func (r *resolver) ports(gn *GraphNode) {
+	n := gn.Node
+	switch n.Kind() {
+	case KindConnector:
+		spec := r.connector(n)
+		if spec == nil {
+			return
+		}
+		gn.Spec = spec
+		for name := range spec.Inputs {
+			gn.In[name] = &Port{Schema: spec.InputSchema(name), Typed: spec.InputSchema(name) != nil}
+		}
+		for name := range spec.Outputs {
+			gn.Out[name] = &Port{Schema: spec.OutputSchema(name), Typed: spec.OutputSchema(name) != nil}
+		}
+	case KindInline:
+		gn.In["in"], gn.Out["out"] = &Port{}, &Port{}
+	case KindSwitch:
+		gn.In["in"] = &Port{}
+		labels := map[string]diag.Pos{}
+		for _, c := range n.Switch.Cases {
+			if first, dup := labels[c.Label]; dup {
+				r.diags.Add(c.At("label"), diag.CTRL010, "give every case its own label", "duplicate case label %q (first at line %d)", c.Label, first.Line)
+			}
+			labels[c.Label] = c.At("label")
+			gn.Out[c.Label] = &Port{}
+		}
+		if n.Switch.Default != "" {
+			gn.Out[n.Switch.Default] = &Port{}
+		}
+	case KindCheckpoint:
+		gn.In["in"], gn.Out["approved"], gn.Out["rejected"] = &Port{}, &Port{}, &Port{}
+	case KindForEach:
+		gn.In["in"], gn.Out["out"] = &Port{}, &Port{}
+	case KindSubflow:
+		r.subflow(gn)
+	}
+}
+
+// connector resolves a connector node's spec (DAG206 when it cannot).
+func (r *resolver) connector(n *Node) *connectorspec.Spec {
+	if n.Spec != "" {
+		path := filepath.Join(r.dir, filepath.FromSlash(n.Spec))
+		if _, err := os.Stat(path); err != nil {
+			r.diags.Add(n.At("spec"), diag.DAG206, "correct the path; it is relative to the flow file", "connector spec %q not found", n.Spec)
+			return nil
+		}
+		s, ds := r.l.LoadSpec(path)
+		r.diags.Append(ds)
+		return s
+	}
+	s, err := r.l.Catalog.Resolve(n.Uses)
+	if err != nil {
+		r.diags.Add(n.At("uses"), diag.DAG206, "add the directory holding the spec to connectors:, or fix the id and range",
+			"cannot resolve connector %q: %v", n.Uses, err)
+		return nil
+	}
+	return s
+}
+
+// subflow loads the child flow and exposes its listed entry ports and its
+// terminal output ports.
+func (r *resolver) subflow(gn *GraphNode) {
+	sf := gn.Subflow
+	path := filepath.Join(r.dir, filepath.FromSlash(sf.Flow))
+	abs, _ := filepath.Abs(path)
+	if slices.Contains(r.stack, abs) {
+		r.diags.Add(sf.At("flow"), diag.SUB002, "break the recursion; a flow cannot contain itself",
+			"subflow %q includes itself: %s", sf.Flow, strings.Join(append(relPaths(r.stack), relPath(abs)), " -> "))
+		return
+	}
+	limit := r.maxDepth()
+	if len(r.stack) > limit {
+		r.diags.Add(sf.At("flow"), diag.SUB002, fmt.Sprintf("flatten the nesting, or raise policies.maxSubflowDepth above %d", limit),
+			"subflow %q is nested %d deep, deeper than the limit of %d", sf.Flow, len(r.stack), limit)
+		return
+	}
+	if _, err := os.Stat(path); err != nil {
+		r.diags.Add(sf.At("flow"), diag.DAG206, "correct the path; it is relative to the flow file", "subflow %q not found", sf.Flow)
+		return
+	}
+	child := r.l.loadFlow(path, r.stack, r.diags)
+	if child == nil {
+		return
+	}
+	gn.Child = child
+	for _, in := range sf.Inputs {
+		alias, port, err := SplitPort(in)
+		var p *Port
+		if err == nil {
+			if cn := child.byAlias[alias]; cn != nil {
+				p = cn.In[port]
+			}
+		}
+		if p == nil {
+			r.diags.Add(sf.At("inputs"), diag.DAG203, "list entry ports of the child flow as alias.port",
+				"subflow input %q is not an input port of %s", in, sf.Flow)
+			continue
+		}
+		gn.In[in] = p
+	}
+	connected := map[string]bool{}
+	for _, e := range child.Edges {
+		connected[e.From.Alias+"."+e.FromPort] = true
+	}
+	for _, cn := range child.Nodes {
+		for name, p := range cn.Out {
+			if key := cn.Alias + "." + name; !connected[key] {
+				gn.Out[key] = p
+			}
+		}
+	}
+}
+
+// maxDepth is the subflow nesting limit: the outermost flow's policy wins.
+func (r *resolver) maxDepth() int {
+	if d := r.g.Flow.Policies.MaxSubflowDepth; d > 0 {
+		return d
+	}
+	return DefaultMaxSubflowDepth
+}
+
+func relPath(p string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return p
+}
+
+func relPaths(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = relPath(p)
+	}
+	return out
+}
+
+// edge resolves an edge's endpoints (DAG202, DAG203, CTRL010, SUB001).
+func (r *resolver) edge(e *Edge) {
+	from, fromPort, okFrom := r.endpoint(e, "from", e.From)
+	to, toPort, okTo := r.endpoint(e, "to", e.To)
+	if !okFrom || !okTo {
+		return
+	}
+	if _, ok := from.Out[fromPort]; !ok {
+		switch {
+		case from.Kind() == KindSwitch:
+			r.diags.Add(e.At("from"), diag.CTRL010, "declare a case with this label, or set default: "+fromPort,
+				"switch %q has no case labelled %q", from.Alias, fromPort)
+		default:
+			r.diags.Add(e.At("from"), diag.DAG203, portHint(from.Out, "output"), "%q has no output port %q", from.Alias, fromPort)
+		}
+		return
+	}
+	if _, ok := to.In[toPort]; !ok {
+		if to.Kind() == KindSubflow && to.Child != nil {
+			r.diags.Add(e.At("to"), diag.SUB001, fmt.Sprintf("add %q to the subflow's inputs if it may see this data", toPort),
+				"subflow %q does not list %q among its inputs", to.Alias, toPort)
+			return
+		}
+		r.diags.Add(e.At("to"), diag.DAG203, portHint(to.In, "input"), "%q has no input port %q", to.Alias, toPort)
+		return
+	}
+	r.g.Edges = append(r.g.Edges, &GraphEdge{Edge: e, From: from, To: to, FromPort: fromPort, ToPort: toPort})
+}
+
+func (r *resolver) endpoint(e *Edge, field, ref string) (*GraphNode, string, bool) {
+	alias, port, err := SplitPort(ref)
+	if err != nil {
+		r.diags.Add(e.At(field), diag.FMT006, "write alias.port, e.g. charge.out", "%s: %v", field, err)
+		return nil, "", false
+	}
+	gn := r.g.byAlias[alias]
+	if gn == nil {
+		r.diags.Add(e.At(field), diag.DAG202, r.aliasHint(alias), "edge %s %q: no node has alias %q", field, ref, alias)
+		return nil, "", false
+	}
+	if gn.Kind() == KindInvalid || (gn.Kind() == KindConnector && gn.Spec == nil) || (gn.Kind() == KindSubflow && gn.Child == nil) {
+		return nil, "", false // already reported; nothing to check the port against
+	}
+	return gn, port, true
+}
+
+func portHint(ports map[string]*Port, what string) string {
+	names := make([]string, 0, len(ports))
+	for n := range ports {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "the node has no " + what + " ports"
+	}
+	return what + " ports: " + strings.Join(names, ", ")
+}
+
+// CheckCompensator resolves the compensator of s in the catalogue (DAG206)
+// and checks that its input accepts s's output (SAGA201). Each spec is
+// checked once per Loader; later calls return nothing.
+func (l *Loader) CheckCompensator(s *connectorspec.Spec) diag.List {
+	var diags diag.List
+	comp := s.Compensation
+	if comp == nil || l.sagas[s] {
+		return nil
+	}
+	l.sagas[s] = true
+	undo, err := l.Catalog.Resolve(comp.Connector)
+	if err != nil {
+		diags.Add(comp.At("connector"), diag.DAG206, "load the compensator's spec alongside this one", "cannot resolve compensator %q: %v", comp.Connector, err)
+		return diags
+	}
+	out := s.OutputSchema(s.PrimaryOutputPort())
+	in := undo.InputSchema(undo.PrimaryInputPort())
+	if out == nil || in == nil {
+		return nil
+	}
+	for _, m := range connectorspec.Compatible(out, in) {
+		diags.Add(comp.At("connector"), diag.SAGA201, m.Fix, "compensator %s cannot take what %s produces: %s", undo.ID, s.ID, m)
+	}
+	return diags
+}
+
+// CheckCompensators checks every loaded spec's compensator (see
+// CheckCompensator).
+func (l *Loader) CheckCompensators() diag.List {
+	var diags diag.List
+	for _, s := range l.Catalog.Specs() {
+		diags.Append(l.CheckCompensator(s))
+	}
+	return diags
+}

@@ -1,0 +1,84 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/flowgen-dev/flowgen/flowir"
+)
+
+var update = flag.Bool("update", false, "rewrite the schema files from the Go types")
+
+func TestSchemasInSync(t *testing.T) {
+	for name, gen := range Published {
+		want, err := gen()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *update {
+			if err := os.WriteFile(name, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is out of date with the Go types; run go test ./schemas -update", name)
+		}
+	}
+}
+
+// TestExamplesValidateAgainstSchemas checks that the published schemas accept
+// every example file, so an editor using them agrees with flowgen validate.
+func TestExamplesValidateAgainstSchemas(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	for name, data := range map[string][]byte{"connectorspec.schema.json": ConnectorSpecJSON, "flowir.schema.json": FlowJSON} {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddResource(name, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specSchema := c.MustCompile("connectorspec.schema.json")
+	flowSchema := c.MustCompile("flowir.schema.json")
+	files, _ := filepath.Glob("../examples/*/*.yaml")
+	more, _ := filepath.Glob("../examples/connectors/*/*.yaml")
+	files = append(files, more...)
+	if len(files) < 8 {
+		t.Fatalf("found only %d example files", len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		js, _ := json.Marshal(v)
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sch := specSchema
+		if flowir.FileKind(data) == flowir.Kind {
+			sch = flowSchema
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("%s does not validate against its published schema: %v", f, err)
+		}
+	}
+}
