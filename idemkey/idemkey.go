@@ -109,7 +109,7 @@ func Compute(in Input) (Key, error) {
 const maxDepth = 256
 
 var (
-	minCBORInt = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 64))                   // -2^64
+	minCBORInt = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 64))                // -2^64
 	maxCBORInt = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 64), big.NewInt(1)) // 2^64-1
 )
 
