@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Exit codes, the same for every command:
+//
+//	0  success; validation found no errors
+//	1  the command ran and found problems (diagnostics with errors)
+//	2  usage error, unreadable input or I/O failure
+const (
+	exitOK       = 0
+	exitProblems = 1
+	exitUsage    = 2
+)
+
+// env is what a command gets: its arguments and the process's streams.
+type env struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// command is one flowgen subcommand.
+type command struct {
+	name    string
+	summary string
+	usage   string
+	run     func(e *env, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"validate", "check ConnectorSpec and Flow files, printing diagnostics like a compiler", validateUsage, runValidate},
+		{"show", "validate, then describe connectors and flows", showUsage, runShow},
+		{"idemkey", "compute a canonical idempotency key from key fields", idemkeyUsage, runIdemkey},
+		{"schema", "print the JSON Schema of the ConnectorSpec or Flow format", schemaUsage, runSchema},
+	}
+}
+
+// Run executes flowgen with args (without the program name) and returns the
+// process exit code. It never calls os.Exit, so tests run it in-process.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		printHelp(stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 {
+			for _, c := range commands() {
+				if c.name == rest[0] {
+					fmt.Fprint(stdout, c.usage)
+					return exitOK
+				}
+			}
+		}
+		printHelp(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(e, rest)
+		}
+	}
+	fmt.Fprintf(stderr, "flowgen: unknown command %q\n\n", name)
+	printHelp(stderr)
+	return exitUsage
+}
+
+func printHelp(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("flowgen turns ConnectorSpec and Flow IR files into typed, exactly-once Go workflow code.\n\n")
+	b.WriteString("Usage: flowgen <command> [flags] [arguments]\n\nCommands:\n")
+	cs := commands()
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	for _, c := range cs {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun 'flowgen help <command>' for a command's flags.\n")
+	b.WriteString("\nExit status: 0 success, 1 problems found (diagnostics with errors), 2 usage or I/O error.\n")
+	io.WriteString(w, b.String())
+}
+
+// parseFlags parses flags that may appear before, between or after the
+// positional arguments, and returns the positional arguments. A lone "--"
+// ends flag parsing.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if rest[0] == "--" && (len(args) == 0 || args[len(args)-len(rest)] == "--") {
+			return append(positional, rest[1:]...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// newFlagSet returns a flag set that prints its usage text on -h.
+func newFlagSet(e *env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// flagExit maps a flag parsing error to an exit code: -h is not a failure.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
