@@ -29,10 +29,15 @@ func newSchemaDocs(diags *diag.List) *schemaDocs {
 	return &schemaDocs{docs: map[string]strictyaml.Raw{}, checked: map[string]struct{}{}, diags: diags}
 }
 
-// file returns the parsed document at path, parsing it on first use. ok is
-// false when the file is missing or unparsable (parse errors are reported).
+// file returns the parsed document at path (as the user would write it:
+// the spec's directory joined with the $ref), parsing it on first use. ok is
+// false when the file is unparsable; parse errors are reported once.
 func (s *schemaDocs) file(path string) (strictyaml.Raw, bool, error) {
-	if r, ok := s.docs[path]; ok {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return strictyaml.Raw{}, false, err
+	}
+	if r, ok := s.docs[abs]; ok {
 		return r, r.Value != nil, nil
 	}
 	data, err := os.ReadFile(path)
@@ -40,12 +45,12 @@ func (s *schemaDocs) file(path string) (strictyaml.Raw, bool, error) {
 		return strictyaml.Raw{}, false, err
 	}
 	var r strictyaml.Raw
-	_, ds := strictyaml.Unmarshal(relPath(path), data, &r)
+	_, ds := strictyaml.Unmarshal(path, data, &r)
 	s.diags.Append(ds)
 	if ds.HasErrors() {
 		r.Value = nil
 	}
-	s.docs[path] = r
+	s.docs[abs] = r
 	return r, r.Value != nil, nil
 }
 
@@ -56,12 +61,18 @@ func (s *schemaDocs) Load(rawURL string) (any, error) {
 	if err != nil || u.Scheme != "file" {
 		return nil, fmt.Errorf("remote $ref %q is not allowed; copy the schema next to the spec", rawURL)
 	}
-	r, ok, err := s.file(filepath.FromSlash(u.Path))
-	if err != nil {
-		return nil, err
+	abs := filepath.FromSlash(u.Path)
+	r, known := s.docs[abs]
+	if !known {
+		var ok bool
+		if r, ok, err = s.file(abs); err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, fmt.Errorf("schema file %s has errors", abs)
+		}
 	}
-	if !ok {
-		return nil, fmt.Errorf("schema file %s has errors", relPath(u.Path))
+	if r.Value == nil {
+		return nil, fmt.Errorf("schema file %s has errors", r.File)
 	}
 	return r.JSON(), nil
 }
@@ -88,7 +99,7 @@ func (s *schemaDocs) checkRefs(r strictyaml.Raw, dir string) bool {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			ok = false
-			s.diags.Add(r.PosOf(ptr+"/$ref"), diag.SCHEMA002, fmt.Sprintf("create %s or correct the path", relPath(path)),
+			s.diags.Add(r.PosOf(ptr+"/$ref"), diag.SCHEMA002, fmt.Sprintf("create %s or correct the path", path),
 				"$ref file %q not found", ref)
 		case err != nil:
 			ok = false
@@ -96,8 +107,8 @@ func (s *schemaDocs) checkRefs(r strictyaml.Raw, dir string) bool {
 		case !loaded:
 			ok = false
 		default:
-			if _, seen := s.checked[path]; !seen {
-				s.checked[path] = struct{}{}
+			if _, seen := s.checked[doc.File]; !seen {
+				s.checked[doc.File] = struct{}{}
 				ok = s.checkRefs(doc, filepath.Dir(path)) && ok
 			}
 		}
@@ -154,17 +165,4 @@ func (s *schemaDocs) compileSchema(specFile, name string, r strictyaml.Raw) (*js
 		return nil, errors.New(strings.ReplaceAll(err.Error(), loc, name))
 	}
 	return sch, nil
-}
-
-// relPath shortens an absolute path to one relative to the working directory
-// when that is shorter, for messages.
-func relPath(path string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-		return rel
-	}
-	return path
 }

@@ -27,7 +27,7 @@ var (
 // checked once, and its diagnostics are returned once, however many flows
 // use it. A Loader is not safe for concurrent use.
 type Loader struct {
-	// Catalog holds every spec loaded without errors; flows resolve
+	// Catalog holds every structurally sound spec loaded; flows resolve
 	// uses: id@range against it.
 	Catalog *connectorspec.Catalog
 	specs   map[string]*connectorspec.Spec
@@ -41,14 +41,16 @@ func NewLoader() *Loader {
 }
 
 // FileKind identifies a flowgen file by its header: connectorspec.Kind,
-// Kind, or "" for anything else (including unparsable files).
+// Kind, or "" for anything else. A file that does not parse is still
+// recognised when its top-level header lines say it is a flowgen file, so
+// that its syntax errors are reported rather than the file being skipped.
 func FileKind(data []byte) string {
 	if !bytes.Contains(data, []byte("apiVersion")) || !bytes.Contains(data, []byte("kind")) {
 		return ""
 	}
 	root, diags := strictyaml.Parse("", data)
 	if diags.HasErrors() {
-		return ""
+		return headerLinesKind(data)
 	}
 	var kv []*ast.MappingValueNode
 	switch m := root.(type) {
@@ -76,6 +78,31 @@ func FileKind(data []byte) string {
 	return kind
 }
 
+// headerLineRE matches a top-level "apiVersion: ..." or "kind: ..." line of
+// YAML, or the same pair in a single-line-per-key JSON object.
+var headerLineRE = regexp.MustCompile(`(?m)^(?:\s*")?(apiVersion|kind)"?\s*:\s*"?([A-Za-z0-9./]+)"?`)
+
+// headerLinesKind is FileKind for files that do not parse.
+func headerLinesKind(data []byte) string {
+	api, kind := "", ""
+	for _, m := range headerLineRE.FindAllSubmatch(data, -1) {
+		switch string(m[1]) {
+		case "apiVersion":
+			if api == "" {
+				api = string(m[2])
+			}
+		case "kind":
+			if kind == "" {
+				kind = string(m[2])
+			}
+		}
+	}
+	if !strings.HasPrefix(api, "flowgen.dev/") {
+		return ""
+	}
+	return kind
+}
+
 // LoadSpec loads the spec at path once. Its diagnostics are returned on the
 // first call only.
 func (l *Loader) LoadSpec(path string) (*connectorspec.Spec, diag.List) {
@@ -88,12 +115,25 @@ func (l *Loader) LoadSpec(path string) (*connectorspec.Spec, diag.List) {
 	}
 	s, diags := connectorspec.Load(path)
 	l.specs[abs] = s
-	if s != nil && !diags.HasErrors() {
+	if s != nil && structurallySound(diags) {
 		if err := l.Catalog.Add(s); err != nil {
 			diags.Add(s.At("version"), diag.FMT004, "bump the version of one of them", "%v", err)
 		}
 	}
 	return s, diags
+}
+
+// structurallySound reports whether a spec's diagnostics leave its shape
+// intact: it parsed, its header, fields and schemas are valid. Such a spec
+// joins the catalogue even when a semantic check failed, so that flows using
+// it are still checked and one run reports every problem.
+func structurallySound(diags diag.List) bool {
+	for _, d := range diags {
+		if d.Severity == diag.Error && (strings.HasPrefix(string(d.Code), "FMT") || strings.HasPrefix(string(d.Code), "SCHEMA")) {
+			return false
+		}
+	}
+	return true
 }
 
 // LoadSpecs loads every ConnectorSpec file below dir (or dir itself, when it

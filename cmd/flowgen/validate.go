@@ -169,8 +169,8 @@ func summary(w *workspace) string {
 			warns++
 		}
 	}
-	return fmt.Sprintf("%d files checked (%d connectors, %d flows): %s, %s",
-		w.files, len(w.specs), len(w.flows), plural(errs, "error"), plural(warns, "warning"))
+	return fmt.Sprintf("%s checked (%s, %s): %s, %s",
+		plural(w.files, "file"), plural(len(w.specs), "connector"), plural(len(w.flows), "flow"), plural(errs, "error"), plural(warns, "warning"))
 }
 
 func plural(n int, word string) string {
