@@ -1,6 +1,7 @@
 package connectorspec
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"regexp"
@@ -389,36 +390,8 @@ func (c *checker) instance(fixture, what string, v strictyaml.Raw, sch *jsonsche
 	if !ok {
 		return
 	}
-	for _, leaf := range leaves(ve) {
-		ptr := ""
-		for _, tok := range leaf.InstanceLocation {
-			ptr += "/" + strictyaml.PointerEscape(tok)
-		}
-		loc := "/" + strings.Join(leaf.InstanceLocation, "/")
-		c.add(v.PosOf(ptr), diag.FIX001, "make the fixture match the port schema, or fix the schema",
-			"fixture %q %s at %s: %s", fixture, what, loc, leafMessage(leaf))
+	for _, p := range validationProblems(v, ve) {
+		c.add(p.Pos, diag.FIX001, "make the fixture match the port schema, or fix the schema",
+			"fixture %q %s at %s: %s", fixture, what, cmp.Or(p.Loc, "/"), p.Msg)
 	}
-}
-
-func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return []*jsonschema.ValidationError{ve}
-	}
-	var out []*jsonschema.ValidationError
-	for _, cause := range ve.Causes {
-		out = append(out, leaves(cause)...)
-	}
-	return out
-}
-
-func leafMessage(ve *jsonschema.ValidationError) string {
-	msg := ve.Error()
-	// The library prefixes the schema location; keep only what went wrong.
-	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "jsonschema validation failed") {
-		return msg[i+2:]
-	}
-	if _, after, ok := strings.Cut(msg, "] "); ok {
-		return after
-	}
-	return msg
 }

@@ -1,8 +1,9 @@
 package connectorspec
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -16,7 +17,7 @@ import (
 // parsed at all) and every diagnostic found; diags.Err() is nil when the spec
 // is usable.
 func Load(path string) (*Spec, diag.List) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadFile(path)
 	if err != nil {
 		var diags diag.List
 		diags.Add(diag.Pos{File: path}, diag.FMT001, "", "cannot read spec: %v", err)
@@ -81,7 +82,14 @@ func compileAll(s *Spec, docs *schemaDocs, diags *diag.List) map[string]*jsonsch
 			return
 		}
 		sch, err := docs.compileSchema(s.File, name, r)
-		if err != nil {
+		var se *schemaError
+		if errors.As(err, &se) {
+			for _, p := range se.problems {
+				diags.Add(p.Pos, diag.SCHEMA001, "see https://json-schema.org/draft/2020-12 for the keyword's allowed values",
+					"%s: invalid JSON Schema at %s: %s", name, cmp.Or(p.Loc, "/"), p.Msg)
+			}
+			return
+		} else if err != nil {
 			diags.Add(r.Pos, diag.SCHEMA001, "", "%s: invalid JSON Schema: %v", name, err)
 			return
 		}

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
@@ -40,7 +41,7 @@ func (s *schemaDocs) file(path string) (strictyaml.Raw, bool, error) {
 	if r, ok := s.docs[abs]; ok {
 		return r, r.Value != nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadFile(path)
 	if err != nil {
 		return strictyaml.Raw{}, false, err
 	}
@@ -162,7 +163,73 @@ func (s *schemaDocs) compileSchema(specFile, name string, r strictyaml.Raw) (*js
 	}
 	sch, err := c.Compile(loc)
 	if err != nil {
-		return nil, errors.New(strings.ReplaceAll(err.Error(), loc, name))
+		return nil, s.schemaError(loc, name, r, err)
 	}
 	return sch, nil
+}
+
+// schemaProblem is one reason a schema or a value is invalid, positioned
+// where the author must look.
+type schemaProblem struct {
+	Pos diag.Pos
+	// Loc is the JSON pointer of the offending value ("" for the root).
+	Loc string
+	Msg string
+}
+
+// schemaError is a schema that does not compile, with every reason found.
+type schemaError struct {
+	problems []schemaProblem
+}
+
+func (e *schemaError) Error() string {
+	msgs := make([]string, len(e.problems))
+	for i, p := range e.problems {
+		msgs[i] = p.Msg
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// schemaError turns a compiler error into problems positioned in the inline
+// schema r (registered as loc) or in the $ref file that holds them.
+func (s *schemaDocs) schemaError(loc, name string, r strictyaml.Raw, err error) error {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &sve) || !errors.As(sve.Err, &ve) {
+		return &schemaError{[]schemaProblem{{Pos: r.Pos, Msg: strings.ReplaceAll(err.Error(), loc, name)}}}
+	}
+	doc := r
+	if u, perr := url.Parse(sve.URL); perr == nil && sve.URL != loc {
+		if d, ok := s.docs[filepath.FromSlash(u.Path)]; ok {
+			doc = d
+		}
+	}
+	return &schemaError{validationProblems(doc, ve)}
+}
+
+// validationProblems lists the leaf causes of ve, each positioned at the
+// value of v it is about.
+func validationProblems(v strictyaml.Raw, ve *jsonschema.ValidationError) []schemaProblem {
+	var out []schemaProblem
+	for _, leaf := range leaves(ve) {
+		ptr := ""
+		for _, tok := range leaf.InstanceLocation {
+			ptr += "/" + strictyaml.PointerEscape(tok)
+		}
+		out = append(out, schemaProblem{Pos: v.PosOf(ptr), Loc: ptr, Msg: leaf.ErrorKind.LocalizedString(englishPrinter)})
+	}
+	return out
+}
+
+var englishPrinter = message.NewPrinter(language.English)
+
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, cause := range ve.Causes {
+		out = append(out, leaves(cause)...)
+	}
+	return out
 }

@@ -106,10 +106,7 @@ func headerLinesKind(data []byte) string {
 // LoadSpec loads the spec at path once. Its diagnostics are returned on the
 // first call only.
 func (l *Loader) LoadSpec(path string) (*connectorspec.Spec, diag.List) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
+	abs := absPath(path)
 	if s, ok := l.specs[abs]; ok {
 		return s, nil
 	}
@@ -147,7 +144,7 @@ func (l *Loader) LoadSpecs(dir string) diag.List {
 		if d.IsDir() || !IsSourceFile(path) {
 			return nil
 		}
-		data, err := os.ReadFile(path)
+		data, err := strictyaml.ReadFile(path)
 		if err != nil {
 			return err
 		}
@@ -182,19 +179,28 @@ func (l *Loader) LoadFlow(path string) (*Graph, diag.List) {
 	return g, diags
 }
 
+// CheckFlow is LoadFlow for a flow whose bytes are already in memory; path
+// names the file in diagnostics and anchors the relative paths it holds.
+func (l *Loader) CheckFlow(path string, data []byte) (*Graph, diag.List) {
+	var diags diag.List
+	g := l.checkFlow(path, data, nil, &diags)
+	diags.Sort()
+	return g, diags
+}
+
 func (l *Loader) loadFlow(path string, stack []string, diags *diag.List) *Graph {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	if g, ok := l.flows[abs]; ok {
+	if g, ok := l.flows[absPath(path)]; ok {
 		return g
 	}
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadFile(path)
 	if err != nil {
 		diags.Add(diag.Pos{File: path}, diag.FMT001, "", "cannot read flow: %v", err)
 		return nil
 	}
+	return l.checkFlow(path, data, stack, diags)
+}
+
+func (l *Loader) checkFlow(path string, data []byte, stack []string, diags *diag.List) *Graph {
 	f, ds := ParseFlow(path, data)
 	diags.Append(ds)
 	if f == nil {
@@ -202,9 +208,10 @@ func (l *Loader) loadFlow(path string, stack []string, diags *diag.List) *Graph 
 	}
 	dir := filepath.Dir(path)
 	for _, c := range f.Connectors {
-		diags.Append(l.LoadSpecs(filepath.Join(dir, filepath.FromSlash(c))))
+		diags.Append(l.LoadSpecs(resolvePath(dir, c)))
 	}
 	g := &Graph{Flow: f, byAlias: map[string]*GraphNode{}, loader: l}
+	abs := absPath(path)
 	l.flows[abs] = g
 	r := resolver{l: l, g: g, diags: diags, dir: dir, stack: append(stack, abs)}
 	r.resolve()
@@ -212,6 +219,25 @@ func (l *Loader) loadFlow(path string, stack []string, diags *diag.List) *Graph 
 		p.Run(g, diags)
 	}
 	return g
+}
+
+// resolvePath interprets a slash-separated path written in a flow: relative
+// to the flow's directory unless absolute.
+func resolvePath(dir, p string) string {
+	p = filepath.FromSlash(p)
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// absPath is filepath.Abs, falling back to path itself when the working
+// directory is unknown; it keys the loader's caches.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // ParseFlow decodes a flow file without resolving connectors: syntax, fields,
@@ -362,7 +388,7 @@ func (r *resolver) ports(gn *GraphNode) {
 // connector resolves a connector node's spec (DAG206 when it cannot).
 func (r *resolver) connector(n *Node) *connectorspec.Spec {
 	if n.Spec != "" {
-		path := filepath.Join(r.dir, filepath.FromSlash(n.Spec))
+		path := resolvePath(r.dir, n.Spec)
 		if _, err := os.Stat(path); err != nil {
 			r.diags.Add(n.At("spec"), diag.DAG206, "correct the path; it is relative to the flow file", "connector spec %q not found", n.Spec)
 			return nil
@@ -384,11 +410,11 @@ func (r *resolver) connector(n *Node) *connectorspec.Spec {
 // terminal output ports.
 func (r *resolver) subflow(gn *GraphNode) {
 	sf := gn.Subflow
-	path := filepath.Join(r.dir, filepath.FromSlash(sf.Flow))
-	abs, _ := filepath.Abs(path)
+	path := resolvePath(r.dir, sf.Flow)
+	abs := absPath(path)
 	if slices.Contains(r.stack, abs) {
 		r.diags.Add(sf.At("flow"), diag.SUB002, "break the recursion; a flow cannot contain itself",
-			"subflow %q includes itself: %s", sf.Flow, strings.Join(append(relPaths(r.stack), relPath(abs)), " -> "))
+			"subflow %q includes itself: %s", sf.Flow, strings.Join(relPaths(r.dir, slices.Concat(r.stack, []string{abs})), " -> "))
 		return
 	}
 	limit := r.maxDepth()
@@ -442,19 +468,17 @@ func (r *resolver) maxDepth() int {
 	return DefaultMaxSubflowDepth
 }
 
-func relPath(p string) string {
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
-			return rel
-		}
-	}
-	return p
-}
 
-func relPaths(ps []string) []string {
+// relPaths names files relative to dir, so that messages read the same
+// whatever the working directory.
+func relPaths(dir string, ps []string) []string {
+	base := absPath(dir)
 	out := make([]string, len(ps))
 	for i, p := range ps {
-		out[i] = relPath(p)
+		out[i] = p
+		if rel, err := filepath.Rel(base, p); err == nil {
+			out[i] = filepath.ToSlash(rel)
+		}
 	}
 	return out
 }

@@ -69,7 +69,7 @@ func describeSpec(b *strings.Builder, s *connectorspec.Spec) {
 		}
 		fmt.Fprintf(b, "    capabilities: %s\n", strings.Join(caps, ", "))
 	}
-	fmt.Fprintf(b, "    ports: in %s -> out %s\n", portList(s.Inputs), portList(s.Outputs))
+	fmt.Fprintf(b, "    inputs: %s; outputs: %s\n", portList(s.Inputs), portList(s.Outputs))
 	if s.Idempotency != nil {
 		fmt.Fprintf(b, "    idempotency key: %s (scope %s)\n", strings.Join(s.Idempotency.Key, ", "), s.Idempotency.Scope)
 	}

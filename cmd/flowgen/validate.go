@@ -10,6 +10,7 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowir"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
 const validateUsage = `Usage: flowgen validate [--format text|json] PATH...
@@ -45,7 +46,7 @@ func collect(paths []string) (specs, flows []string, diags diag.List, err error)
 			return nil
 		}
 		seen[path] = true
-		data, err := os.ReadFile(path)
+		data, err := strictyaml.ReadFile(path)
 		if err != nil {
 			return err
 		}

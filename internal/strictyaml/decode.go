@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -388,9 +389,21 @@ type Fields struct {
 	source int // index of the embedded diag.Source, or -1
 }
 
+// fieldsCache holds FieldsOf results by type; struct types never change.
+var fieldsCache sync.Map // reflect.Type -> Fields
+
 // FieldsOf returns the fields of struct type t as the decoder and the schema
 // reflector see them.
 func FieldsOf(t reflect.Type) Fields {
+	if fs, ok := fieldsCache.Load(t); ok {
+		return fs.(Fields)
+	}
+	fs := fieldsOf(t)
+	fieldsCache.Store(t, fs)
+	return fs
+}
+
+func fieldsOf(t reflect.Type) Fields {
 	fs := Fields{source: -1}
 	for i := range t.NumField() {
 		sf := t.Field(i)

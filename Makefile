@@ -1,0 +1,43 @@
+# flowgen developer targets. `make help` lists them.
+
+GO        ?= go
+PKGS      := ./...
+FUZZTIME  ?= 5s
+# Fuzz targets run briefly by `make test`: package:target pairs.
+FUZZ      := ./connectorspec:FuzzParseSpec ./flowir:FuzzParseFlow ./idemkey:FuzzEncode
+
+.PHONY: help build test unit fuzz lint bench demo verify
+
+help: ## List targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## Compile every package and the flowgen binary into ./bin.
+	$(GO) build $(PKGS)
+	$(GO) build -o bin/flowgen ./cmd/flowgen
+
+test: lint unit fuzz ## Everything CI runs: lint, race-enabled tests, fuzz smoke.
+
+unit: ## Run the test suite with the race detector.
+	$(GO) test -race -count=1 $(PKGS)
+
+fuzz: ## Run each fuzz target for FUZZTIME (default 5s).
+	@set -e; for t in $(FUZZ); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+lint: ## gofmt, go vet and staticcheck.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+bench: ## Benchmarks with figures and ratios against in-run baselines.
+	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+demo: ## The main job on embedded defaults: validate and show the examples.
+	$(GO) run ./cmd/flowgen validate examples
+	$(GO) run ./cmd/flowgen show examples
+
+verify: ## Check generated artefacts are up to date (schemas, goldens).
+	$(GO) test ./schemas -run TestSchemasInSync

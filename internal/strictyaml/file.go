@@ -1,0 +1,40 @@
+package strictyaml
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// MaxFileSize bounds the source files flowgen reads (specs, flows, schemas):
+// far above any real spec, far below what would exhaust memory.
+const MaxFileSize = 16 << 20
+
+// ReadFile reads a source file, refusing anything that is not a regular file
+// (devices, FIFOs, directories) and anything larger than MaxFileSize, so that
+// a hostile path in a $ref or subflow cannot hang or exhaust the process.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d allowed", path, st.Size(), MaxFileSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s grew past the %d bytes allowed while being read", path, MaxFileSize)
+	}
+	return data, nil
+}
