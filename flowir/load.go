@@ -468,7 +468,6 @@ func (r *resolver) maxDepth() int {
 	return DefaultMaxSubflowDepth
 }
 
-
 // relPaths names files relative to dir, so that messages read the same
 // whatever the working directory.
 func relPaths(dir string, ps []string) []string {
