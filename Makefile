@@ -24,7 +24,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 5s).
 	@set -e; for t in $(FUZZ); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s $$pkg; \
 	done
 
 lint: ## gofmt, go vet and staticcheck.
