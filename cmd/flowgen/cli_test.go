@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+type result struct {
+	exit           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func TestValidateExamplesIsClean(t *testing.T) {
+	r := run(t, "", "validate", "../../examples")
+	if r.exit != exitOK || r.stdout != "" {
+		t.Fatalf("exit %d, stdout:\n%s", r.exit, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "10 files checked (8 connectors, 2 flows): 0 errors, 0 warnings") {
+		t.Errorf("summary: %q", r.stderr)
+	}
+}
+
+// compilerLine is the text format: file:line:col: severity CODE: message,
+// then a tab-indented fix line.
+var compilerLine = regexp.MustCompile(`^[^:]+\.yaml:\d+:\d+: (error|warning) [A-Z]+\d+: .+$`)
+
+func TestValidateTextFormat(t *testing.T) {
+	r := run(t, "", "validate", filepath.Join(invalidDir, "DAG201-port-type-mismatch"))
+	if r.exit != exitProblems {
+		t.Fatalf("exit %d, want %d", r.exit, exitProblems)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != 2 || !compilerLine.MatchString(lines[0]) || !strings.HasPrefix(lines[1], "\tfix: ") {
+		t.Fatalf("output:\n%s", r.stdout)
+	}
+	if !strings.HasSuffix(strings.SplitN(lines[0], ": error", 2)[0], "flow.yaml:10:23") {
+		t.Errorf("position: %s", lines[0])
+	}
+}
+
+func TestValidateJSONFormat(t *testing.T) {
+	r := run(t, "", "validate", "--format", "json", filepath.Join(invalidDir, "CACHE001-strict-without-cache"))
+	if r.exit != exitOK { // a warning alone is not a failure
+		t.Fatalf("exit %d: %s", r.exit, r.stderr)
+	}
+	var d map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("%v: %q", err, r.stdout)
+	}
+	for _, k := range []string{"file", "line", "col", "severity", "code", "message", "fix"} {
+		if _, ok := d[k]; !ok {
+			t.Errorf("JSON diagnostic lacks %q: %s", k, r.stdout)
+		}
+	}
+	if d["code"] != "CACHE001" || d["severity"] != "warning" || d["line"] != float64(8) {
+		t.Errorf("diagnostic: %v", d)
+	}
+}
+
+func TestValidateReportsEveryProblemInOneRun(t *testing.T) {
+	r := run(t, "", "validate", invalidDir)
+	if r.exit != exitProblems {
+		t.Fatalf("exit %d", r.exit)
+	}
+	codes := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m) (?:error|warning) ([A-Z]+\d+):`).FindAllStringSubmatch(r.stdout, -1) {
+		codes[m[1]] = true
+	}
+	// Cases share connector ids, so some collide (FMT004) when validated
+	// together; most codes must still come through.
+	if len(codes) < 35 {
+		t.Errorf("only %d distinct codes from the whole corpus: %v", len(codes), codes)
+	}
+}
+
+func TestValidateUsageAndIOErrors(t *testing.T) {
+	dir := t.TempDir()
+	notFlowgen := filepath.Join(dir, "notes.yaml")
+	if err := os.WriteFile(notFlowgen, []byte("hello: world\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		args     []string
+		exit     int
+		inStdout string
+		inStderr string
+	}{
+		"no paths":            {[]string{"validate"}, exitUsage, "", "Usage: flowgen validate"},
+		"bad format":          {[]string{"validate", "--format", "xml", "."}, exitUsage, "", "xml"},
+		"missing path":        {[]string{"validate", filepath.Join(dir, "nope")}, exitUsage, "", "nope"},
+		"explicit non-spec":   {[]string{"validate", notFlowgen}, exitProblems, "FMT007", ""},
+		"directory of others": {[]string{"validate", dir}, exitOK, "", "0 files checked"},
+		"help":                {[]string{"validate", "-h"}, exitOK, "", "Exit status"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := run(t, "", tc.args...)
+			if r.exit != tc.exit || !strings.Contains(r.stdout, tc.inStdout) || !strings.Contains(r.stderr, tc.inStderr) {
+				t.Errorf("exit %d (want %d)\nstdout: %s\nstderr: %s", r.exit, tc.exit, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func TestTopLevelHelpAndUnknownCommand(t *testing.T) {
+	if r := run(t, "", "help"); r.exit != exitOK || !strings.Contains(r.stdout, "validate") {
+		t.Errorf("help: %+v", r)
+	}
+	if r := run(t, "", "help", "idemkey"); r.exit != exitOK || !strings.Contains(r.stdout, "--partition-hex") {
+		t.Errorf("help idemkey: %+v", r)
+	}
+	if r := run(t, ""); r.exit != exitUsage {
+		t.Errorf("no args: %+v", r)
+	}
+	if r := run(t, "", "valdate"); r.exit != exitUsage || !strings.Contains(r.stderr, `unknown command "valdate"`) {
+		t.Errorf("unknown: %+v", r)
+	}
+}
+
+// TestIdemkeyMatchesVectors runs every shipped vector through the command
+// line, reading fields from stdin and from a file.
+func TestIdemkeyMatchesVectors(t *testing.T) {
+	data, err := os.ReadFile("../../idemkey/testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Vectors []struct {
+			Name         string          `json:"name"`
+			Schema       string          `json:"schema"`
+			Node         string          `json:"node"`
+			PartitionHex *string         `json:"partition_hex"`
+			Fields       json.RawMessage `json:"fields"`
+			CBORHex      string          `json:"cbor_hex"`
+			Key          string          `json:"key"`
+			Error        string          `json:"error"`
+		}
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range file.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			args := []string{"idemkey", "--schema", v.Schema, "--node", v.Node, "--cbor", "-"}
+			if v.PartitionHex != nil {
+				args = append(args, "--partition-hex", *v.PartitionHex)
+			}
+			r := run(t, string(v.Fields), args...)
+			if v.Error != "" {
+				if r.exit != exitUsage || !strings.Contains(r.stderr, v.Error) {
+					t.Fatalf("want rejection with %q, got %+v", v.Error, r)
+				}
+				return
+			}
+			want := "cbor   " + v.CBORHex + "\nblake3 " + v.Key + "\n"
+			if r.exit != exitOK || r.stdout != want {
+				t.Fatalf("got %+v, want stdout %q", r, want)
+			}
+			path := filepath.Join(t.TempDir(), "fields.json")
+			if err := os.WriteFile(path, v.Fields, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The file first, flags after it: flags may come anywhere.
+			args = []string{"idemkey", path, "--schema", v.Schema, "--node", v.Node}
+			if v.PartitionHex != nil {
+				args = append(args, "--partition-hex", *v.PartitionHex)
+			}
+			if r := run(t, "", args...); r.exit != exitOK || r.stdout != v.Key+"\n" {
+				t.Fatalf("file form %v: %+v", args, r)
+			}
+		})
+	}
+}
+
+func TestIdemkeyUsageErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"missing schema": {"idemkey", "--node", "n", "-"},
+		"bad hex":        {"idemkey", "--schema", "s", "--node", "n", "--partition-hex", "zz", "-"},
+		"two files":      {"idemkey", "--schema", "s", "--node", "n", "a.json", "b.json"},
+		"not an object":  {"idemkey", "--schema", "s", "--node", "n", "-"},
+	} {
+		if r := run(t, "[1]", args...); r.exit != exitUsage || r.stderr == "" {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+}
+
+func TestSchemaCommandPrintsPublishedSchemas(t *testing.T) {
+	for _, name := range []string{"connectorspec", "flowir"} {
+		want, err := os.ReadFile("../../schemas/" + name + ".schema.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := run(t, "", "schema", name); r.exit != exitOK || r.stdout != string(want) {
+			t.Errorf("schema %s differs from schemas/%s.schema.json (exit %d)", name, name, r.exit)
+		}
+	}
+	if r := run(t, "", "schema", "nope"); r.exit != exitUsage || !strings.Contains(r.stderr, "connectorspec, flowir") {
+		t.Errorf("unknown format: %+v", r)
+	}
+}
+
+func TestShowDescribesExamples(t *testing.T) {
+	r := run(t, "", "show", "../../examples")
+	if r.exit != exitOK {
+		t.Fatalf("exit %d: %s", r.exit, r.stderr)
+	}
+	for _, want := range []string{
+		"payments.charge@2.1.0",
+		"compensated by payments.refund@^1.0 (undo key charge_id)",
+		"orders.fulfilment@1.0.0",
+		"edge route.card -> charge.in  ExactlyOnce",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("show output lacks %q", want)
+		}
+	}
+}
