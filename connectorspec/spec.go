@@ -52,7 +52,7 @@ type Spec struct {
 	Effects      flowtype.Effects          `json:"effects" flowgen:"required" doc:"What the connector may do to the world."`
 	Determinism  flowtype.Determinism      `json:"determinism" flowgen:"required" doc:"How reproducible the output is."`
 	Capabilities []CapabilityRequest       `json:"capabilities,omitempty" doc:"Runtime capabilities the connector needs."`
-	Params       strictyaml.Raw            `json:"params,omitempty" doc:"JSON Schema of the connector's configuration."`
+	Params       strictyaml.Raw            `json:"params,omitzero" doc:"JSON Schema of the connector's configuration."`
 	Inputs       map[string]strictyaml.Raw `json:"inputs" flowgen:"required" doc:"Input ports: name to JSON Schema."`
 	Outputs      map[string]strictyaml.Raw `json:"outputs" flowgen:"required" doc:"Output ports: name to JSON Schema."`
 	Idempotency  *Idempotency              `json:"idempotency,omitempty" doc:"How repeated calls are recognised."`
@@ -140,9 +140,9 @@ type Cache struct {
 type Fixture struct {
 	diag.Source `json:"-"`
 	Name        string         `json:"name" flowgen:"required" doc:"Unique fixture name."`
-	Params      strictyaml.Raw `json:"params,omitempty" doc:"Params for this case."`
+	Params      strictyaml.Raw `json:"params,omitzero" doc:"Params for this case."`
 	Input       strictyaml.Raw `json:"input" flowgen:"required" doc:"Value sent to the primary input port."`
-	Output      strictyaml.Raw `json:"output,omitempty" doc:"Expected value on the primary output port."`
+	Output      strictyaml.Raw `json:"output,omitzero" doc:"Expected value on the primary output port."`
 	Error       *FixtureError  `json:"error,omitempty" doc:"Expected error instead of an output."`
 	HTTP        []Exchange     `json:"http,omitempty" doc:"Recorded HTTP exchanges, in order."`
 }
@@ -167,7 +167,7 @@ type Request struct {
 	Method      string            `json:"method" flowgen:"required"`
 	URL         string            `json:"url" flowgen:"required"`
 	Headers     map[string]string `json:"headers,omitempty"`
-	Body        strictyaml.Raw    `json:"body,omitempty"`
+	Body        strictyaml.Raw    `json:"body,omitzero"`
 }
 
 // Response is a recorded HTTP response.
@@ -175,7 +175,7 @@ type Response struct {
 	diag.Source `json:"-"`
 	Status      int               `json:"status" flowgen:"required"`
 	Headers     map[string]string `json:"headers,omitempty"`
-	Body        strictyaml.Raw    `json:"body,omitempty"`
+	Body        strictyaml.Raw    `json:"body,omitzero"`
 }
 
 // InputSchema returns the compiled schema of an input port, or nil.

@@ -15,6 +15,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Severity says whether a diagnostic blocks (Error) or only advises (Warning).
@@ -98,8 +100,13 @@ func (d Diagnostic) Error() string { return d.String() }
 // ready to use.
 type List []Diagnostic
 
-// Add appends a diagnostic with the code's default severity.
+// Add appends a diagnostic with the code's default severity. An empty fix is
+// replaced by the code's general fix, so every diagnostic carries one.
 func (l *List) Add(pos Pos, code Code, fix, format string, args ...any) {
+	if fix == "" {
+		in, _ := Lookup(code)
+		fix = hint(in.Fix)
+	}
 	*l = append(*l, Diagnostic{
 		Pos:      pos,
 		Code:     code,
@@ -107,6 +114,14 @@ func (l *List) Add(pos Pos, code Code, fix, format string, args ...any) {
 		Message:  fmt.Sprintf(format, args...),
 		Fix:      fix,
 	})
+}
+
+// hint turns a documented fix sentence into the lower-case clause style of
+// the hints reporters write.
+func hint(sentence string) string {
+	s := strings.TrimSuffix(sentence, ".")
+	r, size := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[size:]
 }
 
 // Append adds all diagnostics of other.

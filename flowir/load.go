@@ -65,7 +65,11 @@ func FileKind(data []byte) string {
 		if !ok {
 			continue
 		}
-		switch p.Key.String() {
+		key := p.Key.String()
+		if k, ok := p.Key.(*ast.StringNode); ok {
+			key = k.Value // unquoted, as JSON keys are
+		}
+		switch key {
 		case "apiVersion":
 			api = v.Value
 		case "kind":

@@ -11,7 +11,10 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowir"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
 var update = flag.Bool("update", false, "rewrite the schema files from the Go types")
@@ -80,5 +83,37 @@ func TestExamplesValidateAgainstSchemas(t *testing.T) {
 		if err := sch.Validate(inst); err != nil {
 			t.Errorf("%s does not validate against its published schema: %v", f, err)
 		}
+		canon := canonicalJSON(t, f, data)
+		inst, err = jsonschema.UnmarshalJSON(bytes.NewReader(canon))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("%s: canonical JSON does not validate against its published schema: %v", f, err)
+		}
+		if again := canonicalJSON(t, f+".json", canon); !bytes.Equal(again, canon) {
+			t.Errorf("%s: canonical JSON is not a fixed point:\n%s\nthen\n%s", f, canon, again)
+		}
 	}
+}
+
+// canonicalJSON parses a spec or flow strictly and renders its canonical
+// JSON form, failing on any parse error.
+func canonicalJSON(t *testing.T, path string, data []byte) []byte {
+	t.Helper()
+	var doc any
+	var diags diag.List
+	if flowir.FileKind(data) == flowir.Kind {
+		doc, diags = flowir.ParseFlow(path, data)
+	} else {
+		doc, diags = connectorspec.Parse(path, data)
+	}
+	if diags.HasErrors() {
+		t.Fatalf("%s: %v", path, diags)
+	}
+	out, err := strictyaml.CanonicalJSON(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -228,3 +228,32 @@ func TestShowDescribesExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalJSONFlowValidates converts the example flow to canonical JSON
+// and validates the JSON file: the JSON form is a first-class input.
+func TestCanonicalJSONFlowValidates(t *testing.T) {
+	r := run(t, "", "canonical", "../../examples/flows/order-fulfilment.yaml")
+	if r.exit != exitOK {
+		t.Fatalf("canonical: %+v", r)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	connectors, err := filepath.Abs("../../examples/connectors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc["connectors"] = []string{filepath.ToSlash(connectors)}
+	data, _ := json.Marshal(doc)
+	path := filepath.Join(t.TempDir(), "order-fulfilment.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, "", "validate", path); r.exit != exitOK || r.stdout != "" || !strings.Contains(r.stderr, "1 flow") {
+		t.Fatalf("validate JSON flow: %+v", r)
+	}
+	if r := run(t, "", "canonical", filepath.Join(invalidDir, "FMT002-unknown-field", "connector.yaml")); r.exit != exitProblems || !strings.Contains(r.stdout, "FMT002") {
+		t.Errorf("canonical of an invalid file: %+v", r)
+	}
+}

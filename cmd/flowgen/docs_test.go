@@ -14,8 +14,10 @@ import (
 
 // docSection is one "## CODE" section of docs/diagnostics.md.
 type docSection struct {
-	title, severity, caseDir, example string
+	title, severity, caseDir, example, body string
 }
+
+func (s docSection) hasFix(fix string) bool { return strings.Contains(s.body, "\nFix: "+fix+"\n") }
 
 var (
 	docHeadingRE = regexp.MustCompile(`(?m)^## ([A-Z]+[0-9]+)$`)
@@ -41,7 +43,7 @@ func parseDiagnosticsDoc(t *testing.T) (sections map[string]docSection, order []
 			end = idx[i+1][0]
 		}
 		body := doc[m[1]:end]
-		var s docSection
+		s := docSection{body: body}
 		if tm := docTitleRE.FindStringSubmatch(body); tm != nil {
 			s.title, s.severity = tm[1], tm[2]
 		}
@@ -84,6 +86,9 @@ func TestDiagnosticsDocMatchesCodeTable(t *testing.T) {
 		}
 		if s.title != in.Title || s.severity != in.Severity.String() {
 			t.Errorf("docs: %s is %q (%s), table says %q (%s)", code, s.title, s.severity, in.Title, in.Severity)
+		}
+		if !s.hasFix(in.Fix) {
+			t.Errorf("docs: %s does not say \"Fix: %s\"", code, in.Fix)
 		}
 		if rows[code] != in.Severity.String()+" "+in.Title {
 			t.Errorf("docs: summary row for %s is %q", code, rows[code])

@@ -30,14 +30,14 @@ func caseDiagnostics(t *testing.T, dir string) (lines []string, exit int, codes 
 	sc := bufio.NewScanner(&stdout)
 	for sc.Scan() {
 		var d struct {
-			File, Severity, Code, Message string
+			File, Severity, Code, Message, Fix string
 			Line, Col                     int
 		}
 		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
 			t.Fatalf("bad JSON line %q: %v", sc.Text(), err)
 		}
-		if d.Message == "" {
-			t.Errorf("%s: diagnostic without a message: %s", dir, sc.Text())
+		if d.Message == "" || d.Fix == "" {
+			t.Errorf("%s: diagnostic without a message or fix: %s", dir, sc.Text())
 		}
 		file := strings.TrimPrefix(filepath.ToSlash(d.File), filepath.ToSlash(dir)+"/")
 		lines = append(lines, fmt.Sprintf("%s:%d:%d: %s %s", file, d.Line, d.Col, d.Severity, d.Code))

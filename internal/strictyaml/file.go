@@ -1,6 +1,8 @@
 package strictyaml
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -37,4 +39,19 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s grew past the %d bytes allowed while being read", path, MaxFileSize)
 	}
 	return data, nil
+}
+
+// CanonicalJSON renders a decoded spec or flow in its canonical JSON form:
+// fields in declaration order, map keys sorted, two-space indentation, no
+// HTML escaping, a final newline. The output is deterministic byte for byte
+// and decodes back to the same value.
+func CanonicalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
