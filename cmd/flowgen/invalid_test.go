@@ -31,7 +31,7 @@ func caseDiagnostics(t *testing.T, dir string) (lines []string, exit int, codes 
 	for sc.Scan() {
 		var d struct {
 			File, Severity, Code, Message, Fix string
-			Line, Col                     int
+			Line, Col                          int
 		}
 		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
 			t.Fatalf("bad JSON line %q: %v", sc.Text(), err)
