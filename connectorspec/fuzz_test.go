@@ -1,24 +1,16 @@
 package connectorspec
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 )
 
 // FuzzParseSpec feeds arbitrary bytes through parsing, schema compilation
 // and every spec check; relative $refs resolve against the examples.
 func FuzzParseSpec(f *testing.F) {
-	for _, glob := range []string{"../examples/connectors/*/connector.yaml", "../testdata/invalid/*/*.yaml"} {
-		paths, _ := filepath.Glob(glob)
-		for _, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data)
-		}
-	}
+	testutil.AddSeedFiles(f, "../examples/connectors/*/connector.yaml", "../testdata/invalid/*/*.yaml")
 	path := filepath.Join("..", "examples", "connectors", "charge", "fuzz-input.yaml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, diags := Parse(path, data)

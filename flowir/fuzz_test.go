@@ -1,26 +1,18 @@
 package flowir
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 )
 
 // FuzzParseFlow feeds arbitrary bytes through parsing, resolution and every
 // validation pass. The connector catalogue is the examples'; inputs that
 // would make the loader read outside the examples are parsed only.
 func FuzzParseFlow(f *testing.F) {
-	for _, glob := range []string{"../examples/flows/*.yaml", "../testdata/invalid/*/flow.yaml"} {
-		paths, _ := filepath.Glob(glob)
-		for _, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data)
-		}
-	}
+	testutil.AddSeedFiles(f, "../examples/flows/*.yaml", "../testdata/invalid/*/flow.yaml")
 	f.Add([]byte(`{"apiVersion":"flowgen.dev/v1","kind":"Flow","id":"a.b","nodes":[{"alias":"x","uses":"orders.normalize"}],"edges":[{"from":"x.out","to":"x.in"}]}`))
 	subflows, _ := filepath.Glob("../examples/flows/*.yaml")
 	l := NewLoader()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
@@ -37,24 +38,19 @@ func runCanonical(e *env, args []string) int {
 		return exitUsage
 	}
 	var doc any
+	var diags diag.List
 	switch flowir.FileKind(data) {
 	case connectorspec.Kind:
-		s, diags := connectorspec.Parse(path, data)
-		if s == nil || diags.HasErrors() {
-			diags.WriteText(e.stdout)
-			return exitProblems
-		}
-		doc = s
+		doc, diags = connectorspec.Parse(path, data)
 	case flowir.Kind:
-		f, diags := flowir.ParseFlow(path, data)
-		if f == nil || diags.HasErrors() {
-			diags.WriteText(e.stdout)
-			return exitProblems
-		}
-		doc = f
+		doc, diags = flowir.ParseFlow(path, data)
 	default:
 		fmt.Fprintf(e.stderr, "flowgen canonical: %s is not a ConnectorSpec or Flow file\n", path)
 		return exitUsage
+	}
+	if diags.HasErrors() { // a nil document always comes with errors
+		diags.WriteText(e.stdout)
+		return exitProblems
 	}
 	out, err := strictyaml.CanonicalJSON(doc)
 	if err != nil {

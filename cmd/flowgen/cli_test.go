@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/flowgen-dev/flowgen/idemkey"
 )
 
 type result struct {
@@ -136,22 +138,11 @@ func TestIdemkeyMatchesVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var file struct {
-		Vectors []struct {
-			Name         string          `json:"name"`
-			Schema       string          `json:"schema"`
-			Node         string          `json:"node"`
-			PartitionHex *string         `json:"partition_hex"`
-			Fields       json.RawMessage `json:"fields"`
-			CBORHex      string          `json:"cbor_hex"`
-			Key          string          `json:"key"`
-			Error        string          `json:"error"`
-		}
-	}
-	if err := json.Unmarshal(data, &file); err != nil {
+	vectors, err := idemkey.ParseVectors(data)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range file.Vectors {
+	for _, v := range vectors {
 		t.Run(v.Name, func(t *testing.T) {
 			args := []string{"idemkey", "--schema", v.Schema, "--node", v.Node, "--cbor", "-"}
 			if v.PartitionHex != nil {

@@ -3,6 +3,7 @@ package strictyaml
 import (
 	"encoding"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"sort"
@@ -275,15 +276,33 @@ func (d *decoder) keyText(k ast.MapKeyNode, path string) (string, bool) {
 }
 
 // seenKeys detects duplicate keys within one mapping.
-type seenKeys map[string]diag.Pos
-
-func (d *decoder) firstTime(seen seenKeys, key string, pos diag.Pos, path string) bool {
-	if first, dup := seen[key]; dup {
-		d.errorf(pos, diag.FMT004, "remove one of the two entries", "%s: duplicate key %q (first defined at line %d)", where(path), key, first.Line)
-		return false
+// entries yields each key of a mapping once, with its position and pair,
+// reporting unusable keys and duplicates (FMT004) instead of yielding them.
+func (d *decoder) entries(kv []*ast.MappingValueNode, path string, pos diag.Pos) iter.Seq2[string, entry] {
+	return func(yield func(string, entry) bool) {
+		seen := map[string]diag.Pos{}
+		for _, p := range kv {
+			key, ok := d.keyText(p.Key, path)
+			if !ok {
+				continue
+			}
+			keyPos := nodePos(d.file, p.Key, pos)
+			if first, dup := seen[key]; dup {
+				d.errorf(keyPos, diag.FMT004, "remove one of the two entries", "%s: duplicate key %q (first defined at line %d)", where(path), key, first.Line)
+				continue
+			}
+			seen[key] = keyPos
+			if !yield(key, entry{keyPos, p.Value}) {
+				return
+			}
+		}
 	}
-	seen[key] = pos
-	return true
+}
+
+// entry is one mapping pair as entries yields it.
+type entry struct {
+	pos   diag.Pos
+	value ast.Node
 }
 
 func join(path, key string) string {
@@ -301,26 +320,18 @@ func (d *decoder) structValue(n ast.Node, rv reflect.Value, path string, pos dia
 	}
 	fields := FieldsOf(rv.Type())
 	src := diag.Source{Pos: pos, Fields: map[string]diag.Pos{}}
-	seen := seenKeys{}
 	present := map[string]bool{}
-	for _, p := range kv {
-		key, ok := d.keyText(p.Key, path)
-		if !ok {
-			continue
-		}
-		keyPos := nodePos(d.file, p.Key, pos)
-		if !d.firstTime(seen, key, keyPos, path) {
-			continue
-		}
+	for key, e := range d.entries(kv, path, pos) {
+		keyPos := e.pos
 		f, known := fields.byName(key)
 		if !known {
 			d.errorf(keyPos, diag.FMT002, fields.suggest(key), "%s: unknown field %q", where(path), key)
 			continue
 		}
-		val := d.resolveForPos(p.Value)
+		val := d.resolveForPos(e.value)
 		src.Fields[key] = nodePos(d.file, val, keyPos)
 		present[key] = !isNull(val)
-		d.value(p.Value, rv.Field(f.Index), join(path, key), keyPos)
+		d.value(e.value, rv.Field(f.Index), join(path, key), keyPos)
 	}
 	for _, f := range fields.list {
 		if f.Required && !present[f.Name] {
@@ -357,18 +368,9 @@ func (d *decoder) mapValue(n ast.Node, rv reflect.Value, path string, pos diag.P
 		return
 	}
 	out := reflect.MakeMapWithSize(rv.Type(), len(kv))
-	seen := seenKeys{}
-	for _, p := range kv {
-		key, ok := d.keyText(p.Key, path)
-		if !ok {
-			continue
-		}
-		keyPos := nodePos(d.file, p.Key, pos)
-		if !d.firstTime(seen, key, keyPos, path) {
-			continue
-		}
+	for key, e := range d.entries(kv, path, pos) {
 		elem := reflect.New(rv.Type().Elem()).Elem()
-		d.value(p.Value, elem, join(path, key), keyPos)
+		d.value(e.value, elem, join(path, key), e.pos)
 		out.SetMapIndex(reflect.ValueOf(key).Convert(rv.Type().Key()), elem)
 	}
 	rv.Set(out)

@@ -89,17 +89,8 @@ func (d *decoder) plain(n ast.Node, ptr string, at diag.Pos, raw *Raw) any {
 	case *ast.MappingNode, *ast.MappingValueNode:
 		kv, _ := pairs(n)
 		out := make(map[string]any, len(kv))
-		seen := seenKeys{}
-		for _, p := range kv {
-			key, ok := d.keyText(p.Key, ptr)
-			if !ok {
-				continue
-			}
-			keyPos := nodePos(d.file, p.Key, pos)
-			if !d.firstTime(seen, key, keyPos, ptr) {
-				continue
-			}
-			out[key] = d.plain(p.Value, ptr+"/"+PointerEscape(key), keyPos, raw)
+		for key, e := range d.entries(kv, ptr, pos) {
+			out[key] = d.plain(e.value, ptr+"/"+PointerEscape(key), e.pos, raw)
 		}
 		return out
 	}
