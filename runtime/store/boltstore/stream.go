@@ -1,0 +1,196 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// record is a message as stored: its content and current delivery state.
+type record struct {
+	Job       []byte `cbor:"1,keyasint"`
+	Payload   []byte `cbor:"2,keyasint"`
+	VisibleAt int64  `cbor:"3,keyasint"` // unix nanoseconds
+	Attempt   int    `cbor:"4,keyasint"`
+	Token     uint64 `cbor:"5,keyasint"`
+	Reason    string `cbor:"6,keyasint,omitempty"`
+}
+
+func msgKey(stream string, id [16]byte) []byte {
+	k := make([]byte, 0, len(stream)+17)
+	k = append(k, stream...)
+	k = append(k, 0)
+	return append(k, id[:]...)
+}
+
+func readyKey(stream string, visibleAt int64, id [16]byte) []byte {
+	k := make([]byte, 0, len(stream)+25)
+	k = append(k, stream...)
+	k = append(k, 0)
+	k = binary.BigEndian.AppendUint64(k, uint64(visibleAt))
+	return append(k, id[:]...)
+}
+
+func (t *tx) loadRecord(stream string, id [16]byte) (record, bool, error) {
+	raw := t.b(bucketMsgs).Get(msgKey(stream, id))
+	if raw == nil {
+		return record{}, false, nil
+	}
+	var r record
+	if err := cbor.Unmarshal(raw, &r); err != nil {
+		return record{}, false, fmt.Errorf("decode message %x: %w", id, err)
+	}
+	return r, true, nil
+}
+
+// putRecord stores r and indexes it as ready at r.VisibleAt.
+func (t *tx) putRecord(stream string, id [16]byte, r record) error {
+	raw, err := cbor.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := t.b(bucketMsgs).Put(msgKey(stream, id), raw); err != nil {
+		return err
+	}
+	return t.b(bucketReady).Put(readyKey(stream, r.VisibleAt, id), nil)
+}
+
+// unindex removes r from the ready index.
+func (t *tx) unindex(stream string, id [16]byte, r record) error {
+	return t.b(bucketReady).Delete(readyKey(stream, r.VisibleAt, id))
+}
+
+func (t *tx) Enqueue(m store.Message) error {
+	if m.Stream == "" {
+		return fmt.Errorf("enqueue: empty stream name")
+	}
+	key := msgKey(m.Stream, m.ID)
+	if t.b(bucketDone).Get(key) != nil || t.b(bucketMsgs).Get(key) != nil {
+		return nil // already published
+	}
+	at := m.NotBefore
+	if at.IsZero() {
+		at = t.now
+	}
+	return t.putRecord(m.Stream, m.ID, record{Job: m.Job, Payload: m.Payload, VisibleAt: at.UnixNano()})
+}
+
+func (t *tx) reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
+	prefix := append([]byte(stream), 0)
+	c := t.b(bucketReady).Cursor()
+	k, _ := c.Seek(prefix)
+	if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+24 {
+		return store.Message{}, store.ErrEmpty
+	}
+	visibleAt := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+	if visibleAt > t.now.UnixNano() {
+		return store.Message{}, store.ErrEmpty
+	}
+	var id [16]byte
+	copy(id[:], k[len(prefix)+8:])
+	r, ok, err := t.loadRecord(stream, id)
+	if err != nil {
+		return store.Message{}, err
+	}
+	if !ok {
+		return store.Message{}, fmt.Errorf("reserve: ready index names missing message %x", id)
+	}
+	if err := t.unindex(stream, id, r); err != nil {
+		return store.Message{}, err
+	}
+	r.Attempt++
+	r.Token++
+	r.VisibleAt = t.now.Add(visibility).UnixNano()
+	if err := t.putRecord(stream, id, r); err != nil {
+		return store.Message{}, err
+	}
+	return message(stream, id, r), nil
+}
+
+func message(stream string, id [16]byte, r record) store.Message {
+	return store.Message{
+		ID: id, Stream: stream, Job: r.Job, Payload: r.Payload,
+		NotBefore: time.Unix(0, r.VisibleAt), Attempt: r.Attempt, Reason: r.Reason,
+		Receipt: store.Receipt{ID: id, Stream: stream, Token: r.Token},
+	}
+}
+
+// current loads the message a receipt names, failing with ErrStaleReceipt
+// unless the receipt is its latest reservation.
+func (t *tx) current(rc store.Receipt) (record, error) {
+	r, ok, err := t.loadRecord(rc.Stream, rc.ID)
+	if err != nil {
+		return r, err
+	}
+	if !ok || r.Token != rc.Token {
+		return r, fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+	}
+	return r, nil
+}
+
+func (t *tx) Ack(rc store.Receipt) error {
+	r, err := t.current(rc)
+	if err != nil {
+		return err
+	}
+	if err := t.unindex(rc.Stream, rc.ID, r); err != nil {
+		return err
+	}
+	key := msgKey(rc.Stream, rc.ID)
+	if err := t.b(bucketMsgs).Delete(key); err != nil {
+		return err
+	}
+	return t.b(bucketDone).Put(key, nil)
+}
+
+func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {
+	r, err := t.current(rc)
+	if err != nil {
+		return err
+	}
+	if err := t.unindex(rc.Stream, rc.ID, r); err != nil {
+		return err
+	}
+	r.Token++ // the old receipt is spent
+	r.VisibleAt = t.now.Add(delay).UnixNano()
+	return t.putRecord(rc.Stream, rc.ID, r)
+}
+
+func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
+	r, err := t.current(rc)
+	if err != nil {
+		return err
+	}
+	if err := t.Ack(rc); err != nil {
+		return err
+	}
+	dead := rc.Stream + store.DeadLetterSuffix
+	r.Reason, r.Token, r.VisibleAt = reason, 0, t.now.UnixNano()
+	return t.putRecord(dead, rc.ID, r)
+}
+
+func (t *tx) Pending(stream string) ([]store.Message, error) {
+	prefix := append([]byte(stream), 0)
+	var out []store.Message
+	c := t.b(bucketReady).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+24 {
+			continue // a longer stream name sharing the prefix
+		}
+		var id [16]byte
+		copy(id[:], k[len(prefix)+8:])
+		r, ok, err := t.loadRecord(stream, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, message(stream, id, r))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,152 @@
+// Package store defines the durable primitives the runtime's step protocol
+// is built on, independent of any backend. Each backend lives in its own
+// package below this one and passes the shared conformance suite in
+// storetest.
+//
+// The rule every backend guarantees: everything done inside one Update
+// commits atomically or not at all. The step protocol relies on it to commit
+// each step's writes with the ledger digit that proves them.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors callers branch on. Backends wrap them with context.
+var (
+	// ErrNotFound: no value under the key.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a write-once key already holds a different value.
+	ErrConflict = errors.New("store: write-once value differs")
+	// ErrOverflow: a counter would leave [0, max].
+	ErrOverflow = errors.New("store: counter out of range")
+	// ErrEmpty: no message is visible on the stream.
+	ErrEmpty = errors.New("store: no visible message")
+	// ErrStaleReceipt: the message was acknowledged, or reserved again by
+	// another owner after this receipt's visibility timeout ran out.
+	ErrStaleReceipt = errors.New("store: stale receipt")
+	// ErrLeaseHeld: another owner holds a live lease on the job.
+	ErrLeaseHeld = errors.New("store: lease held by another owner")
+	// ErrFenced: the lease is no longer the job's current lease; the
+	// holder must stop writing for the job.
+	ErrFenced = errors.New("store: lease fenced")
+)
+
+// Store is a transactional key-value store with counters, leases and
+// durable message streams.
+type Store interface {
+	// Update runs fn in a read-write transaction and commits it when fn
+	// returns nil; on error nothing fn did is visible. fn may run more than
+	// once (backends may batch and retry), so it must not have effects
+	// outside the transaction.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// View runs fn in a read-only transaction over a consistent snapshot.
+	View(ctx context.Context, fn func(ReadTx) error) error
+	// Reserve makes the oldest visible message of stream invisible for
+	// visibility and returns it with a receipt; ErrEmpty when none is
+	// visible. Each reservation increments the message's attempt count.
+	Reserve(ctx context.Context, stream, owner string, visibility time.Duration) (Message, error)
+	// Close releases the store; a closed store's methods return errors.
+	Close() error
+}
+
+// ReadTx reads values, counters, leases and messages.
+type ReadTx interface {
+	// Get returns the value under key or ErrNotFound. The slice is valid
+	// only until the transaction ends.
+	Get(key []byte) ([]byte, error)
+	// Scan calls fn for every value whose key starts with prefix, in
+	// bytewise key order, stopping at the first error fn returns.
+	Scan(prefix []byte, fn func(key, value []byte) error) error
+	// Counter returns the counter under key; absent counters are 0.
+	// Counters are a keyspace of their own, separate from values.
+	Counter(key []byte) (int64, error)
+	// ScanCounters is Scan for counters.
+	ScanCounters(prefix []byte, fn func(key []byte, value int64) error) error
+	// Lease returns the job's current lease, or ErrNotFound.
+	Lease(job []byte) (Lease, error)
+	// Pending returns every message of stream not yet acknowledged or
+	// dead-lettered, ordered by when they become visible.
+	Pending(stream string) ([]Message, error)
+}
+
+// Tx is a read-write transaction.
+type Tx interface {
+	ReadTx
+	// Put stores value under key, replacing any value.
+	Put(key, value []byte) error
+	// PutOnce stores value under key if the key is empty. Writing the same
+	// value again succeeds (replays are harmless); a different value fails
+	// with ErrConflict.
+	PutOnce(key, value []byte) error
+	// Delete removes the value under key; deleting nothing succeeds.
+	Delete(key []byte) error
+	// Add adds delta to the counter under key and returns the new value,
+	// failing with ErrOverflow when it would leave [0, max].
+	Add(key []byte, delta, max int64) (int64, error)
+	// Collate is the step 2 compound primitive: it adds delta to the
+	// semaphore counter and, when the result equals threshold, adds weight
+	// to the guid counter, reporting whether the threshold was hit. Both
+	// changes commit with the rest of the transaction.
+	Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error)
+	// Enqueue adds m to its stream, visible from m.NotBefore (or now).
+	// Enqueueing an ID that is already pending or was acknowledged is a
+	// no-op, so publishing is idempotent per message ID.
+	Enqueue(m Message) error
+	// Ack removes the reserved message for good.
+	Ack(r Receipt) error
+	// Nack makes the reserved message visible again after delay.
+	Nack(r Receipt, delay time.Duration) error
+	// DeadLetter moves the reserved message to the stream's dead-letter
+	// stream (stream + DeadLetterSuffix) with the reason recorded.
+	DeadLetter(r Receipt, reason string) error
+	// AcquireLease gives owner the job's lease for ttl. A new holder (or a
+	// holder whose lease expired) gets a higher fencing token than any
+	// before; the current holder renewing keeps its token. ErrLeaseHeld when
+	// another owner's lease is live.
+	AcquireLease(job []byte, owner string, ttl time.Duration) (Lease, error)
+	// Fence fails with ErrFenced unless l is the job's current, unexpired
+	// lease. Calling it first in an Update makes the whole commit fenced.
+	Fence(l Lease) error
+	// ReleaseLease ends l early if it is still current.
+	ReleaseLease(l Lease) error
+}
+
+// DeadLetterSuffix names a stream's dead-letter stream.
+const DeadLetterSuffix = ".dead"
+
+// Message is one durable message of a stream.
+type Message struct {
+	// ID is unique per message; publishing the same ID twice is a no-op.
+	ID     [16]byte
+	Stream string
+	// Job is the root id of the job the message belongs to.
+	Job     []byte
+	Payload []byte
+	// NotBefore delays visibility; zero means now.
+	NotBefore time.Time
+	// Attempt counts reservations, 1 on the first delivery.
+	Attempt int
+	// Reason is set on dead-lettered messages.
+	Reason string
+	// Receipt identifies this reservation; zero on messages not reserved.
+	Receipt Receipt
+}
+
+// Receipt proves a reservation; only the latest reservation's receipt can
+// acknowledge, nack or dead-letter the message.
+type Receipt struct {
+	ID     [16]byte
+	Stream string
+	Token  uint64
+}
+
+// Lease is a job's single-writer lease with its fencing token.
+type Lease struct {
+	Job     []byte
+	Owner   string
+	Token   uint64
+	Expires time.Time
+}

@@ -1,0 +1,587 @@
+// Package storetest is the conformance suite every store backend passes,
+// unchanged: transactions, write-once values, counters and the step 2
+// compound primitive, durable streams with visibility timeouts, leases with
+// fencing, concurrency and durability across reopen.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Backend opens a backend's store for one test.
+type Backend struct {
+	// Open opens the test's store with the given clock. Opening again after
+	// Close must see the same data (the suite checks durability that way).
+	Open func(now func() time.Time) (store.Store, error)
+}
+
+// Clock is a manual clock for lease and visibility tests.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock at a fixed instant.
+func NewClock() *Clock { return &Clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// Run runs the whole suite against the backend newBackend makes for each
+// test.
+func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"ValuesAndScan", testValuesAndScan},
+		{"FailedUpdateCommitsNothing", testFailedUpdateCommitsNothing},
+		{"PutOnce", testPutOnce},
+		{"Counters", testCounters},
+		{"Collate", testCollate},
+		{"StreamDelivery", testStreamDelivery},
+		{"StreamVisibilityTimeout", testStreamVisibilityTimeout},
+		{"StreamNackAndDeadLetter", testStreamNackAndDeadLetter},
+		{"EnqueueIsIdempotent", testEnqueueIsIdempotent},
+		{"EnqueueInFailedUpdateIsNotPublished", testEnqueueInFailedUpdate},
+		{"Leases", testLeases},
+		{"FencedCommitIsRejected", testFencedCommit},
+		{"ConcurrentUpdates", testConcurrentUpdates},
+		{"ConcurrentReserveDeliversOnce", testConcurrentReserve},
+		{"DurableAcrossReopen", testDurableAcrossReopen},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackend(t)
+			h := &harness{t: t, b: b, clock: NewClock()}
+			h.open()
+			t.Cleanup(func() { h.s.Close() })
+			tc.fn(t, h)
+		})
+	}
+}
+
+type harness struct {
+	t     *testing.T
+	b     Backend
+	s     store.Store
+	clock *Clock
+}
+
+func (h *harness) open() {
+	h.t.Helper()
+	s, err := h.b.Open(h.clock.Now)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.s = s
+}
+
+func (h *harness) update(fn func(store.Tx) error) {
+	h.t.Helper()
+	if err := h.s.Update(context.Background(), fn); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) view(fn func(store.ReadTx) error) {
+	h.t.Helper()
+	if err := h.s.View(context.Background(), fn); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) get(key string) (string, error) {
+	var v string
+	err := h.s.View(context.Background(), func(tx store.ReadTx) error {
+		b, err := tx.Get([]byte(key))
+		v = string(b)
+		return err
+	})
+	return v, err
+}
+
+func (h *harness) counter(key string) int64 {
+	h.t.Helper()
+	var n int64
+	h.view(func(tx store.ReadTx) error {
+		var err error
+		n, err = tx.Counter([]byte(key))
+		return err
+	})
+	return n
+}
+
+func (h *harness) reserve(stream string, vis time.Duration) (store.Message, error) {
+	return h.s.Reserve(context.Background(), stream, "w1", vis)
+}
+
+func id(n byte) [16]byte { return [16]byte{15: n} }
+
+func testValuesAndScan(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		for _, k := range []string{"pid/b/2", "pid/a/1", "pid/b/1", "pid/bb/1", "other"} {
+			if err := tx.Put([]byte(k), []byte("v:"+k)); err != nil {
+				return err
+			}
+		}
+		return tx.Delete([]byte("other"))
+	})
+	if v, err := h.get("pid/a/1"); err != nil || v != "v:pid/a/1" {
+		t.Fatalf("get: %q %v", v, err)
+	}
+	if _, err := h.get("other"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted key: %v", err)
+	}
+	var keys []string
+	h.view(func(tx store.ReadTx) error {
+		return tx.Scan([]byte("pid/b/"), func(k, v []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
+	})
+	if fmt.Sprint(keys) != "[pid/b/1 pid/b/2]" {
+		t.Fatalf("scan pid/b/: %v", keys)
+	}
+	stop := errors.New("stop")
+	n := 0
+	err := h.s.View(context.Background(), func(tx store.ReadTx) error {
+		return tx.Scan([]byte("pid/"), func(k, v []byte) error { n++; return stop })
+	})
+	if !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("scan did not stop at the first error: n=%d err=%v", n, err)
+	}
+}
+
+func testFailedUpdateCommitsNothing(t *testing.T, h *harness) {
+	boom := errors.New("boom")
+	err := h.s.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Put([]byte("k"), []byte("v")); err != nil {
+			return err
+		}
+		if _, err := tx.Add([]byte("c"), 5, 10); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update returned %v, want the callback's error", err)
+	}
+	if _, err := h.get("k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("value of a failed update is visible: %v", err)
+	}
+	if n := h.counter("c"); n != 0 {
+		t.Fatalf("counter of a failed update is %d", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.s.Update(ctx, func(tx store.Tx) error { return tx.Put([]byte("k"), nil) }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("update with a cancelled context: %v", err)
+	}
+}
+
+func testPutOnce(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error { return tx.PutOnce([]byte("result"), []byte("42")) })
+	h.update(func(tx store.Tx) error { return tx.PutOnce([]byte("result"), []byte("42")) }) // replay
+	err := h.s.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Put([]byte("side"), []byte("x")); err != nil {
+			return err
+		}
+		return tx.PutOnce([]byte("result"), []byte("43"))
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("different value: %v", err)
+	}
+	if v, _ := h.get("result"); v != "42" {
+		t.Fatalf("write-once value changed to %q", v)
+	}
+	if _, err := h.get("side"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("a conflicting update committed its other writes")
+	}
+}
+
+func testCounters(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		for _, d := range []int64{3, 4, -2} {
+			if _, err := tx.Add([]byte("n"), d, 10); err != nil {
+				return err
+			}
+		}
+		return tx.Put([]byte("n"), []byte("a value, not the counter"))
+	})
+	if n := h.counter("n"); n != 5 {
+		t.Fatalf("counter = %d, want 5", n)
+	}
+	if n := h.counter("absent"); n != 0 {
+		t.Fatalf("absent counter = %d", n)
+	}
+	for _, d := range []int64{6, -6} {
+		err := h.s.Update(context.Background(), func(tx store.Tx) error {
+			_, err := tx.Add([]byte("n"), d, 10)
+			return err
+		})
+		if !errors.Is(err, store.ErrOverflow) {
+			t.Errorf("add %d to 5 with max 10: %v", d, err)
+		}
+	}
+	if n := h.counter("n"); n != 5 {
+		t.Fatalf("counter after refused adds = %d", n)
+	}
+	var seen []string
+	h.view(func(tx store.ReadTx) error {
+		return tx.ScanCounters([]byte("n"), func(k []byte, v int64) error {
+			seen = append(seen, fmt.Sprintf("%s=%d", k, v))
+			return nil
+		})
+	})
+	if fmt.Sprint(seen) != "[n=5]" {
+		t.Fatalf("scan counters: %v", seen)
+	}
+}
+
+func testCollate(t *testing.T, h *harness) {
+	const weight = 100_000_000_000
+	h.update(func(tx store.Tx) error {
+		_, err := tx.Add([]byte("sem"), 2, 1<<40)
+		return err
+	})
+	var hits []bool
+	for _, delta := range []int64{1, -1, -2} { // 3, 2, 0
+		h.update(func(tx store.Tx) error {
+			hit, err := tx.Collate([]byte("sem"), delta, 0, []byte(fmt.Sprintf("guid%d", delta)), weight)
+			hits = append(hits, hit)
+			return err
+		})
+	}
+	if fmt.Sprint(hits) != "[false false true]" {
+		t.Fatalf("threshold hits %v", hits)
+	}
+	if h.counter("sem") != 0 || h.counter("guid1") != 0 || h.counter("guid-1") != 0 || h.counter("guid-2") != weight {
+		t.Fatalf("sem=%d guids=%d,%d,%d", h.counter("sem"), h.counter("guid1"), h.counter("guid-1"), h.counter("guid-2"))
+	}
+	// The semaphore never goes below zero.
+	err := h.s.Update(context.Background(), func(tx store.Tx) error {
+		_, err := tx.Collate([]byte("sem"), -1, 0, []byte("g"), weight)
+		return err
+	})
+	if !errors.Is(err, store.ErrOverflow) {
+		t.Fatalf("semaphore below zero: %v", err)
+	}
+}
+
+func testStreamDelivery(t *testing.T, h *harness) {
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("empty stream: %v", err)
+	}
+	h.update(func(tx store.Tx) error {
+		for i := byte(1); i <= 3; i++ {
+			m := store.Message{ID: id(i), Stream: "s", Job: []byte("job"), Payload: []byte{i}}
+			if i == 2 {
+				m.NotBefore = h.clock.Now().Add(time.Hour) // delayed
+			}
+			if err := tx.Enqueue(m); err != nil {
+				return err
+			}
+		}
+		return tx.Enqueue(store.Message{ID: id(9), Stream: "s2", Payload: []byte("other stream")})
+	})
+	var got []byte
+	for {
+		m, err := h.reserve("s", time.Minute)
+		if errors.Is(err, store.ErrEmpty) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Attempt != 1 || string(m.Job) != "job" {
+			t.Fatalf("message %+v", m)
+		}
+		got = append(got, m.Payload...)
+		h.update(func(tx store.Tx) error { return tx.Ack(m.Receipt) })
+	}
+	if fmt.Sprint(got) != "[1 3]" {
+		t.Fatalf("delivered %v, want [1 3] (2 is delayed)", got)
+	}
+	h.clock.Advance(time.Hour)
+	m, err := h.reserve("s", time.Minute)
+	if err != nil || m.Payload[0] != 2 {
+		t.Fatalf("delayed message: %+v %v", m, err)
+	}
+	var pending []store.Message
+	h.view(func(tx store.ReadTx) error {
+		var err error
+		pending, err = tx.Pending("s")
+		return err
+	})
+	if len(pending) != 1 || pending[0].ID != id(2) {
+		t.Fatalf("pending %v", pending)
+	}
+}
+
+func testStreamVisibilityTimeout(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		return tx.Enqueue(store.Message{ID: id(1), Stream: "s", Payload: []byte("p")})
+	})
+	first, err := h.reserve("s", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.reserve("s", 30*time.Second); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("reserved message visible: %v", err)
+	}
+	h.clock.Advance(31 * time.Second)
+	second, err := h.reserve("s", 30*time.Second)
+	if err != nil || second.Attempt != 2 {
+		t.Fatalf("redelivery after timeout: %+v %v", second, err)
+	}
+	err = h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Ack(first.Receipt) })
+	if !errors.Is(err, store.ErrStaleReceipt) {
+		t.Fatalf("ack with the first, timed-out receipt: %v", err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Ack(second.Receipt) })
+	h.clock.Advance(time.Hour)
+	if _, err := h.reserve("s", time.Second); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("acknowledged message came back: %v", err)
+	}
+	err = h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Ack(second.Receipt) })
+	if !errors.Is(err, store.ErrStaleReceipt) {
+		t.Fatalf("second ack: %v", err)
+	}
+}
+
+func testStreamNackAndDeadLetter(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		return tx.Enqueue(store.Message{ID: id(1), Stream: "s", Payload: []byte("p")})
+	})
+	m, _ := h.reserve("s", time.Minute)
+	h.update(func(tx store.Tx) error { return tx.Nack(m.Receipt, 10*time.Second) })
+	err := h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Ack(m.Receipt) })
+	if !errors.Is(err, store.ErrStaleReceipt) {
+		t.Fatalf("ack with a receipt spent by nack: %v", err)
+	}
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("nacked message visible before its delay: %v", err)
+	}
+	h.clock.Advance(10 * time.Second)
+	m2, err := h.reserve("s", time.Minute)
+	if err != nil || m2.Attempt != 2 {
+		t.Fatalf("after nack delay: %+v %v", m2, err)
+	}
+	h.update(func(tx store.Tx) error { return tx.DeadLetter(m2.Receipt, "poison: bad payload") })
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("dead-lettered message still on its stream: %v", err)
+	}
+	d, err := h.reserve("s"+store.DeadLetterSuffix, time.Minute)
+	if err != nil || d.Reason != "poison: bad payload" || string(d.Payload) != "p" {
+		t.Fatalf("dead letter: %+v %v", d, err)
+	}
+}
+
+func testEnqueueIsIdempotent(t *testing.T, h *harness) {
+	for range 3 {
+		h.update(func(tx store.Tx) error {
+			return tx.Enqueue(store.Message{ID: id(1), Stream: "s", Payload: []byte("p")})
+		})
+	}
+	m, err := h.reserve("s", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Ack(m.Receipt) })
+	h.update(func(tx store.Tx) error { // a replayed publish after the ack
+		return tx.Enqueue(store.Message{ID: id(1), Stream: "s", Payload: []byte("p")})
+	})
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("duplicate publish delivered again: %v", err)
+	}
+}
+
+func testEnqueueInFailedUpdate(t *testing.T, h *harness) {
+	_ = h.s.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Enqueue(store.Message{ID: id(1), Stream: "s"}); err != nil {
+			return err
+		}
+		return errors.New("crash before commit")
+	})
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("message of a failed update was published: %v", err)
+	}
+}
+
+func acquire(h *harness, job, owner string, ttl time.Duration) (store.Lease, error) {
+	var l store.Lease
+	err := h.s.Update(context.Background(), func(tx store.Tx) error {
+		var err error
+		l, err = tx.AcquireLease([]byte(job), owner, ttl)
+		return err
+	})
+	return l, err
+}
+
+func testLeases(t *testing.T, h *harness) {
+	a, err := acquire(h, "job", "A", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire(h, "job", "B", 10*time.Second); !errors.Is(err, store.ErrLeaseHeld) {
+		t.Fatalf("B took a live lease: %v", err)
+	}
+	renewed, err := acquire(h, "job", "A", 10*time.Second)
+	if err != nil || renewed.Token != a.Token {
+		t.Fatalf("renewal changed the token: %+v %v", renewed, err)
+	}
+	h.clock.Advance(11 * time.Second)
+	b, err := acquire(h, "job", "B", 10*time.Second)
+	if err != nil || b.Token <= a.Token {
+		t.Fatalf("B after expiry: %+v %v", b, err)
+	}
+	var cur store.Lease
+	h.view(func(tx store.ReadTx) error {
+		var err error
+		cur, err = tx.Lease([]byte("job"))
+		return err
+	})
+	if cur.Owner != "B" || cur.Token != b.Token {
+		t.Fatalf("current lease %+v", cur)
+	}
+	h.update(func(tx store.Tx) error { return tx.ReleaseLease(b) })
+	c, err := acquire(h, "job", "C", time.Second)
+	if err != nil || c.Token <= b.Token {
+		t.Fatalf("C after release: %+v %v", c, err)
+	}
+	h.update(func(tx store.Tx) error { return tx.ReleaseLease(a) }) // stale release is harmless
+	if _, err := acquire(h, "job", "D", time.Second); !errors.Is(err, store.ErrLeaseHeld) {
+		t.Fatalf("a stale release freed C's lease: %v", err)
+	}
+}
+
+func testFencedCommit(t *testing.T, h *harness) {
+	a, _ := acquire(h, "job", "A", 10*time.Second)
+	h.clock.Advance(11 * time.Second) // A stalls past its lease
+	if _, err := acquire(h, "job", "B", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	err := h.s.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Fence(a); err != nil {
+			return err
+		}
+		return tx.Put([]byte("pid/job/result"), []byte("from A"))
+	})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("stale holder's commit: %v", err)
+	}
+	if _, err := h.get("pid/job/result"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("stale holder's write landed")
+	}
+}
+
+func testConcurrentUpdates(t *testing.T, h *harness) {
+	const workers, each = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				err := h.s.Update(context.Background(), func(tx store.Tx) error {
+					if _, err := tx.Add([]byte("n"), 1, 1<<40); err != nil {
+						return err
+					}
+					return tx.Put([]byte(fmt.Sprintf("w%d/%d", w, i)), []byte("x"))
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := h.counter("n"); n != workers*each {
+		t.Fatalf("counter = %d, want %d (lost updates)", n, workers*each)
+	}
+}
+
+func testConcurrentReserve(t *testing.T, h *harness) {
+	const n = 60
+	h.update(func(tx store.Tx) error {
+		for i := range n {
+			if err := tx.Enqueue(store.Message{ID: id(byte(i + 1)), Stream: "s"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	seen := map[[16]byte]int{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := h.s.Reserve(context.Background(), "s", fmt.Sprintf("w%d", w), time.Hour)
+				if errors.Is(err, store.ErrEmpty) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				seen[m.ID]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d distinct messages delivered, want %d", len(seen), n)
+	}
+	for mid, c := range seen {
+		if c != 1 {
+			t.Errorf("message %x delivered %d times within its visibility timeout", mid, c)
+		}
+	}
+}
+
+func testDurableAcrossReopen(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		if err := tx.Put([]byte("k"), []byte("v")); err != nil {
+			return err
+		}
+		if _, err := tx.Add([]byte("c"), 7, 100); err != nil {
+			return err
+		}
+		return tx.Enqueue(store.Message{ID: id(1), Stream: "s", Payload: []byte("p")})
+	})
+	if err := h.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.open()
+	if v, err := h.get("k"); err != nil || v != "v" {
+		t.Fatalf("value after reopen: %q %v", v, err)
+	}
+	if h.counter("c") != 7 {
+		t.Fatalf("counter after reopen: %d", h.counter("c"))
+	}
+	if m, err := h.reserve("s", time.Minute); err != nil || string(m.Payload) != "p" {
+		t.Fatalf("message after reopen: %+v %v", m, err)
+	}
+}
