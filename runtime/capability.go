@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Capabilities is the set of capabilities an activation holds; fields the
+// node's spec does not declare are nil.
+type Capabilities struct {
+	HTTPRead   HTTPReader
+	HTTPPinned PinnedHTTPReader
+	HTTPWrite  HTTPWriter
+	KVRead     KVReader
+	KVWrite    KVWriter
+	BlobRead   BlobReader
+	BlobWrite  BlobWriter
+	Dedupe     DedupeStore
+	Clock      Clock
+	RNG        RNG
+	Secrets    Secrets
+}
+
+// HTTPResponse is a fully read HTTP response.
+type HTTPResponse struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// HTTPReader performs safe (GET) requests to allowed hosts.
+type HTTPReader interface {
+	Get(ctx context.Context, url string, header http.Header) (*HTTPResponse, error)
+}
+
+// PinnedHTTPReader reads a resource pinned by its ETag or content hash; a
+// response whose ETag differs from the pin fails, so replays read the same
+// bytes or nothing.
+type PinnedHTTPReader interface {
+	GetPinned(ctx context.Context, url, pin string, header http.Header) (*HTTPResponse, error)
+}
+
+// HTTPWriter performs requests with effects to allowed hosts.
+type HTTPWriter interface {
+	Do(ctx context.Context, method, url string, header http.Header, body []byte) (*HTTPResponse, error)
+}
+
+// KVReader reads the connector's namespace of the job store.
+type KVReader interface {
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+}
+
+// KVWriter writes the connector's namespace of the job store.
+type KVWriter interface {
+	Put(ctx context.Context, key string, value []byte) error
+}
+
+// BlobReader reads blobs by name.
+type BlobReader interface {
+	ReadBlob(ctx context.Context, name string) ([]byte, error)
+}
+
+// BlobWriter writes blobs; writing a name replaces its content atomically.
+type BlobWriter interface {
+	WriteBlob(ctx context.Context, name string, data []byte) error
+}
+
+// DedupeStore remembers keys for a time.
+type DedupeStore interface {
+	// PutIfAbsent records key for ttl and reports whether it was absent
+	// (true: first time, go ahead).
+	PutIfAbsent(ctx context.Context, key string, ttl time.Duration) (bool, error)
+}
+
+// Clock tells the time; a BestEffort capability.
+type Clock interface{ Now() time.Time }
+
+// RNG gives random numbers; seeded (Strict) or not (BestEffort).
+type RNG interface{ Uint64() uint64 }
+
+// Secrets resolves secret handles to values at call time; values never
+// appear in specs, flows, logs or job state.
+type Secrets interface {
+	Secret(ctx context.Context, handle string) (string, error)
+}

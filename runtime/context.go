@@ -1,0 +1,45 @@
+package runtime
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Context is what one activation of a node runs with: cancellation (the
+// embedded context, cancelled on kill, timeout or shutdown), its canonical
+// idempotency key, a heartbeat, and the capabilities the node's spec
+// declares. Generated code wraps it in a per-connector type that exposes
+// only those capabilities.
+type Context struct {
+	context.Context
+	key       string
+	attempt   int
+	caps      Capabilities
+	heartbeat *atomic.Int64
+}
+
+// IdempotencyKey is the activation's canonical key (lowercase hex BLAKE3 of
+// the key fields); pass it to external APIs (an Idempotency-Key header) so
+// a retried call is recognised. Empty for nodes that declare no key.
+func (c *Context) IdempotencyKey() string { return c.key }
+
+// Attempt is 1 on the first try of the activation and counts retries.
+func (c *Context) Attempt() int { return c.attempt }
+
+// Heartbeat tells the engine the node is alive, extending its lease.
+func (c *Context) Heartbeat() {
+	if c.heartbeat != nil {
+		c.heartbeat.Add(1)
+	}
+}
+
+// Caps returns the capabilities the runtime granted this activation. Only
+// those the node's spec declares are non-nil; generated context types
+// expose them by name so that undeclared ones do not compile.
+func (c *Context) Caps() Capabilities { return c.caps }
+
+// NewContext builds a Context for running a node outside the engine: tests,
+// fixtures and certification replays.
+func NewContext(ctx context.Context, key string, attempt int, caps Capabilities) *Context {
+	return &Context{Context: ctx, key: key, attempt: attempt, caps: caps}
+}

@@ -1,0 +1,18 @@
+// Package runtime runs flows durably and exactly once on a store (the
+// embedded bbolt file by default, PostgreSQL to scale out).
+//
+// Connector authors meet three things here: the node contract (Runner, and
+// the typed adapter Typed that generated code uses), the Context a node
+// runs with (its idempotency key, cancellation, heartbeat and the
+// capabilities its spec declares), and the error kinds that drive retries.
+// Operators meet the Engine: it registers flows, starts jobs, runs workers,
+// and kills, pauses, resumes and signals jobs.
+//
+// Inside, the engine has two contours. The router reads the flow and
+// decides which node activations follow a finished one (edges, switch
+// labels, forEach fan-out and aggregation); it never runs node code. The
+// processor runs exactly one activation through its aspects and never
+// routes. Every durable step commits with the ledger digit that proves it
+// (package ledger), so a crash at any point resumes without losing or
+// repeating work.
+package runtime

@@ -1,0 +1,228 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// WorkStream is the stream every activation message travels on.
+const WorkStream = "flowgen.work"
+
+// Options configure an Engine; the zero value is usable.
+type Options struct {
+	// Owner names this worker in leases and logs; a random name when empty.
+	Owner string
+	// Visibility is how long a reserved message stays invisible before it
+	// is redelivered to another worker (default 30s).
+	Visibility time.Duration
+	// LeaseTTL is how long a worker holds a job between steps (default 30s).
+	LeaseTTL time.Duration
+	// Timeout bounds one node attempt when its NodeInfo sets none (default 1m).
+	Timeout time.Duration
+	// Capabilities grants capabilities to an activation; nil grants none.
+	Capabilities func(info NodeInfo) Capabilities
+	// CrashPoint, when set, is called at every boundary of the step
+	// protocol with the point's name; a non-nil error aborts processing
+	// there as if the process died. Fault-injection tests use it.
+	CrashPoint func(point string) error
+	// Logger receives structured logs; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Crash points, in protocol order.
+const (
+	CrashReserved = "reserved" // message reserved, nothing written
+	CrashEntered  = "entered"  // entry counted, work not started
+	CrashWorked   = "worked"   // node ran (effects happened), step 1 not committed
+	CrashStep1    = "step1"    // step 1 committed
+	CrashStep2    = "step2"    // step 2 committed
+	CrashStep3    = "step3"    // step 3 committed, message not acknowledged
+	CrashAcked    = "acked"    // message acknowledged
+)
+
+// CrashPoints lists every crash point in protocol order.
+var CrashPoints = []string{CrashReserved, CrashEntered, CrashWorked, CrashStep1, CrashStep2, CrashStep3, CrashAcked}
+
+// Engine runs registered flows on a store. It is safe for concurrent use;
+// several engines (processes) may share one store.
+type Engine struct {
+	store store.Store
+	opts  Options
+	log   *slog.Logger
+
+	mu    sync.RWMutex
+	flows map[string]*compiled
+}
+
+// New returns an engine on s.
+func New(s store.Store, opts Options) *Engine {
+	if opts.Owner == "" {
+		id, _ := NewJobID()
+		opts.Owner = "worker-" + id.String()[:8]
+	}
+	if opts.Visibility == 0 {
+		opts.Visibility = 30 * time.Second
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = 30 * time.Second
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}}
+}
+
+// Register makes a flow runnable by name; registering a name again replaces
+// it for jobs started afterwards.
+func (e *Engine) Register(f *Flow) error {
+	c, err := compile(f)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.flows[f.Name] = c
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *Engine) flow(name string) (*compiled, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	c, ok := e.flows[name]
+	if !ok {
+		return nil, fmt.Errorf("flow %q is not registered with this engine", name)
+	}
+	return c, nil
+}
+
+// jobMeta is stored at pid/<root>/meta.
+type jobMeta struct {
+	Flow    string          `json:"flow"`
+	Input   json.RawMessage `json:"input"`
+	Started time.Time       `json:"started"`
+}
+
+// Start creates a job of the named flow with input and publishes its entry
+// activations. The job is durable once Start returns.
+func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) (JobID, error) {
+	c, err := e.flow(flow)
+	if err != nil {
+		return JobID{}, err
+	}
+	job, err := NewJobID()
+	if err != nil {
+		return JobID{}, err
+	}
+	meta, err := json.Marshal(jobMeta{Flow: flow, Input: input, Started: time.Now().UTC()})
+	if err != nil {
+		return JobID{}, err
+	}
+	status, _ := json.Marshal(JobStatus{State: StateRunning})
+	err = e.store.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutOnce(jobKey(job, "meta"), meta); err != nil {
+			return err
+		}
+		if err := tx.Put(jobKey(job, "status"), status); err != nil {
+			return err
+		}
+		if _, err := tx.Add(jobKey(job, "sem"), int64(len(c.entries)), maxSemaphore); err != nil {
+			return err
+		}
+		for _, alias := range c.entries {
+			if err := e.publish(tx, job, task{Flow: flow, Node: alias, Act: alias + "@", Input: input}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return JobID{}, fmt.Errorf("start %s: %w", flow, err)
+	}
+	return job, nil
+}
+
+// maxSemaphore bounds the open obligations of one job.
+const maxSemaphore = 1 << 40
+
+// task is the payload of a work message: one activation to run.
+type task struct {
+	Flow  string `cbor:"1,keyasint"`
+	Node  string `cbor:"2,keyasint"`
+	Act   string `cbor:"3,keyasint"`
+	Dim   string `cbor:"4,keyasint,omitempty"`
+	Input []byte `cbor:"5,keyasint,omitempty"`
+	// Join is set on forEach body activations: the forEach activation they
+	// report to, their element index and the fan-out size.
+	Join   string `cbor:"6,keyasint,omitempty"`
+	Index  int    `cbor:"7,keyasint,omitempty"`
+	Expect int    `cbor:"8,keyasint,omitempty"`
+	// JoinOf is set on the activation that aggregates a forEach.
+	JoinOf string `cbor:"9,keyasint,omitempty"`
+}
+
+func (e *Engine) publish(tx store.Tx, job JobID, t task) error {
+	payload, err := cbor.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return tx.Enqueue(store.Message{ID: messageID(job, t.Act), Stream: WorkStream, Job: job[:], Payload: payload})
+}
+
+// Run works until ctx is cancelled, with the given number of concurrent
+// workers, and returns nil on cancellation. Idle workers poll with a short
+// backoff.
+func (e *Engine) Run(ctx context.Context, workers int) error {
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idle := time.Millisecond
+			for ctx.Err() == nil {
+				did, err := e.Step(ctx)
+				if err != nil && ctx.Err() == nil {
+					errc <- err
+					return
+				}
+				if did {
+					idle = time.Millisecond
+					continue
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(idle):
+				}
+				idle = min(idle*2, 50*time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+// Step processes at most one message and reports whether it found one.
+func (e *Engine) Step(ctx context.Context) (bool, error) {
+	m, err := e.store.Reserve(ctx, WorkStream, e.opts.Owner, e.opts.Visibility)
+	if errors.Is(err, store.ErrEmpty) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reserve: %w", err)
+	}
+	return true, e.process(ctx, m)
+}

@@ -1,0 +1,334 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/storetest"
+)
+
+// sink is an external system that honours idempotency keys, as a payment
+// API does: the first call with a key applies the effect, repeats return
+// the first outcome. It counts both, outside the store, so tests can tell
+// effects that happened twice from calls that were retried.
+type sink struct {
+	mu      sync.Mutex
+	applied map[string]string // key -> payload of the applied effect
+	calls   map[string]int
+}
+
+func newSink() *sink { return &sink{applied: map[string]string{}, calls: map[string]int{}} }
+
+func (s *sink) apply(key, payload string) error {
+	if key == "" {
+		return Errorf(Permanent, "effect without idempotency key")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[key]++
+	if _, ok := s.applied[key]; !ok {
+		s.applied[key] = payload
+	}
+	return nil
+}
+
+func (s *sink) effects() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range s.applied {
+		out[k] = v
+	}
+	return out
+}
+
+type order struct {
+	OrderID string `json:"order_id"`
+	Method  string `json:"method"`
+	Lines   []line `json:"lines"`
+	Total   int    `json:"total,omitempty"`
+}
+
+type line struct {
+	SKU string `json:"sku"`
+	Qty int    `json:"qty"`
+}
+
+type priced struct {
+	SKU   string `json:"sku"`
+	Cents int    `json:"cents"`
+}
+
+type charged struct {
+	OrderID string `json:"order_id"`
+	Charged int    `json:"charged"`
+}
+
+type noParams struct{}
+
+// orderFlow is a small order flow: normalize -> forEach(price) -> total ->
+// switch on method -> charge (effectful, keyed by order_id) or invoice.
+func orderFlow(s *sink) *Flow {
+	normalize := Typed(NodeInfo{ID: "orders.normalize", Effects: Pure, Determinism: Strict},
+		func(ctx *Context, _ noParams, in order) (order, error) { return in, nil })
+	price := Typed(NodeInfo{ID: "catalog.price", Effects: ReadOnly, Determinism: BestEffort},
+		func(ctx *Context, _ noParams, in line) (priced, error) { return priced{in.SKU, 100 * in.Qty}, nil })
+	total := Typed(NodeInfo{ID: "orders.total", Effects: Pure, Determinism: Strict},
+		func(ctx *Context, _ noParams, in []priced) (order, error) {
+			o := order{OrderID: "from-lines", Method: "card"}
+			for _, p := range in {
+				o.Total += p.Cents
+			}
+			return o, nil
+		})
+	charge := Typed(NodeInfo{ID: "payments.charge", Effects: Effectful, Determinism: BestEffort,
+		KeySchema: "payments.charge@1", KeyFields: []string{"order_id", "total"}},
+		func(ctx *Context, _ noParams, in order) (charged, error) {
+			if err := s.apply(ctx.IdempotencyKey(), fmt.Sprintf("%s:%d", in.OrderID, in.Total)); err != nil {
+				return charged{}, err
+			}
+			return charged{in.OrderID, in.Total}, nil
+		})
+	invoice := Typed(NodeInfo{ID: "billing.invoice", Effects: Effectful, Determinism: BestEffort,
+		KeySchema: "billing.invoice@1", KeyFields: []string{"order_id"}},
+		func(ctx *Context, _ noParams, in order) (charged, error) {
+			return charged{in.OrderID, 0}, s.apply(ctx.IdempotencyKey(), "invoice:"+in.OrderID)
+		})
+	return &Flow{
+		Name: "orders",
+		Nodes: []*FlowNode{
+			{Alias: "normalize", Runner: normalize},
+			{Alias: "lines", ForEach: &ForEach{Items: "lines", Do: "price"}},
+			{Alias: "price", Runner: price},
+			{Alias: "total", Runner: total},
+			{Alias: "route", Switch: &Switch{On: "method", Cases: []Case{
+				{Label: "card", Equals: json.RawMessage(`"card"`)},
+				{Label: "invoice", Equals: json.RawMessage(`"invoice"`)},
+			}}},
+			{Alias: "charge", Runner: charge},
+			{Alias: "invoice", Runner: invoice},
+		},
+		Edges: []Edge{
+			{From: "normalize", FromPort: "out", To: "lines"},
+			{From: "lines", FromPort: "out", To: "total"},
+			{From: "total", FromPort: "out", To: "route"},
+			{From: "route", FromPort: "card", To: "charge"},
+			{From: "route", FromPort: "invoice", To: "invoice"},
+		},
+	}
+}
+
+const orderInput = `{"order_id":"o-1","method":"card","lines":[{"sku":"a","qty":1},{"sku":"b","qty":2},{"sku":"c","qty":3}]}`
+
+type rig struct {
+	t     *testing.T
+	path  string
+	clock *storetest.Clock
+	store *boltstore.Store
+	sink  *sink
+}
+
+func newRig(t *testing.T) *rig {
+	r := &rig{t: t, path: filepath.Join(t.TempDir(), "flowgen.db"), clock: storetest.NewClock(), sink: newSink()}
+	r.reopen()
+	t.Cleanup(func() { r.store.Close() })
+	return r
+}
+
+// reopen throws away the process: a fresh store handle on the same file.
+func (r *rig) reopen() {
+	r.t.Helper()
+	if r.store != nil {
+		r.store.Close()
+	}
+	s, err := boltstore.Open(r.path, boltstore.Options{Now: r.clock.Now, NoSync: true})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.store = s
+}
+
+func (r *rig) engine(owner string, crash func(string) error) *Engine {
+	r.t.Helper()
+	e := New(r.store, Options{Owner: owner, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash})
+	if err := e.Register(orderFlow(r.sink)); err != nil {
+		r.t.Fatal(err)
+	}
+	return e
+}
+
+// drain steps the engine until no message is visible.
+func drain(t *testing.T, e *Engine) error {
+	t.Helper()
+	for range 10_000 {
+		did, err := e.Step(context.Background())
+		if err != nil {
+			return err
+		}
+		if !did {
+			return nil
+		}
+	}
+	t.Fatal("engine did not drain in 10,000 steps")
+	return nil
+}
+
+// assertFinished checks the state every correct run ends in: succeeded with
+// the right total, one effect per key, semaphore at zero, no message left.
+func (r *rig) assertFinished(job JobID) {
+	t := r.t
+	t.Helper()
+	e := r.engine("checker", nil)
+	st, err := e.Status(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != StateSucceeded || string(st.Result["charge"]) != `{"order_id":"from-lines","charged":600}` {
+		t.Fatalf("status %+v (result %s)", st, st.Result["charge"])
+	}
+	eff := r.sink.effects()
+	if len(eff) != 1 {
+		t.Fatalf("effects %v, want exactly one", eff)
+	}
+	for _, v := range eff {
+		if v != "from-lines:600" {
+			t.Fatalf("effect %q", v)
+		}
+	}
+	err = r.store.View(context.Background(), func(tx store.ReadTx) error {
+		sem, err := tx.Counter(jobKey(job, "sem"))
+		if err != nil || sem != 0 {
+			return fmt.Errorf("semaphore %d, %v", sem, err)
+		}
+		pending, err := tx.Pending(WorkStream)
+		if err != nil || len(pending) != 0 {
+			return fmt.Errorf("%d messages left unacknowledged", len(pending))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOrderFlowRuns(t *testing.T) {
+	r := newRig(t)
+	e := r.engine("w1", nil)
+	job, err := e.Start(context.Background(), "orders", json.RawMessage(orderInput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	r.assertFinished(job)
+}
+
+var errCrash = errors.New("injected crash")
+
+// TestEveryCrashPoint crashes at every crash point, at every occurrence of
+// it in the run, throws the process state away, lets a new worker take over
+// after the visibility timeout and lease expire, and checks the job still
+// finishes with every effect exactly once.
+func TestEveryCrashPoint(t *testing.T) {
+	// Count how often each point is reached in a clean run.
+	hits := map[string]int{}
+	{
+		r := newRig(t)
+		e := r.engine("count", func(p string) error { hits[p]++; return nil })
+		if _, err := e.Start(context.Background(), "orders", json.RawMessage(orderInput)); err != nil {
+			t.Fatal(err)
+		}
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := 0
+	for _, point := range CrashPoints {
+		if hits[point] == 0 {
+			t.Fatalf("crash point %s never reached", point)
+		}
+		for occurrence := 1; occurrence <= hits[point]; occurrence++ {
+			cases++
+			t.Run(fmt.Sprintf("%s#%d", point, occurrence), func(t *testing.T) {
+				r := newRig(t)
+				seen := 0
+				crashing := r.engine("doomed", func(p string) error {
+					if p == point {
+						if seen++; seen == occurrence {
+							return errCrash
+						}
+					}
+					return nil
+				})
+				job, err := crashing.Start(context.Background(), "orders", json.RawMessage(orderInput))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := drain(t, crashing); !errors.Is(err, errCrash) {
+					t.Fatalf("run did not crash: %v", err)
+				}
+				r.reopen()                        // only the store survives
+				r.clock.Advance(11 * time.Second) // visibility and lease expire
+				if err := drain(t, r.engine("heir", nil)); err != nil {
+					t.Fatal(err)
+				}
+				r.assertFinished(job)
+			})
+		}
+	}
+	t.Logf("%d crash cases over %d points", cases, len(CrashPoints))
+}
+
+// TestDuplicateDelivery delivers every message several times, in shuffled
+// order, including after it was acknowledged, and expects the same final
+// state and effects as a clean run.
+func TestDuplicateDelivery(t *testing.T) {
+	r := newRig(t)
+	e := r.engine("w1", nil)
+	job, err := e.Start(context.Background(), "orders", json.RawMessage(orderInput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var delivered []store.Message
+	for round := 0; ; round++ {
+		m, err := r.store.Reserve(context.Background(), WorkStream, "w1", time.Hour)
+		if errors.Is(err, store.ErrEmpty) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered = append(delivered, m)
+		copies := 2 + round%9 // 2..10 deliveries of each message
+		for i := range copies {
+			if err := e.process(context.Background(), m); err != nil {
+				t.Fatalf("delivery %d of %x: %v", i, m.ID, err)
+			}
+		}
+		// Replay an older message too, out of order.
+		if round > 0 {
+			old := delivered[(round*7)%len(delivered)]
+			if err := e.process(context.Background(), old); err != nil {
+				t.Fatalf("late replay: %v", err)
+			}
+		}
+	}
+	// And every message once more, in reverse order, after the job ended.
+	sort.SliceStable(delivered, func(i, j int) bool { return i > j })
+	for _, m := range delivered {
+		if err := e.process(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.assertFinished(job)
+}

@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+)
+
+// ErrorKind classifies a failed call; retry policies act on it.
+type ErrorKind = flowtype.ErrorKind
+
+// The error kinds.
+const (
+	Transient      = flowtype.Transient
+	Auth           = flowtype.Auth
+	RateLimited    = flowtype.RateLimited
+	Permanent      = flowtype.Permanent
+	SchemaMismatch = flowtype.SchemaMismatch
+	PolicyDenied   = flowtype.PolicyDenied
+)
+
+// Error is a classified node or capability failure.
+type Error struct {
+	Kind ErrorKind
+	// RetryAfter is the delay the other side asked for (429 Retry-After);
+	// zero when it did not say.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("%s (retry after %s): %v", e.Kind, e.RetryAfter, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Kind, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// NewError classifies err.
+func NewError(kind ErrorKind, err error) *Error { return &Error{Kind: kind, Err: err} }
+
+// Errorf classifies a formatted error.
+func Errorf(kind ErrorKind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Err: fmt.Errorf(format, args...)}
+}
+
+// KindOf returns the kind of err: the Kind of the first *Error in its
+// chain, or Transient for unclassified errors (they may succeed when
+// retried).
+func KindOf(err error) ErrorKind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Transient
+}

@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Flow is a flow as the engine runs it. Generated code builds one from the
+// Flow IR with typed wiring; tests build them by hand.
+type Flow struct {
+	Name  string
+	Nodes []*FlowNode
+	Edges []Edge
+}
+
+// FlowNode is one node of a flow: exactly one of Runner, Switch or ForEach.
+type FlowNode struct {
+	Alias  string
+	Runner Runner
+	Params json.RawMessage
+	// Switch routes its input unchanged to the edges leaving the port
+	// named after the first matching case's label.
+	Switch *Switch
+	// ForEach runs the node Do once per element of the input's Items
+	// array and sends the array of their outputs, in element order, on its
+	// "out" port.
+	ForEach *ForEach
+}
+
+// Switch selects an output port by a field of the input.
+type Switch struct {
+	// On is the dotted path of the field to compare.
+	On    string
+	Cases []Case
+	// Default is the port used when no case matches; empty drops the input.
+	Default string
+}
+
+// Case is one switch case: Label is taken when the field equals Equals.
+type Case struct {
+	Label  string
+	Equals json.RawMessage
+}
+
+// ForEach fans out over an array field.
+type ForEach struct {
+	Items string
+	Do    string
+}
+
+// Edge connects an output port to a node's input. Delivery, ordering and
+// partitioning are enforced by the engine per edge.
+type Edge struct {
+	From, FromPort string
+	To             string
+}
+
+// compiled is a registered flow with its lookups built once.
+type compiled struct {
+	*Flow
+	byAlias map[string]*FlowNode
+	out     map[string][]Edge // by from alias
+	entries []string
+	bodies  map[string]bool // aliases run only as forEach bodies
+}
+
+func compile(f *Flow) (*compiled, error) {
+	c := &compiled{Flow: f, byAlias: map[string]*FlowNode{}, out: map[string][]Edge{}, bodies: map[string]bool{}}
+	for _, n := range f.Nodes {
+		kinds := 0
+		for _, set := range []bool{n.Runner != nil, n.Switch != nil, n.ForEach != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach", f.Name, n.Alias)
+		}
+		if _, dup := c.byAlias[n.Alias]; dup {
+			return nil, fmt.Errorf("flow %s: duplicate alias %q", f.Name, n.Alias)
+		}
+		c.byAlias[n.Alias] = n
+	}
+	hasIn := map[string]bool{}
+	for _, e := range f.Edges {
+		if c.byAlias[e.From] == nil || c.byAlias[e.To] == nil {
+			return nil, fmt.Errorf("flow %s: edge %s.%s -> %s names an unknown node", f.Name, e.From, e.FromPort, e.To)
+		}
+		c.out[e.From] = append(c.out[e.From], e)
+		hasIn[e.To] = true
+	}
+	for _, n := range f.Nodes {
+		if n.ForEach != nil {
+			if c.byAlias[n.ForEach.Do] == nil {
+				return nil, fmt.Errorf("flow %s: forEach %q runs unknown node %q", f.Name, n.Alias, n.ForEach.Do)
+			}
+			c.bodies[n.ForEach.Do] = true
+		}
+	}
+	for _, n := range f.Nodes {
+		if !hasIn[n.Alias] && !c.bodies[n.Alias] {
+			c.entries = append(c.entries, n.Alias)
+		}
+	}
+	if len(c.entries) == 0 {
+		return nil, fmt.Errorf("flow %s: no entry node (every node has an incoming edge)", f.Name)
+	}
+	return c, nil
+}

@@ -1,0 +1,206 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/idemkey"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// work is the processor contour: it runs exactly one activation and returns
+// its result, or errRetryLater after handing the message back for a retry.
+// It never routes.
+func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m store.Message) (result, error) {
+	n := c.byAlias[t.Node]
+	switch {
+	case t.JoinOf != "":
+		return e.join(ctx, job, t, n.ForEach)
+	case n.Switch != nil:
+		return result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}, nil
+	case n.ForEach != nil:
+		if _, err := lookupArray(t.Input, n.ForEach.Items); err != nil {
+			return result{ErrKind: SchemaMismatch.String(), Err: err.Error(), Attempts: 1}, nil
+		}
+		return result{Output: t.Input, Port: "out", Attempts: 1}, nil
+	}
+	info := n.Runner.Info()
+	out, err := e.call(ctx, n, info, t, m.Attempt)
+	if err == nil {
+		return result{Output: out, Port: "out", Attempts: m.Attempt}, nil
+	}
+	kind := KindOf(err)
+	if info.RetryOwner == RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt) && ctx.Err() == nil {
+		delay := info.Retry.Backoff(m.Attempt + 1)
+		var ce *Error
+		if errors.As(err, &ce) && ce.RetryAfter > delay {
+			delay = ce.RetryAfter
+		}
+		e.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", err)
+		if err := e.store.Update(ctx, func(tx store.Tx) error { return tx.Nack(m.Receipt, delay) }); err != nil {
+			return result{}, err
+		}
+		return result{}, errRetryLater
+	}
+	if ctx.Err() != nil {
+		return result{}, ctx.Err() // shutting down: leave the message for redelivery
+	}
+	return result{ErrKind: kind.String(), Err: err.Error(), Attempts: m.Attempt}, nil
+}
+
+// call runs a node once with its timeout, key and capabilities; a panic in
+// node code is a Permanent failure, not a crash of the worker.
+func (e *Engine) call(ctx context.Context, n *FlowNode, info NodeInfo, t task, attempt int) (out json.RawMessage, err error) {
+	key, err := activationKey(info, t)
+	if err != nil {
+		return nil, NewError(SchemaMismatch, err)
+	}
+	timeout := info.Timeout
+	if timeout == 0 {
+		timeout = e.opts.Timeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var caps Capabilities
+	if e.opts.Capabilities != nil {
+		caps = e.opts.Capabilities(info)
+	}
+	rc := NewContext(cctx, key, attempt, caps)
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, Errorf(Permanent, "node %s panicked: %v\n%s", t.Node, p, debug.Stack())
+		}
+	}()
+	out, err = n.Runner.Run(rc, n.Params, t.Input)
+	if err == nil && cctx.Err() != nil && ctx.Err() == nil {
+		err = Errorf(Transient, "node %s timed out after %s", t.Node, timeout)
+	}
+	return out, err
+}
+
+// activationKey computes the canonical idempotency key of an activation
+// from the key fields of its input; empty for nodes without a key.
+func activationKey(info NodeInfo, t task) (string, error) {
+	if len(info.KeyFields) == 0 {
+		return "", nil
+	}
+	all, err := idemkey.ParseFields(t.Input)
+	if err != nil {
+		return "", fmt.Errorf("idempotency key of %s: %w", t.Node, err)
+	}
+	fields := make(map[string]any, len(info.KeyFields))
+	for _, f := range info.KeyFields {
+		v, ok := all[f]
+		if !ok {
+			return "", fmt.Errorf("idempotency key of %s: input has no field %q", t.Node, f)
+		}
+		fields[f] = v
+	}
+	k, err := idemkey.Compute(idemkey.Input{Schema: info.KeySchema, Node: t.Node, Fields: fields})
+	if err != nil {
+		return "", fmt.Errorf("idempotency key of %s: %w", t.Node, err)
+	}
+	return k.String(), nil
+}
+
+// join aggregates a forEach: the outputs of its body activations in element
+// order, or a failure naming the elements that failed.
+func (e *Engine) join(ctx context.Context, job JobID, t task, fe *ForEach) (result, error) {
+	var outputs []json.RawMessage
+	var failed []string
+	err := e.store.View(ctx, func(tx store.ReadTx) error {
+		n, err := tx.Counter(jobKey(job, "agg", t.JoinOf))
+		if err != nil {
+			return err
+		}
+		outputs = make([]json.RawMessage, n)
+		for i := range outputs {
+			dim := t.Dim + "/" + strconv.Itoa(i)
+			raw, err := tx.Get(jobKey(job, "res", fe.Do+"@"+dim+"<"+t.Node))
+			if err != nil {
+				return err
+			}
+			var r result
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			if r.failed() {
+				failed = append(failed, fmt.Sprintf("element %d: %s", i, r.Err))
+			}
+			outputs[i] = r.Output
+		}
+		return nil
+	})
+	if err != nil {
+		return result{}, fmt.Errorf("join %s: %w", t.Act, err)
+	}
+	if len(failed) > 0 {
+		return result{ErrKind: Permanent.String(), Err: fmt.Sprintf("%d of %d elements failed: %v", len(failed), len(outputs), failed), Attempts: 1}, nil
+	}
+	if outputs == nil {
+		outputs = []json.RawMessage{}
+	}
+	raw, err := json.Marshal(outputs)
+	if err != nil {
+		return result{}, err
+	}
+	return result{Output: raw, Port: "out", Attempts: 1}, nil
+}
+
+// JobState is where a job stands.
+type JobState string
+
+// Job states.
+const (
+	StateRunning   JobState = "running"
+	StateSucceeded JobState = "succeeded"
+	StateFailed    JobState = "failed"
+	StateKilled    JobState = "killed"
+)
+
+// JobStatus is a job's state and, once finished, its result: the outputs
+// of its terminal activations by node alias, and every activation error.
+type JobStatus struct {
+	State  JobState                   `json:"state"`
+	Result map[string]json.RawMessage `json:"result,omitempty"`
+	Errors []string                   `json:"errors,omitempty"`
+}
+
+// Done reports whether the job has finished.
+func (s JobStatus) Done() bool { return s.State != StateRunning && s.State != "" }
+
+// Status returns the job's current status.
+func (e *Engine) Status(ctx context.Context, job JobID) (JobStatus, error) {
+	var st JobStatus
+	err := e.store.View(ctx, func(tx store.ReadTx) error {
+		raw, err := tx.Get(jobKey(job, "status"))
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &st)
+	})
+	if err != nil {
+		return st, fmt.Errorf("status of job %s: %w", job, err)
+	}
+	return st, nil
+}
+
+// Wait polls until the job finishes or ctx ends.
+func (e *Engine) Wait(ctx context.Context, job JobID) (JobStatus, error) {
+	for {
+		st, err := e.Status(ctx, job)
+		if err != nil || st.Done() {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

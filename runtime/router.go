@@ -1,0 +1,138 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// route is the router contour: from a finished activation and its
+// committed result it decides the activations that follow. It reads only
+// committed state, so replaying it gives the same answer.
+func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) ([]task, error) {
+	if t.Join != "" {
+		return e.reportToJoin(tx, job, t)
+	}
+	if res.failed() {
+		return nil, nil
+	}
+	n := c.byAlias[t.Node]
+	if n.ForEach != nil && t.JoinOf == "" {
+		return fanOut(t, n.ForEach, res.Output)
+	}
+	var out []task
+	for _, edge := range c.out[t.Node] {
+		if n.Switch != nil && edge.FromPort != res.Port {
+			continue
+		}
+		out = append(out, task{
+			Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output,
+			Act: edge.To + "@" + t.Dim + "<" + t.Node,
+		})
+	}
+	return out, nil
+}
+
+// fanOut starts one body activation per element, each in its own
+// dimension; an empty array goes straight to the join.
+func fanOut(t task, fe *ForEach, input json.RawMessage) ([]task, error) {
+	items, err := lookupArray(input, fe.Items)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return []task{joinTask(t)}, nil
+	}
+	out := make([]task, len(items))
+	for i, item := range items {
+		dim := t.Dim + "/" + strconv.Itoa(i)
+		out[i] = task{
+			Flow: t.Flow, Node: fe.Do, Dim: dim, Input: item,
+			Act:  fe.Do + "@" + dim + "<" + t.Node,
+			Join: t.Act, Index: i, Expect: len(items),
+		}
+	}
+	return out, nil
+}
+
+func joinTask(forEach task) task {
+	return task{Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: forEach.Node + "#join@" + forEach.Dim, JoinOf: forEach.Act}
+}
+
+// reportToJoin counts a finished body activation on its forEach; the one
+// that completes the count publishes the join, in the same commit.
+func (e *Engine) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
+	n, err := tx.Add(jobKey(job, "agg", t.Join), 1, int64(t.Expect))
+	if err != nil {
+		return nil, err
+	}
+	if n < int64(t.Expect) {
+		return nil, nil
+	}
+	forEach := task{Flow: t.Flow, Node: t.Join[:strings.IndexByte(t.Join, '@')], Dim: parentDim(t.Dim), Act: t.Join}
+	return []task{joinTask(forEach)}, nil
+}
+
+func parentDim(dim string) string {
+	if i := strings.LastIndexByte(dim, '/'); i >= 0 {
+		return dim[:i]
+	}
+	return ""
+}
+
+// lookup returns the value at a dotted path of a JSON object.
+func lookup(doc json.RawMessage, path string) (json.RawMessage, error) {
+	cur := doc
+	for _, part := range strings.Split(path, ".") {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(cur, &obj); err != nil {
+			return nil, fmt.Errorf("%s: not an object at %q", path, part)
+		}
+		next, ok := obj[part]
+		if !ok {
+			return nil, fmt.Errorf("%s: no field %q", path, part)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+func lookupArray(doc json.RawMessage, path string) ([]json.RawMessage, error) {
+	v, err := lookup(doc, path)
+	if err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(v, &items); err != nil {
+		return nil, fmt.Errorf("%s: not an array", path)
+	}
+	return items, nil
+}
+
+// switchPort evaluates a switch on its input.
+func switchPort(sw *Switch, input json.RawMessage) string {
+	v, err := lookup(input, sw.On)
+	if err != nil {
+		return sw.Default
+	}
+	for _, c := range sw.Cases {
+		if jsonEqual(v, c.Equals) {
+			return c.Label
+		}
+	}
+	return sw.Default
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
