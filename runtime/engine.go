@@ -50,7 +50,7 @@ const (
 )
 
 // CrashPoints lists every crash point in protocol order.
-var CrashPoints = []string{CrashReserved, CrashEntered, CrashWorked, CrashStep1, CrashStep2, CrashStep3, CrashAcked}
+var CrashPoints = []string{CrashReserved, CrashEntered, CrashWorked, CrashStep2, CrashStep3, CrashAcked}
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
 // several engines (processes) may share one store.
@@ -215,14 +215,39 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 	return <-errc
 }
 
-// Step processes at most one message and reports whether it found one.
+// Step processes at most one message and reports whether it found one. The
+// reservation, the job lease and the entry count commit together.
 func (e *Engine) Step(ctx context.Context) (bool, error) {
-	m, err := e.store.Reserve(ctx, WorkStream, e.opts.Owner, e.opts.Visibility)
-	if errors.Is(err, store.ErrEmpty) {
-		return false, nil
-	}
+	var en *entry
+	empty := false
+	err := e.store.Update(ctx, func(tx store.Tx) error {
+		m, err := tx.Reserve(WorkStream, e.opts.Owner, e.opts.Visibility)
+		// An empty stream is not a failed transaction: failing would make a
+		// group-committing backend roll back and rerun its whole batch.
+		if empty = errors.Is(err, store.ErrEmpty); empty {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		en, err = e.enter(tx, m)
+		if errors.Is(err, errPoison) {
+			en = nil
+			return ignoreStale(tx.DeadLetter(m.Receipt, err.Error()))
+		}
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("reserve: %w", err)
 	}
-	return true, e.process(ctx, m)
+	if empty {
+		return false, nil
+	}
+	if en == nil {
+		return true, nil // dead-lettered
+	}
+	if err := e.crash(CrashReserved); err != nil {
+		return true, err
+	}
+	return true, e.proceed(ctx, en)
 }

@@ -301,7 +301,12 @@ func TestDuplicateDelivery(t *testing.T) {
 	}
 	var delivered []store.Message
 	for round := 0; ; round++ {
-		m, err := r.store.Reserve(context.Background(), WorkStream, "w1", time.Hour)
+		var m store.Message
+		err := r.store.Update(context.Background(), func(tx store.Tx) error {
+			var err error
+			m, err = tx.Reserve(WorkStream, "w1", time.Hour)
+			return err
+		})
 		if errors.Is(err, store.ErrEmpty) {
 			break
 		}

@@ -30,88 +30,112 @@ func (r result) failed() bool { return r.Err != "" }
 // stream for a later attempt.
 var errRetryLater = errors.New("retry later")
 
-// process runs one message through the step protocol: entry, step 1 (work
-// and its marker), step 2 (children, semaphore delta, job-closed snapshot
-// and marker, as one commit), step 3 (job completion, exactly once), ack.
-// Every commit is fenced by the job lease, so a stale worker cannot commit.
-func (e *Engine) process(ctx context.Context, m store.Message) error {
-	var t task
-	if err := cbor.Unmarshal(m.Payload, &t); err != nil {
-		return e.store.Update(ctx, func(tx store.Tx) error {
-			return tx.DeadLetter(m.Receipt, fmt.Sprintf("undecodable task: %v", err))
-		})
-	}
-	var job JobID
-	copy(job[:], m.Job)
-	if err := e.crash(CrashReserved); err != nil {
-		return err
-	}
-	c, err := e.flow(t.Flow)
-	if err != nil {
-		return e.store.Update(ctx, func(tx store.Tx) error { return tx.DeadLetter(m.Receipt, err.Error()) })
-	}
-	lease, err := e.acquire(ctx, job)
-	if errors.Is(err, store.ErrLeaseHeld) {
-		// Another worker owns the job; let it (or us, later) take this one.
-		return e.store.Update(ctx, func(tx store.Tx) error { return tx.Nack(m.Receipt, e.opts.Visibility/10) })
-	}
-	if err != nil {
-		return err
-	}
-	guidKey := jobKey(job, "guid", fmt.Sprintf("%x", m.ID))
-	actKey := jobKey(job, "act", t.Act)
+// errPoison marks a message that can never make progress (undecodable, or
+// its activation at a ledger ceiling); it is dead-lettered.
+var errPoison = errors.New("poison message")
 
-	// Entry: count the leg 2 entry and seed the GUID ordinal once.
-	var g ledger.GUID
-	var killed bool
-	err = e.store.Update(ctx, func(tx store.Tx) error {
-		if err := tx.Fence(lease); err != nil {
-			return err
-		}
-		_, err := tx.Get(jobKey(job, "tomb"))
-		killed = err == nil
-		a, err := tx.Counter(actKey)
+// entry is what the entry commit established for one delivery.
+type entry struct {
+	m      store.Message
+	t      task
+	job    JobID
+	lease  store.Lease
+	guid   ledger.GUID
+	killed bool
+	// deferred is set when another worker holds the job: the message was
+	// handed back and there is nothing more to do.
+	deferred bool
+}
+
+func (en *entry) guidKey() []byte { return jobKey(en.job, "guid", fmt.Sprintf("%x", en.m.ID)) }
+func (en *entry) actKey() []byte  { return jobKey(en.job, "act", en.t.Act) }
+
+// enter is the entry commit of a delivery: take the job lease, count the
+// leg 2 entry on the activity ledger and seed the GUID ordinal once. When
+// another worker holds the job, the message is handed back instead.
+func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
+	en := &entry{m: m}
+	if err := cbor.Unmarshal(m.Payload, &en.t); err != nil {
+		return nil, fmt.Errorf("message %x: undecodable task: %v: %w", m.ID, err, errPoison)
+	}
+	copy(en.job[:], m.Job)
+	var err error
+	en.lease, err = tx.AcquireLease(m.Job, e.opts.Owner, e.opts.LeaseTTL)
+	if errors.Is(err, store.ErrLeaseHeld) {
+		en.deferred = true
+		return en, ignoreStale(tx.Nack(m.Receipt, e.opts.Visibility/10))
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, err = tx.Get(jobKey(en.job, "tomb"))
+	en.killed = err == nil
+	a, err := tx.Counter(en.actKey())
+	if err != nil {
+		return nil, err
+	}
+	d, err := ledger.Activity(a).Leg2EntryDelta()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", en.t.Act, err, errPoison)
+	}
+	if a, err = tx.Add(en.actKey(), d, ledger.MaxValue); err != nil {
+		return nil, err
+	}
+	cur, err := tx.Counter(en.guidKey())
+	if err != nil {
+		return nil, err
+	}
+	if cur == 0 {
+		seed, err := ledger.NewGUID(ledger.Activity(a).Leg2Entries())
 		if err != nil {
-			return err
+			return nil, err
 		}
-		d, err := ledger.Activity(a).Leg2EntryDelta()
-		if err != nil {
-			return err
+		if cur, err = tx.Add(en.guidKey(), int64(seed), ledger.MaxValue); err != nil {
+			return nil, err
 		}
-		a, err = tx.Add(actKey, d, ledger.MaxValue)
-		if err != nil {
-			return err
-		}
-		cur, err := tx.Counter(guidKey)
-		if err != nil {
-			return err
-		}
-		if cur == 0 {
-			seed, err := ledger.NewGUID(ledger.Activity(a).Leg2Entries())
-			if err != nil {
-				return err
-			}
-			if cur, err = tx.Add(guidKey, int64(seed), ledger.MaxValue); err != nil {
-				return err
-			}
-		}
-		g = ledger.GUID(cur)
-		return nil
+	}
+	en.guid = ledger.GUID(cur)
+	return en, nil
+}
+
+// process runs an already reserved message through the step protocol.
+// Step uses the same path with the reservation folded into the entry
+// commit; tests call process to deliver one message many times.
+func (e *Engine) process(ctx context.Context, m store.Message) error {
+	var en *entry
+	err := e.store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		en, err = e.enter(tx, m)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: entry: %w", t.Act, err)
+		return fmt.Errorf("entry: %w", err)
+	}
+	return e.proceed(ctx, en)
+}
+
+// proceed runs the steps after entry: step 1 (the work and its result),
+// step 2 (children, semaphore delta and job-closed snapshot, via Collate),
+// step 3 (job completion, exactly once, by the message that closed the
+// job), and the ack. Steps 1 and 2 commit together when both are due; each
+// commit carries the ledger digits of the steps it holds and is fenced by
+// the job lease, so a stale worker cannot commit.
+func (e *Engine) proceed(ctx context.Context, en *entry) error {
+	if en.deferred {
+		return nil
 	}
 	if err := e.crash(CrashEntered); err != nil {
 		return err
 	}
-
-	// Step 1: run the activation and commit its result with the marker.
-	if !g.WorkDone() {
-		var res result
-		if killed {
-			res = result{ErrKind: "Canceled", Err: "job was killed", Attempts: m.Attempt}
-		} else {
-			res, err = e.work(ctx, c, job, t, m)
+	c, err := e.flow(en.t.Flow)
+	if err != nil {
+		return e.store.Update(ctx, func(tx store.Tx) error { return ignoreStale(tx.DeadLetter(en.m.Receipt, err.Error())) })
+	}
+	var res *result
+	if !en.guid.WorkDone() {
+		r := result{ErrKind: "Canceled", Err: "job was killed", Attempts: en.m.Attempt}
+		if !en.killed {
+			r, err = e.work(ctx, c, en.job, en.t, en.m)
 			if errors.Is(err, errRetryLater) {
 				return nil
 			}
@@ -119,115 +143,132 @@ func (e *Engine) process(ctx context.Context, m store.Message) error {
 				return err
 			}
 		}
+		res = &r
 		if err := e.crash(CrashWorked); err != nil {
 			return err
 		}
-		raw, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		err = e.store.Update(ctx, func(tx store.Tx) error {
-			if err := tx.Fence(lease); err != nil {
-				return err
-			}
-			if err := tx.PutOnce(jobKey(job, "res", t.Act), raw); err != nil {
-				return err
-			}
-			_, err := tx.Add(guidKey, ledger.WorkDone, ledger.MaxValue)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("%s: step 1: %w", t.Act, err)
-		}
-		if err := e.crash(CrashStep1); err != nil {
-			return err
-		}
 	}
-
-	// Step 2: publish what follows, move the semaphore and capture the
-	// job-closed snapshot, all in one commit.
-	if !g.ChildrenSpawned() {
+	closed := en.guid.NeedsCompletion()
+	if !en.guid.ChildrenSpawned() {
 		err = e.store.Update(ctx, func(tx store.Tx) error {
-			if err := tx.Fence(lease); err != nil {
+			if err := tx.Fence(en.lease); err != nil {
 				return err
 			}
-			raw, err := tx.Get(jobKey(job, "res", t.Act))
-			if err != nil {
+			var err error
+			closed, err = e.commitSteps(tx, c, en, res)
+			if err != nil || closed {
 				return err
 			}
-			var res result
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return err
-			}
-			children, err := e.route(tx, c, job, t, res)
-			if err != nil {
-				return err
-			}
-			for _, child := range children {
-				if err := e.publish(tx, job, child); err != nil {
-					return err
-				}
-			}
-			if len(children) == 0 && t.Join == "" {
-				if err := tx.Put(jobKey(job, "term", t.Act), []byte(t.Node)); err != nil {
-					return err
-				}
-			}
-			if _, err := tx.Collate(jobKey(job, "sem"), ledger.SemaphoreDelta(len(children)), 0, guidKey, ledger.JobClosed); err != nil {
-				return err
-			}
-			_, err = tx.Add(guidKey, ledger.ChildrenSpawned, ledger.MaxValue)
-			return err
+			return ignoreStale(tx.Ack(en.m.Receipt))
 		})
 		if err != nil {
-			return fmt.Errorf("%s: step 2: %w", t.Act, err)
+			return fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 		}
 		if err := e.crash(CrashStep2); err != nil {
 			return err
 		}
+		if !closed {
+			return e.crash(CrashAcked)
+		}
 	}
-
-	// Step 3: the message that closed the job completes it, exactly once.
 	err = e.store.Update(ctx, func(tx store.Tx) error {
-		cur, err := tx.Counter(guidKey)
+		cur, err := tx.Counter(en.guidKey())
 		if err != nil {
 			return err
 		}
-		if !ledger.GUID(cur).NeedsCompletion() {
-			return nil
+		if ledger.GUID(cur).NeedsCompletion() {
+			if err := tx.Fence(en.lease); err != nil {
+				return err
+			}
+			if err := e.completeStep(tx, en); err != nil {
+				return err
+			}
 		}
-		if err := tx.Fence(lease); err != nil {
-			return err
-		}
-		if err := e.complete(tx, job); err != nil {
-			return err
-		}
-		if _, err := tx.Add(guidKey, ledger.CompletionDone, ledger.MaxValue); err != nil {
-			return err
-		}
-		a, err := tx.Counter(actKey)
-		if err != nil {
-			return err
-		}
-		if d, err := ledger.Activity(a).FinalizeDelta(); err == nil {
-			_, err = tx.Add(actKey, d, ledger.MaxValue)
-			return err
-		}
-		return nil
+		return ignoreStale(tx.Ack(en.m.Receipt))
 	})
 	if err != nil {
-		return fmt.Errorf("%s: step 3: %w", t.Act, err)
+		return fmt.Errorf("%s: step 3: %w", en.t.Act, err)
 	}
 	if err := e.crash(CrashStep3); err != nil {
 		return err
 	}
-
-	// Ack, always. A stale receipt means another delivery already did.
-	err = e.store.Update(ctx, func(tx store.Tx) error { return tx.Ack(m.Receipt) })
-	if err != nil && !errors.Is(err, store.ErrStaleReceipt) {
-		return fmt.Errorf("%s: ack: %w", t.Act, err)
-	}
 	return e.crash(CrashAcked)
+}
+
+// commitSteps writes step 1 (when res is not nil) and step 2 in the
+// current transaction and reports whether this message closed the job.
+func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
+	job, t := en.job, en.t
+	if res != nil {
+		raw, err := json.Marshal(res)
+		if err != nil {
+			return false, err
+		}
+		if err := tx.PutOnce(jobKey(job, "res", t.Act), raw); err != nil {
+			return false, err
+		}
+		if _, err := tx.Add(en.guidKey(), ledger.WorkDone, ledger.MaxValue); err != nil {
+			return false, err
+		}
+	} else {
+		raw, err := tx.Get(jobKey(job, "res", t.Act))
+		if err != nil {
+			return false, err
+		}
+		res = new(result)
+		if err := json.Unmarshal(raw, res); err != nil {
+			return false, err
+		}
+	}
+	children, err := e.route(tx, c, job, t, *res)
+	if err != nil {
+		return false, err
+	}
+	for _, child := range children {
+		if err := e.publish(tx, job, child); err != nil {
+			return false, err
+		}
+	}
+	if len(children) == 0 && t.Join == "" {
+		if err := tx.Put(jobKey(job, "term", t.Act), []byte(t.Node)); err != nil {
+			return false, err
+		}
+	}
+	hit, err := tx.Collate(jobKey(job, "sem"), ledger.SemaphoreDelta(len(children)), 0, en.guidKey(), ledger.JobClosed)
+	if err != nil {
+		return false, err
+	}
+	_, err = tx.Add(en.guidKey(), ledger.ChildrenSpawned, ledger.MaxValue)
+	return hit, err
+}
+
+// completeStep is step 3: the job's final status, the GUID marker and the
+// activity's finalize digit, in the current transaction.
+func (e *Engine) completeStep(tx store.Tx, en *entry) error {
+	if err := e.complete(tx, en.job); err != nil {
+		return err
+	}
+	if _, err := tx.Add(en.guidKey(), ledger.CompletionDone, ledger.MaxValue); err != nil {
+		return err
+	}
+	a, err := tx.Counter(en.actKey())
+	if err != nil {
+		return err
+	}
+	if d, err := ledger.Activity(a).FinalizeDelta(); err == nil {
+		_, err = tx.Add(en.actKey(), d, ledger.MaxValue)
+		return err
+	}
+	return nil
+}
+
+// ignoreStale treats a stale receipt as done: another delivery of the same
+// message acknowledged it, or will.
+func ignoreStale(err error) error {
+	if errors.Is(err, store.ErrStaleReceipt) {
+		return nil
+	}
+	return err
 }
 
 func (e *Engine) crash(point string) error {
@@ -235,16 +276,6 @@ func (e *Engine) crash(point string) error {
 		return nil
 	}
 	return e.opts.CrashPoint(point)
-}
-
-func (e *Engine) acquire(ctx context.Context, job JobID) (store.Lease, error) {
-	var l store.Lease
-	err := e.store.Update(ctx, func(tx store.Tx) error {
-		var err error
-		l, err = tx.AcquireLease(job[:], e.opts.Owner, e.opts.LeaseTTL)
-		return err
-	})
-	return l, err
 }
 
 // complete writes the job's final status from its activations' results.

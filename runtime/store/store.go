@@ -44,10 +44,6 @@ type Store interface {
 	Update(ctx context.Context, fn func(Tx) error) error
 	// View runs fn in a read-only transaction over a consistent snapshot.
 	View(ctx context.Context, fn func(ReadTx) error) error
-	// Reserve makes the oldest visible message of stream invisible for
-	// visibility and returns it with a receipt; ErrEmpty when none is
-	// visible. Each reservation increments the message's attempt count.
-	Reserve(ctx context.Context, stream, owner string, visibility time.Duration) (Message, error)
 	// Close releases the store; a closed store's methods return errors.
 	Close() error
 }
@@ -91,11 +87,19 @@ type Tx interface {
 	// to the guid counter, reporting whether the threshold was hit. Both
 	// changes commit with the rest of the transaction.
 	Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error)
+	// Reserve makes the oldest visible message of stream invisible for
+	// visibility and returns it with a receipt; ErrEmpty when none is
+	// visible. Each reservation increments the message's attempt count.
+	// Reserving in the same transaction as the first writes for the message
+	// saves a commit per message.
+	Reserve(stream, owner string, visibility time.Duration) (Message, error)
 	// Enqueue adds m to its stream, visible from m.NotBefore (or now).
 	// Enqueueing an ID that is already pending or was acknowledged is a
 	// no-op, so publishing is idempotent per message ID.
 	Enqueue(m Message) error
-	// Ack removes the reserved message for good.
+	// Ack removes the reserved message for good. Ack, Nack and DeadLetter
+	// fail with ErrStaleReceipt, changing nothing and leaving the rest of the
+	// transaction intact, when r is not the message's latest reservation.
 	Ack(r Receipt) error
 	// Nack makes the reserved message visible again after delay.
 	Nack(r Receipt, delay time.Duration) error

@@ -100,21 +100,6 @@ func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 	})
 }
 
-// Reserve implements store.Store.
-func (s *Store) Reserve(ctx context.Context, stream, owner string, visibility time.Duration) (store.Message, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Message{}, err
-	}
-	var m store.Message
-	err := s.db.Batch(func(btx *bolt.Tx) error {
-		t := &tx{btx: btx, now: s.now()}
-		var err error
-		m, err = t.reserve(stream, owner, visibility)
-		return err
-	})
-	return m, err
-}
-
 // tx implements store.Tx over one bbolt transaction.
 type tx struct {
 	btx *bolt.Tx

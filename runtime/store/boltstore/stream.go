@@ -80,7 +80,7 @@ func (t *tx) Enqueue(m store.Message) error {
 	return t.putRecord(m.Stream, m.ID, record{Job: m.Job, Payload: m.Payload, VisibleAt: at.UnixNano()})
 }
 
-func (t *tx) reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
+func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
 	prefix := append([]byte(stream), 0)
 	c := t.b(bucketReady).Cursor()
 	k, _ := c.Seek(prefix)

@@ -123,7 +123,17 @@ func (h *harness) counter(key string) int64 {
 }
 
 func (h *harness) reserve(stream string, vis time.Duration) (store.Message, error) {
-	return h.s.Reserve(context.Background(), stream, "w1", vis)
+	return reserve(h.s, stream, "w1", vis)
+}
+
+func reserve(s store.Store, stream, owner string, vis time.Duration) (store.Message, error) {
+	var m store.Message
+	err := s.Update(context.Background(), func(tx store.Tx) error {
+		var err error
+		m, err = tx.Reserve(stream, owner, vis)
+		return err
+	})
+	return m, err
 }
 
 func id(n byte) [16]byte { return [16]byte{15: n} }
@@ -536,7 +546,7 @@ func testConcurrentReserve(t *testing.T, h *harness) {
 		go func() {
 			defer wg.Done()
 			for {
-				m, err := h.s.Reserve(context.Background(), "s", fmt.Sprintf("w%d", w), time.Hour)
+				m, err := reserve(h.s, "s", fmt.Sprintf("w%d", w), time.Hour)
 				if errors.Is(err, store.ErrEmpty) {
 					return
 				}

@@ -1,0 +1,173 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+)
+
+type item struct {
+	N int `json:"n"`
+}
+
+type batch struct {
+	Items []item `json:"items"`
+}
+
+var noop = Typed(NodeInfo{ID: "bench.noop", Effects: Pure, Determinism: Strict},
+	func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+
+func linearFlow() *Flow {
+	return &Flow{
+		Name:  "linear",
+		Nodes: []*FlowNode{{Alias: "a", Runner: noop}, {Alias: "b", Runner: noop}, {Alias: "c", Runner: noop}},
+		Edges: []Edge{{From: "a", FromPort: "out", To: "b"}, {From: "b", FromPort: "out", To: "c"}},
+	}
+}
+
+func fanFlow() *Flow {
+	return &Flow{
+		Name: "fan",
+		Nodes: []*FlowNode{
+			{Alias: "each", ForEach: &ForEach{Items: "items", Do: "work"}},
+			{Alias: "work", Runner: noop},
+			{Alias: "after", Runner: noop},
+		},
+		Edges: []Edge{{From: "each", FromPort: "out", To: "after"}},
+	}
+}
+
+const benchWorkers = 16
+
+// runJobs starts jobs of flow and works them to completion with
+// benchWorkers workers, fsync on every commit; it returns the elapsed time.
+func runJobs(b *testing.B, flow *Flow, input string, jobs int) (time.Duration, *boltstore.Store) {
+	b.Helper()
+	s, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := New(s, Options{Owner: "bench"})
+	if err := e.Register(flow); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]JobID, jobs)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range benchWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < jobs; i += benchWorkers {
+				id, err := e.Start(context.Background(), flow.Name, json.RawMessage(input))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				ids[i] = id
+			}
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx, benchWorkers) }()
+	for _, id := range ids {
+		st, err := e.Wait(context.Background(), id)
+		if err != nil || st.State != StateSucceeded {
+			b.Fatalf("job %s: %+v %v", id, st, err)
+		}
+	}
+	elapsed := time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return elapsed, s
+}
+
+// rawBoltTxPerSecond is the baseline: transactions of three puts (about
+// what one step writes) through bbolt's Batch from benchWorkers goroutines,
+// fsync on, measured in the same run.
+func rawBoltTxPerSecond(b *testing.B, txns int) float64 {
+	b.Helper()
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.MaxBatchDelay = time.Millisecond
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range benchWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < txns; i += benchWorkers {
+				err := db.Batch(func(tx *bolt.Tx) error {
+					bk := tx.Bucket([]byte("b"))
+					for j := range 3 {
+						if err := bk.Put([]byte(fmt.Sprintf("k%d/%d", i, j)), make([]byte, 64)); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(txns) / time.Since(start).Seconds()
+}
+
+func benchmarkFlow(b *testing.B, flow *Flow, input string, nodesPerJob int) {
+	jobs := b.N
+	elapsed, s := runJobs(b, flow, input, jobs)
+	nodesPerSec := float64(jobs*nodesPerJob) / elapsed.Seconds()
+	st, err := os.Stat(s.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	raw := rawBoltTxPerSecond(b, max(jobs*nodesPerJob, 2000))
+	b.ReportMetric(nodesPerSec, "nodes/s")
+	b.ReportMetric(raw, "raw-bolt-txn/s")
+	b.ReportMetric(nodesPerSec/raw, "nodes-per-raw-txn")
+	b.ReportMetric(float64(st.Size())/float64(jobs), "store-bytes/job")
+}
+
+// BenchmarkLinearFlow: durable node executions per second of a 3-node
+// linear flow of no-op nodes; b.N is the number of jobs.
+func BenchmarkLinearFlow(b *testing.B) {
+	benchmarkFlow(b, linearFlow(), `{"n":1}`, 3)
+}
+
+// BenchmarkFanOutFlow: the same for a 1-to-100 fan-out with its join and
+// one node after it (102 activations plus the forEach itself per job).
+func BenchmarkFanOutFlow(b *testing.B) {
+	items := make([]item, 100)
+	for i := range items {
+		items[i].N = i
+	}
+	in, _ := json.Marshal(batch{Items: items})
+	benchmarkFlow(b, fanFlow(), string(in), 103)
+}
+
+var _ store.Store = (*boltstore.Store)(nil)
