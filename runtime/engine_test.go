@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -336,4 +337,74 @@ func TestDuplicateDelivery(t *testing.T) {
 		}
 	}
 	r.assertFinished(job)
+}
+
+func TestKillPauseResumeAndInspect(t *testing.T) {
+	r := newRig(t)
+	e := r.engine("w1", nil)
+	ctx := context.Background()
+	job, err := e.Start(ctx, "orders", json.RawMessage(orderInput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Pause(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 { // paused: messages are handed back, nothing runs
+		if _, err := e.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := e.Inspect(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range in.Entries {
+		if strings.HasPrefix(en.Key, "res/") {
+			t.Fatalf("paused job ran %s", en.Key)
+		}
+	}
+	if err := e.Resume(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Second)
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	r.assertFinished(job)
+
+	// Inspect decodes ledgers into words from one prefix scan.
+	in, err = e.Inspect(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := map[string]string{}
+	for _, en := range in.Entries {
+		words[en.Key] = en.Words
+	}
+	if words["sem"] != "0 open obligations" || words["act/charge@<route"] != "leg1 attempts=0, leg2 entries=1, finalized" {
+		t.Fatalf("inspection: %v", words)
+	}
+
+	// A killed job drains without running its nodes and ends killed.
+	job2, err := e.Start(ctx, "orders", json.RawMessage(strings.Replace(orderInput, "o-1", "o-2", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Kill(ctx, job2, "operator request"); err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Status(ctx, job2)
+	if err != nil || st.State != StateKilled {
+		t.Fatalf("killed job: %+v %v", st, err)
+	}
+	if len(r.sink.effects()) != 1 {
+		t.Fatalf("killed job had effects: %v", r.sink.effects())
+	}
+	if err := e.Kill(ctx, JobID{1}, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("kill of unknown job: %v", err)
+	}
 }

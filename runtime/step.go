@@ -59,7 +59,14 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		return nil, fmt.Errorf("message %x: undecodable task: %v: %w", m.ID, err, errPoison)
 	}
 	copy(en.job[:], m.Job)
-	var err error
+	paused, err := isPaused(tx, en.job)
+	if err != nil {
+		return nil, err
+	}
+	if paused {
+		en.deferred = true
+		return en, ignoreStale(tx.Nack(m.Receipt, pausedRetry))
+	}
 	en.lease, err = tx.AcquireLease(m.Job, e.opts.Owner, e.opts.LeaseTTL)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		en.deferred = true

@@ -1,0 +1,76 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Kill stops a job from the top: a tombstone on its root makes every
+// activation not yet run finish as canceled without running its node, so
+// the job drains and ends in StateKilled. Activations already running
+// finish their current attempt. Killing a finished job changes nothing.
+func (e *Engine) Kill(ctx context.Context, job JobID, reason string) error {
+	return e.store.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+			return fmt.Errorf("kill %s: %w", job, err)
+		}
+		return tx.PutOnce(jobKey(job, "tomb"), []byte(reason))
+	})
+}
+
+// Pause holds a job: its messages are handed back unprocessed until
+// Resume. Activations already running finish their current attempt.
+func (e *Engine) Pause(ctx context.Context, job JobID) error {
+	return e.store.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+			return fmt.Errorf("pause %s: %w", job, err)
+		}
+		return tx.Put(jobKey(job, "paused"), []byte(time.Now().UTC().Format(time.RFC3339)))
+	})
+}
+
+// Resume lets a paused job continue.
+func (e *Engine) Resume(ctx context.Context, job JobID) error {
+	return e.store.Update(ctx, func(tx store.Tx) error { return tx.Delete(jobKey(job, "paused")) })
+}
+
+// isPaused reports whether the job is paused.
+func isPaused(tx store.ReadTx, job JobID) (bool, error) {
+	_, err := tx.Get(jobKey(job, "paused"))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// pausedRetry is how soon a paused job's message is looked at again.
+const pausedRetry = 200 * time.Millisecond
+
+// Inspect returns everything the store holds about a job, from one prefix
+// scan of its root: values (results decoded from JSON) and counters
+// (ledgers decoded into words).
+func (e *Engine) Inspect(ctx context.Context, job JobID) (*Inspection, error) {
+	return InspectJob(ctx, e.store, job)
+}
+
+// Inspection is a job's stored state, key by key.
+type Inspection struct {
+	Job     string            `json:"job"`
+	Entries []InspectionEntry `json:"entries"`
+}
+
+// InspectionEntry is one key of a job's state.
+type InspectionEntry struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value,omitempty"`
+	Text  string          `json:"text,omitempty"`
+	// Counter and Words are set for counters: the raw value and, for
+	// ledgers, its digits decoded.
+	Counter *int64 `json:"counter,omitempty"`
+	Words   string `json:"words,omitempty"`
+}
