@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/idemkey"
+	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
 
 type result struct {
@@ -246,5 +248,62 @@ func TestCanonicalJSONFlowValidates(t *testing.T) {
 	}
 	if r := run(t, "", "canonical", filepath.Join(invalidDir, "FMT002-unknown-field", "connector.yaml")); r.exit != exitProblems || !strings.Contains(r.stdout, "FMT002") {
 		t.Errorf("canonical of an invalid file: %+v", r)
+	}
+}
+
+// TestJobCommands runs a job on a store file, then inspects, pauses,
+// resumes and kills through the command line.
+func TestJobCommands(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := runtime.Typed(runtime.NodeInfo{ID: "t.echo"}, func(ctx *runtime.Context, _ struct{}, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+	eng := runtime.New(s, runtime.Options{})
+	if err := eng.Register(&runtime.Flow{Name: "one", Nodes: []*runtime.FlowNode{{Alias: "echo", Runner: echo}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	done, err := eng.Start(ctx, "one", json.RawMessage(`{"x":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		did, err := eng.Step(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !did {
+			break
+		}
+	}
+	waiting, err := eng.Start(ctx, "one", json.RawMessage(`{"x":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	r := run(t, "", "inspect", "--store", path, done.String())
+	if r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") ||
+		!strings.Contains(r.stdout, `"state":"succeeded"`) || !strings.Contains(r.stdout, "ordinal=1, work done, children published, closed the job, completion done") {
+		t.Fatalf("inspect: %+v", r)
+	}
+	for _, cmd := range []string{"pause", "resume", "kill"} {
+		if r := run(t, "", cmd, "--store", path, waiting.String()); r.exit != exitOK {
+			t.Fatalf("%s: %+v", cmd, r)
+		}
+	}
+	if r := run(t, "", "inspect", "--json", "--store", path, waiting.String()); r.exit != exitOK || !strings.Contains(r.stdout, `"key": "tomb"`) {
+		t.Fatalf("inspect after kill: %+v", r)
+	}
+	if r := run(t, "", "kill", "--store", path, "AAAAAAAAAAAAAAAAAAAAAA"); r.exit != exitProblems {
+		t.Errorf("kill of unknown job: %+v", r)
+	}
+	if r := run(t, "", "inspect", "--store", path, "not-an-id"); r.exit != exitUsage {
+		t.Errorf("bad id: %+v", r)
+	}
+	if r := run(t, "", "inspect", "--store", filepath.Join(t.TempDir(), "none.db"), done.String()); r.exit != exitUsage {
+		t.Errorf("missing store: %+v", r)
 	}
 }

@@ -38,13 +38,14 @@ type command struct {
 }
 
 func commands() []command {
-	return []command{
+	return append([]command{
 		{"validate", "check ConnectorSpec and Flow files, printing diagnostics like a compiler", validateUsage, runValidate},
 		{"show", "validate, then describe connectors and flows", showUsage, runShow},
 		{"idemkey", "compute a canonical idempotency key from key fields", idemkeyUsage, runIdemkey},
 		{"canonical", "print a spec or flow in its canonical JSON form", canonicalUsage, runCanonical},
 		{"schema", "print the JSON Schema of the ConnectorSpec or Flow format", schemaUsage, runSchema},
-	}
+		{"inspect", "show a job's stored state with its ledgers decoded", inspectUsage, runInspect},
+	}, controlCommands()...)
 }
 
 // Run executes flowgen with args (without the program name) and returns the

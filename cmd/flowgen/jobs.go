@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+)
+
+// defaultStore is the embedded store file used when --store is not given.
+const defaultStore = "flowgen.db"
+
+const storeFlagHelp = "job store: a bbolt file path (default $FLOWGEN_STORE, else " + defaultStore + ")"
+
+const inspectUsage = `Usage: flowgen inspect [--store PATH] [--json] JOB
+
+Prints everything the store holds about a job, read in one prefix scan of its
+root: metadata, status, each activation's result, and the ledgers (activity,
+GUID, semaphore, fan-out counts) decoded into words. The embedded store file
+is locked by a running worker; inspect it while no worker has it open.
+
+Exit status: 0 printed, 1 no such job, 2 usage or I/O error.
+
+Flags:
+`
+
+const controlUsage = `Usage: flowgen %[1]s [--store PATH] JOB%[2]s
+
+%[3]s
+
+Exit status: 0 done, 1 no such job, 2 usage or I/O error.
+
+Flags:
+`
+
+// storeFlag registers --store on fs and returns a function that opens it.
+func storeFlag(fs *flag.FlagSet) func() (*boltstore.Store, error) {
+	path := fs.String("store", "", storeFlagHelp)
+	return func() (*boltstore.Store, error) {
+		p := *path
+		if p == "" {
+			p = os.Getenv("FLOWGEN_STORE")
+		}
+		if p == "" {
+			p = defaultStore
+		}
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("store %s: %w", p, err)
+		}
+		return boltstore.Open(p, boltstore.Options{})
+	}
+}
+
+func runInspect(e *env, args []string) int {
+	fs := newFlagSet(e, "inspect", inspectUsage)
+	open := storeFlag(fs)
+	asJSON := fs.Bool("json", false, "print the inspection as JSON")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	job, s, code := jobArgs(e, fs, "inspect", rest, open)
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	in, err := runtime.InspectJob(e.ctx, s, job)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen inspect: %v\n", err)
+		return exitProblems
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(in); err != nil {
+			return exitUsage
+		}
+		return exitOK
+	}
+	writeInspection(e.stdout, in)
+	return exitOK
+}
+
+// writeInspection prints an inspection grouped by kind of key.
+func writeInspection(w io.Writer, in *runtime.Inspection) {
+	fmt.Fprintf(w, "job %s\n", in.Job)
+	entries := append([]runtime.InspectionEntry(nil), in.Entries...)
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+	for _, en := range entries {
+		switch {
+		case en.Counter != nil && en.Words != "":
+			fmt.Fprintf(w, "  %-40s %015d  %s\n", en.Key, *en.Counter, en.Words)
+		case en.Counter != nil:
+			fmt.Fprintf(w, "  %-40s %d\n", en.Key, *en.Counter)
+		case en.Value != nil:
+			fmt.Fprintf(w, "  %-40s %s\n", en.Key, oneLine(en.Value))
+		default:
+			fmt.Fprintf(w, "  %-40s %q\n", en.Key, en.Text)
+		}
+	}
+}
+
+func oneLine(v json.RawMessage) string {
+	s := strings.Join(strings.Fields(string(v)), " ")
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
+
+// jobArgs checks for exactly one JOB argument and opens the store; on
+// failure it reports and returns a nil store with the exit code.
+func jobArgs(e *env, fs *flag.FlagSet, name string, rest []string, open func() (*boltstore.Store, error)) (runtime.JobID, *boltstore.Store, int) {
+	if len(rest) != 1 {
+		fmt.Fprintf(e.stderr, "flowgen %s: name exactly one job id\n\n", name)
+		fs.Usage()
+		return runtime.JobID{}, nil, exitUsage
+	}
+	job, err := runtime.ParseJobID(rest[0])
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
+		return job, nil, exitUsage
+	}
+	s, err := open()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
+		return job, nil, exitUsage
+	}
+	return job, s, exitOK
+}
+
+// controlCommand builds kill, pause and resume.
+func controlCommand(name, summary, extraArgs, what string, act func(e *runtime.Engine, env *env, job runtime.JobID, reason string) error) command {
+	usage := fmt.Sprintf(controlUsage, name, extraArgs, what)
+	return command{name, summary, usage, func(e *env, args []string) int {
+		fs := newFlagSet(e, name, usage)
+		open := storeFlag(fs)
+		reason := fs.String("reason", "killed by an operator", "why (kill only; recorded on the tombstone)")
+		rest, err := parseFlags(fs, args)
+		if err != nil {
+			return flagExit(err)
+		}
+		job, s, code := jobArgs(e, fs, name, rest, open)
+		if s == nil {
+			return code
+		}
+		defer s.Close()
+		eng := runtime.New(s, runtime.Options{Owner: "flowgen-" + name, Visibility: time.Minute})
+		if err := act(eng, e, job, *reason); err != nil {
+			fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
+			if errors.Is(err, store.ErrNotFound) {
+				return exitProblems
+			}
+			return exitUsage
+		}
+		return exitOK
+	}}
+}
+
+func controlCommands() []command {
+	return []command{
+		controlCommand("kill", "kill a job from the top", " [--reason TEXT]", "Kill a job: every activation not yet run finishes canceled and the job ends killed.",
+			func(eng *runtime.Engine, e *env, job runtime.JobID, reason string) error {
+				return eng.Kill(e.ctx, job, reason)
+			}),
+		controlCommand("pause", "hold a job until it is resumed", "", "Pause a job: workers hand its messages back until it is resumed.",
+			func(eng *runtime.Engine, e *env, job runtime.JobID, _ string) error { return eng.Pause(e.ctx, job) }),
+		controlCommand("resume", "let a paused job continue", "", "Resume a paused job.",
+			func(eng *runtime.Engine, e *env, job runtime.JobID, _ string) error { return eng.Resume(e.ctx, job) }),
+	}
+}
