@@ -91,6 +91,9 @@ type NodeInfo struct {
 	// the input fields that form the key, in spec order.
 	KeySchema string
 	KeyFields []string
+	// Capabilities names what the node may use (flowtype capability
+	// names: "http.read", "kv.write", ...); only these are granted.
+	Capabilities []string
 	// Egress is the host allowlist for network capabilities.
 	Egress []string
 	// Timeout bounds one attempt; zero means the engine default.

@@ -1,0 +1,165 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/storetest"
+)
+
+func TestHTTPCapabilityClassifiesAndEnforcesEgress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.Header().Set("ETag", `"v1"`)
+			w.Write([]byte("hello"))
+		case "/auth":
+			w.WriteHeader(401)
+		case "/slow-down":
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(429)
+		case "/broken":
+			w.WriteHeader(503)
+		case "/bad":
+			w.WriteHeader(422)
+		case "/away":
+			http.Redirect(w, r, "http://elsewhere.example/x", http.StatusFound)
+		case "/echo-key":
+			w.Write([]byte(r.Header.Get("Idempotency-Key")))
+		}
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	h := NewHTTP(nil, []string{u.Hostname()})
+	ctx := context.Background()
+
+	resp, err := h.Get(ctx, srv.URL+"/ok", nil)
+	if err != nil || string(resp.Body) != "hello" {
+		t.Fatalf("ok: %+v %v", resp, err)
+	}
+	for path, want := range map[string]ErrorKind{"/auth": Auth, "/slow-down": RateLimited, "/broken": Transient, "/bad": Permanent, "/away": PolicyDenied} {
+		_, err := h.Get(ctx, srv.URL+path, nil)
+		if err == nil || KindOf(err) != want {
+			t.Errorf("%s: %v (kind %v), want %v", path, err, KindOf(err), want)
+		}
+	}
+	_, err = h.Get(ctx, srv.URL+"/slow-down", nil)
+	var e *Error
+	if !errors.As(err, &e) || e.RetryAfter != 7*time.Second {
+		t.Errorf("Retry-After not carried: %v", err)
+	}
+	if _, err := NewHTTP(nil, []string{"api.example.com"}).Get(ctx, srv.URL+"/ok", nil); KindOf(err) != PolicyDenied {
+		t.Errorf("host outside allowlist: %v", err)
+	}
+	resp, err = h.Do(ctx, http.MethodPost, srv.URL+"/echo-key", http.Header{"Idempotency-Key": {"k1"}}, []byte("{}"))
+	if err != nil || string(resp.Body) != "k1" {
+		t.Errorf("header not sent: %+v %v", resp, err)
+	}
+	if _, err := h.GetPinned(ctx, srv.URL+"/ok", `"v1"`, nil); err != nil {
+		t.Errorf("pinned by ETag: %v", err)
+	}
+	if _, err := h.GetPinned(ctx, srv.URL+"/ok", "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", nil); err != nil {
+		t.Errorf("pinned by hash: %v", err)
+	}
+	if _, err := h.GetPinned(ctx, srv.URL+"/ok", `"v2"`, nil); KindOf(err) != Permanent {
+		t.Errorf("moved pin: %v", err)
+	}
+}
+
+func TestHostAllowed(t *testing.T) {
+	allow := []string{"api.stripe.com", "*.amazonaws.com"}
+	for host, want := range map[string]bool{
+		"api.stripe.com": true, "API.Stripe.com.": true, "evil-stripe.com": false,
+		"s3.eu-west-1.amazonaws.com": true, "amazonaws.com": false, "amazonaws.com.evil": false,
+	} {
+		if got := HostAllowed(allow, host); got != want {
+			t.Errorf("HostAllowed(%s) = %v", host, got)
+		}
+	}
+}
+
+func TestStoreBackedCapabilities(t *testing.T) {
+	clock := storetest.NewClock()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "caps.db"), boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	kv := NewStoreKV(s, "orders.normalize")
+	if _, ok, err := kv.Get(ctx, "k"); ok || err != nil {
+		t.Fatalf("empty kv: %v %v", ok, err)
+	}
+	if err := kv.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := kv.Get(ctx, "k"); !ok || err != nil || string(v) != "v" {
+		t.Fatalf("kv: %q %v %v", v, ok, err)
+	}
+	if _, ok, _ := NewStoreKV(s, "other").Get(ctx, "k"); ok {
+		t.Fatal("namespaces leak")
+	}
+	d := NewStoreDedupe(s, clock.Now)
+	for i, want := range []bool{true, false} {
+		if got, err := d.PutIfAbsent(ctx, "key", time.Minute); err != nil || got != want {
+			t.Fatalf("put %d: %v %v", i, got, err)
+		}
+	}
+	clock.Advance(time.Minute + time.Second)
+	if got, _ := d.PutIfAbsent(ctx, "key", time.Minute); !got {
+		t.Fatal("expired key still present")
+	}
+}
+
+func TestDiskBlobs(t *testing.T) {
+	b, err := NewDiskBlobs(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.WriteBlob(ctx, "invoices/2026/o-1.pdf", []byte("pdf")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.ReadBlob(ctx, "invoices/2026/o-1.pdf"); err != nil || string(got) != "pdf" {
+		t.Fatalf("read: %q %v", got, err)
+	}
+	for _, bad := range []string{"../escape", "/etc/passwd", "", "a/../../b"} {
+		if err := b.WriteBlob(ctx, bad, nil); KindOf(err) != PolicyDenied {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := b.ReadBlob(ctx, "missing"); KindOf(err) != Permanent {
+		t.Errorf("missing blob: %v", err)
+	}
+}
+
+func TestGrantsGiveOnlyDeclaredCapabilities(t *testing.T) {
+	g := Grants{BlobDir: t.TempDir(), Seed: 7}
+	pure := g.For(NodeInfo{ID: "p"})
+	if pure != (Capabilities{}) {
+		t.Fatalf("pure node got %+v", pure)
+	}
+	ro := g.For(NodeInfo{ID: "r", Capabilities: []string{"http.read", "rng.seeded"}, Egress: []string{"a.example"}})
+	if ro.HTTPRead == nil || ro.HTTPWrite != nil || ro.BlobWrite != nil || ro.RNG == nil {
+		t.Fatalf("read-only node got %+v", ro)
+	}
+	a, b := g.For(NodeInfo{Capabilities: []string{"rng.seeded"}}).RNG, g.For(NodeInfo{Capabilities: []string{"rng.seeded"}}).RNG
+	if a.Uint64() != b.Uint64() {
+		t.Fatal("seeded rng differs between activations with one seed")
+	}
+	t.Setenv("FLOWGEN_SECRET_STRIPE_SECRET_KEY", "sk_test")
+	sec := g.For(NodeInfo{Capabilities: []string{"secrets"}}).Secrets
+	if v, err := sec.Secret(context.Background(), "stripe/secret-key"); err != nil || v != "sk_test" {
+		t.Fatalf("secret: %q %v", v, err)
+	}
+	if _, err := sec.Secret(context.Background(), "missing/handle"); KindOf(err) != Auth {
+		t.Fatalf("missing secret: %v", err)
+	}
+}

@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Grants builds an activation's capabilities from what its node declares:
+// a capability the node does not name stays nil. Set it as
+// Options.Capabilities (grants.For).
+type Grants struct {
+	// Store backs KV and dedupe.
+	Store store.Store
+	// BlobDir backs blob read and write.
+	BlobDir string
+	// Transport carries HTTP; http.DefaultTransport when nil.
+	Transport http.RoundTripper
+	// Secrets resolves handles; EnvSecrets when nil.
+	Secrets Secrets
+	// Seed seeds rng.seeded per activation (mixed with nothing else, so a
+	// replay with the same seed draws the same numbers).
+	Seed uint64
+}
+
+// For returns the capabilities of a node.
+func (g Grants) For(info NodeInfo) Capabilities {
+	has := func(c flowtype.Capability) bool { return slices.Contains(info.Capabilities, string(c)) }
+	var caps Capabilities
+	if has(flowtype.HTTPRead) || has(flowtype.HTTPReadPinned) || has(flowtype.HTTPWrite) {
+		h := NewHTTP(g.Transport, info.Egress)
+		if has(flowtype.HTTPRead) {
+			caps.HTTPRead = h
+		}
+		if has(flowtype.HTTPReadPinned) {
+			caps.HTTPPinned = h
+		}
+		if has(flowtype.HTTPWrite) {
+			caps.HTTPWrite = h
+		}
+	}
+	if g.Store != nil {
+		kv := NewStoreKV(g.Store, info.ID)
+		if has(flowtype.KVRead) {
+			caps.KVRead = kv
+		}
+		if has(flowtype.KVWrite) {
+			caps.KVWrite = kv
+		}
+		if has(flowtype.Dedupe) {
+			caps.Dedupe = NewStoreDedupe(g.Store, nil)
+		}
+	}
+	if g.BlobDir != "" {
+		b := &DiskBlobs{dir: g.BlobDir}
+		if has(flowtype.BlobRead) || has(flowtype.BlobReadHash) {
+			caps.BlobRead = b
+		}
+		if has(flowtype.BlobWrite) {
+			caps.BlobWrite = b
+		}
+	}
+	if has(flowtype.Clock) {
+		caps.Clock = SystemClock{}
+	}
+	if has(flowtype.RNG) {
+		caps.RNG = SystemRNG{}
+	}
+	if has(flowtype.RNGSeeded) {
+		caps.RNG = NewSeededRNG(g.Seed)
+	}
+	if has(flowtype.Secrets) {
+		caps.Secrets = g.Secrets
+		if caps.Secrets == nil {
+			caps.Secrets = EnvSecrets{}
+		}
+	}
+	return caps
+}

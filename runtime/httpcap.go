@@ -1,0 +1,181 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxHTTPBody bounds a response body a node may read.
+const maxHTTPBody = 32 << 20
+
+// HTTP is the HTTP capability: real requests over net/http, refused unless
+// the host is on the node's egress allowlist (redirects included), with
+// responses classified into error kinds: 401/403 Auth, 429 RateLimited
+// (with Retry-After), 408 and 5xx Transient, other 4xx Permanent, network
+// failures Transient, egress violations PolicyDenied. It implements
+// HTTPReader, PinnedHTTPReader and HTTPWriter.
+type HTTP struct {
+	client *http.Client
+	egress []string
+}
+
+// NewHTTP returns the capability for a node with the given egress
+// allowlist: exact host names, or "*.example.com" for any subdomain. base
+// may be nil for http.DefaultTransport.
+func NewHTTP(base http.RoundTripper, egress []string) *HTTP {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	h := &HTTP{egress: egress}
+	h.client = &http.Client{
+		Transport: base,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return h.allowed(req.URL)
+		},
+	}
+	return h
+}
+
+// allowed reports an egress violation as PolicyDenied.
+func (h *HTTP) allowed(u *url.URL) error {
+	host := u.Hostname()
+	if HostAllowed(h.egress, host) {
+		return nil
+	}
+	return Errorf(PolicyDenied, "egress to %s is not allowed (allowlist: %s)", host, strings.Join(h.egress, ", "))
+}
+
+// HostAllowed reports whether host matches an allowlist entry: equal
+// (case-insensitively), or under a "*." wildcard entry's domain.
+func HostAllowed(allow []string, host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, a := range allow {
+		a = strings.ToLower(a)
+		if a == host {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(a, "*."); ok && strings.HasSuffix(host, "."+rest) {
+			return true
+		}
+	}
+	return false
+}
+
+// Get implements HTTPReader.
+func (h *HTTP) Get(ctx context.Context, rawURL string, header http.Header) (*HTTPResponse, error) {
+	return h.Do(ctx, http.MethodGet, rawURL, header, nil)
+}
+
+// GetPinned implements PinnedHTTPReader. pin is the expected ETag, or
+// "sha256:<hex>" of the body; anything else read is refused as Permanent.
+func (h *HTTP) GetPinned(ctx context.Context, rawURL, pin string, header http.Header) (*HTTPResponse, error) {
+	if pin == "" {
+		return nil, Errorf(SchemaMismatch, "pinned read of %s without a pin", rawURL)
+	}
+	resp, err := h.Get(ctx, rawURL, header)
+	if err != nil {
+		return nil, err
+	}
+	if want, ok := strings.CutPrefix(pin, "sha256:"); ok {
+		sum := sha256.Sum256(resp.Body)
+		if got := hex.EncodeToString(sum[:]); got != strings.ToLower(want) {
+			return nil, Errorf(Permanent, "pinned read of %s: body hash %s, pinned %s", rawURL, got, want)
+		}
+		return resp, nil
+	}
+	if etag := resp.Header.Get("ETag"); etag != pin {
+		return nil, Errorf(Permanent, "pinned read of %s: ETag %s, pinned %s", rawURL, etag, pin)
+	}
+	return resp, nil
+}
+
+// Do implements HTTPWriter.
+func (h *HTTP) Do(ctx context.Context, method, rawURL string, header http.Header, body []byte) (*HTTPResponse, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, Errorf(Permanent, "invalid URL %q", rawURL)
+	}
+	if err := h.allowed(u); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, Errorf(Permanent, "request %s %s: %w", method, rawURL, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		return nil, Errorf(Transient, "%s %s: %w", method, rawURL, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPBody+1))
+	if err != nil {
+		return nil, Errorf(Transient, "%s %s: reading body: %w", method, rawURL, err)
+	}
+	if len(data) > maxHTTPBody {
+		return nil, Errorf(Permanent, "%s %s: body larger than %d bytes", method, rawURL, maxHTTPBody)
+	}
+	out := &HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	return out, classify(method, rawURL, resp)
+}
+
+// classify maps an HTTP status to an error kind; nil for success.
+func classify(method, rawURL string, resp *http.Response) error {
+	code := resp.StatusCode
+	if code < 400 {
+		return nil
+	}
+	e := &Error{Err: fmt.Errorf("%s %s: %s", method, rawURL, resp.Status)}
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		e.Kind = Auth
+	case code == http.StatusTooManyRequests:
+		e.Kind = RateLimited
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	case code == http.StatusRequestTimeout || code >= 500:
+		e.Kind = Transient
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	default:
+		e.Kind = Permanent
+	}
+	return e
+}
+
+// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+var _ interface {
+	HTTPReader
+	PinnedHTTPReader
+	HTTPWriter
+} = (*HTTP)(nil)
