@@ -13,13 +13,18 @@ import (
 // Kill stops a job from the top: a tombstone on its root makes every
 // activation not yet run finish as canceled without running its node, so
 // the job drains and ends in StateKilled. Activations already running
-// finish their current attempt. Killing a finished job changes nothing.
+// finish their current attempt; parked checkpoints are released. Killing a
+// job twice keeps the first reason; killing a finished job changes nothing.
 func (e *Engine) Kill(ctx context.Context, job JobID, reason string) error {
 	return e.store.Update(ctx, func(tx store.Tx) error {
 		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
 			return fmt.Errorf("kill %s: %w", job, err)
 		}
-		return tx.PutOnce(jobKey(job, "tomb"), []byte(reason))
+		if err := tx.PutOnce(jobKey(job, "tomb"), []byte(reason)); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		// Parked checkpoints resume so that they finish canceled.
+		return e.resumeWaiting(tx, job, "kill", func(task) (bool, error) { return true, nil })
 	})
 }
 

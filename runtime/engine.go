@@ -171,6 +171,9 @@ type task struct {
 	Expect int    `cbor:"8,keyasint,omitempty"`
 	// JoinOf is set on the activation that aggregates a forEach.
 	JoinOf string `cbor:"9,keyasint,omitempty"`
+	// Resume distinguishes the message that resumes a parked activation
+	// (after a signal or a kill) from the one that parked it.
+	Resume string `cbor:"10,keyasint,omitempty"`
 }
 
 func (e *Engine) publish(tx store.Tx, job JobID, t task) error {
@@ -178,7 +181,7 @@ func (e *Engine) publish(tx store.Tx, job JobID, t task) error {
 	if err != nil {
 		return err
 	}
-	return tx.Enqueue(store.Message{ID: messageID(job, t.Act), Stream: WorkStream, Job: job[:], Payload: payload})
+	return tx.Enqueue(store.Message{ID: messageID(job, t.Act+t.Resume), Stream: WorkStream, Job: job[:], Payload: payload})
 }
 
 // Run works until ctx is cancelled, with the given number of concurrent

@@ -13,7 +13,8 @@ type Flow struct {
 	Edges []Edge
 }
 
-// FlowNode is one node of a flow: exactly one of Runner, Switch or ForEach.
+// FlowNode is one node of a flow: exactly one of Runner, Switch, ForEach or
+// Checkpoint.
 type FlowNode struct {
 	Alias  string
 	Runner Runner
@@ -25,6 +26,14 @@ type FlowNode struct {
 	// array and sends the array of their outputs, in element order, on its
 	// "out" port.
 	ForEach *ForEach
+	// Checkpoint parks the job's branch until a human decides (Signal);
+	// the input leaves unchanged on port "approved" or "rejected".
+	Checkpoint *Checkpoint
+}
+
+// Checkpoint is a human-approval point.
+type Checkpoint struct {
+	Prompt string
 }
 
 // Switch selects an output port by a field of the input.
@@ -68,13 +77,13 @@ func compile(f *Flow) (*compiled, error) {
 	c := &compiled{Flow: f, byAlias: map[string]*FlowNode{}, out: map[string][]Edge{}, bodies: map[string]bool{}}
 	for _, n := range f.Nodes {
 		kinds := 0
-		for _, set := range []bool{n.Runner != nil, n.Switch != nil, n.ForEach != nil} {
+		for _, set := range []bool{n.Runner != nil, n.Switch != nil, n.ForEach != nil, n.Checkpoint != nil} {
 			if set {
 				kinds++
 			}
 		}
 		if kinds != 1 {
-			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach", f.Name, n.Alias)
+			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach, Checkpoint", f.Name, n.Alias)
 		}
 		if _, dup := c.byAlias[n.Alias]; dup {
 			return nil, fmt.Errorf("flow %s: duplicate alias %q", f.Name, n.Alias)

@@ -42,7 +42,9 @@ func (j JobID) String() string { return base64.RawURLEncoding.EncodeToString(j[:
 //	pid/<root>/tomb               tombstone (kill)                        value
 //	pid/<root>/res/<act>          write-once activation result            value
 //	pid/<root>/term/<act>         activation had no successors            value
-//	pid/<root>/log/<act>          aspect step log of the activation       value
+//	pid/<root>/wait/<act>         parked checkpoint activation            value
+//	pid/<root>/signal/<act>       decision recorded for a checkpoint      value
+//	pid/<root>/paused             pause flag                              value
 //	pid/<root>/sem                job semaphore                           counter
 //	pid/<root>/act/<act>          activity ledger                         counter
 //	pid/<root>/guid/<msg>         GUID ledger of one message              counter

@@ -23,6 +23,8 @@ func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m sto
 		return e.join(ctx, job, t, n.ForEach)
 	case n.Switch != nil:
 		return result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}, nil
+	case n.Checkpoint != nil:
+		return e.decision(ctx, job, t)
 	case n.ForEach != nil:
 		if _, err := lookupArray(t.Input, n.ForEach.Items); err != nil {
 			return result{ErrKind: SchemaMismatch.String(), Err: err.Error(), Attempts: 1}, nil

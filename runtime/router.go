@@ -26,7 +26,7 @@ func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) 
 	}
 	var out []task
 	for _, edge := range c.out[t.Node] {
-		if n.Switch != nil && edge.FromPort != res.Port {
+		if (n.Switch != nil || n.Checkpoint != nil) && edge.FromPort != res.Port {
 			continue
 		}
 		out = append(out, task{

@@ -146,6 +146,9 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 			if errors.Is(err, errRetryLater) {
 				return nil
 			}
+			if errors.Is(err, errParked) {
+				return e.park(ctx, en)
+			}
 			if err != nil {
 				return err
 			}

@@ -297,6 +297,12 @@ func TestJobCommands(t *testing.T) {
 	if r := run(t, "", "inspect", "--json", "--store", path, waiting.String()); r.exit != exitOK || !strings.Contains(r.stdout, `"key": "tomb"`) {
 		t.Fatalf("inspect after kill: %+v", r)
 	}
+	if r := run(t, "", "signal", "--store", path, "--approve", waiting.String(), "nope"); r.exit != exitProblems || !strings.Contains(r.stderr, "no checkpoint") {
+		t.Errorf("signal without a waiting checkpoint: %+v", r)
+	}
+	if r := run(t, "", "signal", "--store", path, waiting.String(), "nope"); r.exit != exitUsage {
+		t.Errorf("signal without a decision: %+v", r)
+	}
 	if r := run(t, "", "kill", "--store", path, "AAAAAAAAAAAAAAAAAAAAAA"); r.exit != exitProblems {
 		t.Errorf("kill of unknown job: %+v", r)
 	}

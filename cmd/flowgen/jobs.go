@@ -176,5 +176,51 @@ func controlCommands() []command {
 			func(eng *runtime.Engine, e *env, job runtime.JobID, _ string) error { return eng.Pause(e.ctx, job) }),
 		controlCommand("resume", "let a paused job continue", "", "Resume a paused job.",
 			func(eng *runtime.Engine, e *env, job runtime.JobID, _ string) error { return eng.Resume(e.ctx, job) }),
+		{"signal", "record a decision at a waiting checkpoint", signalUsage, runSignal},
 	}
+}
+
+const signalUsage = `Usage: flowgen signal [--store PATH] (--approve | --reject) [--by NAME] [--note TEXT] JOB NODE
+
+Records a human decision at the checkpoint node NODE of job JOB and resumes
+the job: the checkpoint's input continues on its "approved" or "rejected"
+port. A decision is final.
+
+Exit status: 0 resumed, 1 no such job or no checkpoint NODE waiting, 2 usage or I/O error.
+
+Flags:
+`
+
+func runSignal(e *env, args []string) int {
+	fs := newFlagSet(e, "signal", signalUsage)
+	open := storeFlag(fs)
+	approve := fs.Bool("approve", false, "approve")
+	reject := fs.Bool("reject", false, "reject")
+	by := fs.String("by", os.Getenv("USER"), "who decides (recorded)")
+	note := fs.String("note", "", "why (recorded)")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if *approve == *reject || len(rest) != 2 {
+		fmt.Fprint(e.stderr, "flowgen signal: give exactly one of --approve and --reject, a job and a node\n\n")
+		fs.Usage()
+		return exitUsage
+	}
+	job, s, code := jobArgs(e, fs, "signal", rest[:1], open)
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	eng := runtime.New(s, runtime.Options{Owner: "flowgen-signal"})
+	n, err := eng.Signal(e.ctx, job, rest[1], runtime.Decision{Approved: *approve, By: *by, Note: *note})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen signal: %v\n", err)
+		if errors.Is(err, store.ErrNotFound) {
+			return exitProblems
+		}
+		return exitUsage
+	}
+	fmt.Fprintf(e.stdout, "resumed %d activation(s) of %s\n", n, rest[1])
+	return exitOK
 }

@@ -1,0 +1,131 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// errParked ends processing of a checkpoint activation that waits for a
+// decision.
+var errParked = errors.New("parked")
+
+// Decision is a human's answer at a checkpoint.
+type Decision struct {
+	Approved bool   `json:"approved"`
+	By       string `json:"by,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// decision is the checkpoint's work: the recorded decision routes the input
+// to "approved" or "rejected"; without one the activation parks.
+func (e *Engine) decision(ctx context.Context, job JobID, t task) (result, error) {
+	var d Decision
+	err := e.store.View(ctx, func(tx store.ReadTx) error {
+		raw, err := tx.Get(jobKey(job, "signal", t.Act))
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &d)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return result{}, errParked
+	}
+	if err != nil {
+		return result{}, err
+	}
+	port := "rejected"
+	if d.Approved {
+		port = "approved"
+	}
+	return result{Output: t.Input, Port: port, Attempts: 1}, nil
+}
+
+// park records the waiting activation and acknowledges its message in one
+// commit; the job's obligation stays open until a signal resumes it.
+func (e *Engine) park(ctx context.Context, en *entry) error {
+	err := e.store.Update(ctx, func(tx store.Tx) error {
+		if err := tx.Fence(en.lease); err != nil {
+			return err
+		}
+		if err := tx.Put(jobKey(en.job, "wait", en.t.Act), en.m.Payload); err != nil {
+			return err
+		}
+		return ignoreStale(tx.Ack(en.m.Receipt))
+	})
+	if err != nil {
+		return fmt.Errorf("%s: park: %w", en.t.Act, err)
+	}
+	return e.crash(CrashAcked)
+}
+
+// Signal records a decision for every activation of the checkpoint node
+// alias that waits in the job, and resumes them; it returns how many it
+// resumed. A decision is final: signalling the same activation again does
+// not change it.
+func (e *Engine) Signal(ctx context.Context, job JobID, alias string, d Decision) (int, error) {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = e.store.Update(ctx, func(tx store.Tx) error {
+		n = 0
+		return e.resumeWaiting(tx, job, "signal", func(t task) (bool, error) {
+			if t.Node != alias {
+				return false, nil
+			}
+			n++
+			return true, tx.PutOnce(jobKey(job, "signal", t.Act), raw)
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("signal %s in job %s: %w", alias, job, err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("signal %s in job %s: no checkpoint of that name is waiting: %w", alias, job, store.ErrNotFound)
+	}
+	return n, nil
+}
+
+// resumeWaiting republishes the parked activations that pick accepts.
+func (e *Engine) resumeWaiting(tx store.Tx, job JobID, why string, pick func(task) (bool, error)) error {
+	type parked struct {
+		key []byte
+		t   task
+	}
+	var found []parked
+	err := tx.Scan(jobPrefix(job, "wait"), func(k, v []byte) error {
+		var t task
+		if err := cbor.Unmarshal(v, &t); err != nil {
+			return err
+		}
+		found = append(found, parked{append([]byte(nil), k...), t})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range found {
+		ok, err := pick(p.t)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := tx.Delete(p.key); err != nil {
+			return err
+		}
+		p.t.Resume = why
+		if err := e.publish(tx, job, p.t); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+func approvalFlow() *Flow {
+	echo := func(id string) Runner {
+		return Typed(NodeInfo{ID: id}, func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+	}
+	return &Flow{
+		Name: "approval",
+		Nodes: []*FlowNode{
+			{Alias: "start", Runner: echo("t.start")},
+			{Alias: "approve", Checkpoint: &Checkpoint{Prompt: "ship it?"}},
+			{Alias: "ship", Runner: echo("t.ship")},
+			{Alias: "refuse", Runner: echo("t.refuse")},
+		},
+		Edges: []Edge{
+			{From: "start", FromPort: "out", To: "approve"},
+			{From: "approve", FromPort: "approved", To: "ship"},
+			{From: "approve", FromPort: "rejected", To: "refuse"},
+		},
+	}
+}
+
+func TestCheckpointWaitsForSignal(t *testing.T) {
+	for _, approved := range []bool{true, false} {
+		r := newRig(t)
+		e := New(r.store, Options{})
+		if err := e.Register(approvalFlow()); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		job, err := e.Start(ctx, "approval", json.RawMessage(`{"order":"o-1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := e.Status(ctx, job); st.State != StateRunning {
+			t.Fatalf("job did not wait at the checkpoint: %+v", st)
+		}
+		if _, err := e.Signal(ctx, job, "ship", Decision{Approved: true}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("signal to a node that is not a waiting checkpoint: %v", err)
+		}
+		if n, err := e.Signal(ctx, job, "approve", Decision{Approved: approved, By: "finance"}); err != nil || n != 1 {
+			t.Fatalf("signal: %d %v", n, err)
+		}
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.Status(ctx, job)
+		if err != nil || st.State != StateSucceeded {
+			t.Fatalf("%+v %v", st, err)
+		}
+		want, other := "ship", "refuse"
+		if !approved {
+			want, other = other, want
+		}
+		if string(st.Result[want]) != `{"order":"o-1"}` || st.Result[other] != nil {
+			t.Fatalf("approved=%v: result %v", approved, st.Result)
+		}
+	}
+}
+
+func TestKillReleasesParkedCheckpoint(t *testing.T) {
+	r := newRig(t)
+	e := New(r.store, Options{})
+	if err := e.Register(approvalFlow()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	job, _ := e.Start(ctx, "approval", json.RawMessage(`{}`))
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Kill(ctx, job, "order cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.Status(ctx, job); st.State != StateKilled {
+		t.Fatalf("killed job with a parked checkpoint: %+v", st)
+	}
+}
