@@ -174,6 +174,11 @@ type task struct {
 	// Resume distinguishes the message that resumes a parked activation
 	// (after a signal or a kill) from the one that parked it.
 	Resume string `cbor:"10,keyasint,omitempty"`
+	// Undo is set on compensation activations: the position in the
+	// compensation chain (1-based) and its length; Act names the
+	// activation being undone.
+	Undo   int `cbor:"11,keyasint,omitempty"`
+	UndoOf int `cbor:"12,keyasint,omitempty"`
 }
 
 func (e *Engine) publish(tx store.Tx, job JobID, t task) error {

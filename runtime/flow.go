@@ -26,9 +26,20 @@ type FlowNode struct {
 	// array and sends the array of their outputs, in element order, on its
 	// "out" port.
 	ForEach *ForEach
+	// Compensate undoes this node's effect when a later step of the job
+	// fails; compensations run one at a time, newest first.
+	Compensate *Compensation
 	// Checkpoint parks the job's branch until a human decides (Signal);
 	// the input leaves unchanged on port "approved" or "rejected".
 	Checkpoint *Checkpoint
+}
+
+// Compensation is how a node's effect is undone: Runner receives the
+// node's output, and its idempotency key is computed from the output's
+// UndoKey fields, so a repeated undo is recognised by the other side.
+type Compensation struct {
+	Runner  Runner
+	UndoKey []string
 }
 
 // Checkpoint is a human-approval point.

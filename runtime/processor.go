@@ -31,8 +31,15 @@ func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m sto
 		}
 		return result{Output: t.Input, Port: "out", Attempts: 1}, nil
 	}
-	info := n.Runner.Info()
-	out, err := e.call(ctx, n, info, t, m.Attempt)
+	runner, keyFields, params := n.Runner, []string(nil), n.Params
+	if t.Undo > 0 {
+		runner, keyFields, params = n.Compensate.Runner, n.Compensate.UndoKey, nil
+	}
+	info := runner.Info()
+	if keyFields != nil {
+		info.KeyFields = keyFields
+	}
+	out, err := e.call(ctx, runner, info, params, t, m.Attempt)
 	if err == nil {
 		return result{Output: out, Port: "out", Attempts: m.Attempt}, nil
 	}
@@ -57,7 +64,7 @@ func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m sto
 
 // call runs a node once with its timeout, key and capabilities; a panic in
 // node code is a Permanent failure, not a crash of the worker.
-func (e *Engine) call(ctx context.Context, n *FlowNode, info NodeInfo, t task, attempt int) (out json.RawMessage, err error) {
+func (e *Engine) call(ctx context.Context, runner Runner, info NodeInfo, params json.RawMessage, t task, attempt int) (out json.RawMessage, err error) {
 	key, err := activationKey(info, t)
 	if err != nil {
 		return nil, NewError(SchemaMismatch, err)
@@ -78,7 +85,7 @@ func (e *Engine) call(ctx context.Context, n *FlowNode, info NodeInfo, t task, a
 			out, err = nil, Errorf(Permanent, "node %s panicked: %v\n%s", t.Node, p, debug.Stack())
 		}
 	}()
-	out, err = n.Runner.Run(rc, n.Params, t.Input)
+	out, err = runner.Run(rc, params, t.Input)
 	if err == nil && cctx.Err() != nil && ctx.Err() == nil {
 		err = Errorf(Transient, "node %s timed out after %s", t.Node, timeout)
 	}
@@ -103,7 +110,11 @@ func activationKey(info NodeInfo, t task) (string, error) {
 		}
 		fields[f] = v
 	}
-	k, err := idemkey.Compute(idemkey.Input{Schema: info.KeySchema, Node: t.Node, Fields: fields})
+	node := t.Node
+	if t.Undo > 0 {
+		node += "#undo" // the undo of a node has keys of its own
+	}
+	k, err := idemkey.Compute(idemkey.Input{Schema: info.KeySchema, Node: node, Fields: fields})
 	if err != nil {
 		return "", fmt.Errorf("idempotency key of %s: %w", t.Node, err)
 	}
@@ -171,6 +182,9 @@ type JobStatus struct {
 	State  JobState                   `json:"state"`
 	Result map[string]json.RawMessage `json:"result,omitempty"`
 	Errors []string                   `json:"errors,omitempty"`
+	// Compensated lists the activations whose effects were undone, in the
+	// order the undos ran (newest effect first).
+	Compensated []string `json:"compensated,omitempty"`
 }
 
 // Done reports whether the job has finished.

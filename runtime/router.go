@@ -17,6 +17,9 @@ func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) 
 	if t.Join != "" {
 		return e.reportToJoin(tx, job, t)
 	}
+	if t.Undo > 0 {
+		return nextCompensation(tx, job, t)
+	}
 	if res.failed() {
 		return nil, nil
 	}

@@ -141,7 +141,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	var res *result
 	if !en.guid.WorkDone() {
 		r := result{ErrKind: "Canceled", Err: "job was killed", Attempts: en.m.Attempt}
-		if !en.killed {
+		if !en.killed || en.t.Undo > 0 { // undo runs even in a killed job
 			r, err = e.work(ctx, c, en.job, en.t, en.m)
 			if errors.Is(err, errRetryLater) {
 				return nil
@@ -217,6 +217,9 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := tx.PutOnce(jobKey(job, "res", t.Act), raw); err != nil {
 			return false, err
 		}
+		if err := e.recordCompensable(tx, c, en, res); err != nil {
+			return false, err
+		}
 		if _, err := tx.Add(en.guidKey(), ledger.WorkDone, ledger.MaxValue); err != nil {
 			return false, err
 		}
@@ -239,7 +242,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 	}
-	if len(children) == 0 && t.Join == "" {
+	if len(children) == 0 && t.Join == "" && t.Undo == 0 {
 		if err := tx.Put(jobKey(job, "term", t.Act), []byte(t.Node)); err != nil {
 			return false, err
 		}
@@ -255,8 +258,14 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 // completeStep is step 3: the job's final status, the GUID marker and the
 // activity's finalize digit, in the current transaction.
 func (e *Engine) completeStep(tx store.Tx, en *entry) error {
-	if err := e.complete(tx, en.job); err != nil {
+	started, err := e.startCompensation(tx, en)
+	if err != nil {
 		return err
+	}
+	if !started {
+		if err := e.complete(tx, en.job); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Add(en.guidKey(), ledger.CompletionDone, ledger.MaxValue); err != nil {
 		return err
@@ -320,6 +329,13 @@ func (e *Engine) complete(tx store.Tx, job JobID) error {
 		if !r.failed() && r.Output != nil {
 			st.Result[string(v)] = r.Output
 		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = tx.Scan(jobPrefix(job, "comp"), func(k, v []byte) error {
+		st.Compensated = append(st.Compensated, string(v))
 		return nil
 	})
 	if err != nil {

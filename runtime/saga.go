@@ -1,0 +1,112 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Compensation (saga) state under the job root:
+//
+//	pid/<root>/done/<seq>     compensable activations in completion order  value
+//	pid/<root>/comp/<i>       the compensation chain, newest first         value
+//	pid/<root>/comp           compensation started                          value
+//	pid/<root>/seq            completion sequence                          counter
+
+// recordCompensable remembers, in the step 1 commit, that a node with a
+// compensation completed successfully, in completion order.
+func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *result) error {
+	n := c.byAlias[en.t.Node]
+	if n == nil || n.Compensate == nil || en.t.Undo > 0 || res.failed() {
+		return nil
+	}
+	seq, err := tx.Add(jobKey(en.job, "seq"), 1, maxSemaphore)
+	if err != nil {
+		return err
+	}
+	return tx.PutOnce(jobKey(en.job, "done", fmt.Sprintf("%012d", seq)), []byte(en.t.Act))
+}
+
+// startCompensation runs in step 3 of a failed job: when compensable
+// activations completed and compensation has not started, it reopens the
+// job (semaphore +1) and publishes the first undo, newest first. It reports
+// whether it did, in which case the job is not complete yet.
+func (e *Engine) startCompensation(tx store.Tx, en *entry) (bool, error) {
+	job := en.job
+	if _, err := tx.Get(jobKey(job, "comp")); err == nil {
+		return false, nil // the chain has run; this is the real end
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	failed := false
+	err := tx.Scan(jobPrefix(job, "res"), func(k, v []byte) error {
+		var r result
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		failed = failed || r.failed()
+		return nil
+	})
+	if err != nil || !failed {
+		return false, err
+	}
+	var acts []string
+	err = tx.Scan(jobPrefix(job, "done"), func(k, v []byte) error {
+		acts = append(acts, string(v))
+		return nil
+	})
+	if err != nil || len(acts) == 0 {
+		return false, err
+	}
+	if err := tx.Put(jobKey(job, "comp"), []byte(fmt.Sprint(len(acts)))); err != nil {
+		return false, err
+	}
+	for i := range acts {
+		if err := tx.Put(jobKey(job, "comp", fmt.Sprint(i+1)), []byte(acts[len(acts)-1-i])); err != nil {
+			return false, err
+		}
+	}
+	if _, err := tx.Add(jobKey(job, "sem"), 1, maxSemaphore); err != nil {
+		return false, err
+	}
+	first, err := undoTask(tx, job, en.t.Flow, 1, len(acts))
+	if err != nil {
+		return false, err
+	}
+	return true, e.publish(tx, job, first)
+}
+
+// nextCompensation is the router's step for an undo: the next one in the
+// chain, or nothing after the last.
+func nextCompensation(tx store.Tx, job JobID, t task) ([]task, error) {
+	if t.Undo >= t.UndoOf {
+		return nil, nil
+	}
+	next, err := undoTask(tx, job, t.Flow, t.Undo+1, t.UndoOf)
+	if err != nil {
+		return nil, err
+	}
+	return []task{next}, nil
+}
+
+// undoTask builds the i-th compensation of the chain: the undone
+// activation's node, fed with that activation's output.
+func undoTask(tx store.Tx, job JobID, flow string, i, n int) (task, error) {
+	act, err := tx.Get(jobKey(job, "comp", fmt.Sprint(i)))
+	if err != nil {
+		return task{}, err
+	}
+	raw, err := tx.Get(jobKey(job, "res", string(act)))
+	if err != nil {
+		return task{}, err
+	}
+	var r result
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return task{}, err
+	}
+	node := string(act[:bytes.IndexByte(act, '@')])
+	return task{Flow: flow, Node: node, Act: string(act) + "#undo", Input: r.Output, Undo: i, UndoOf: n}, nil
+}
