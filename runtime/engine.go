@@ -36,6 +36,9 @@ type Options struct {
 	CrashPoint func(point string) error
 	// Logger receives structured logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// Now is the engine's clock for dedupe expiry; time.Now when nil. Use
+	// the store's clock in tests.
+	Now func() time.Time
 }
 
 // Crash points, in protocol order.
@@ -78,6 +81,9 @@ func New(s store.Store, opts Options) *Engine {
 	if opts.Timeout == 0 {
 		opts.Timeout = time.Minute
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -97,6 +103,8 @@ func (e *Engine) Register(f *Flow) error {
 	e.mu.Unlock()
 	return nil
 }
+
+func (e *Engine) now() time.Time { return e.opts.Now() }
 
 func (e *Engine) flow(name string) (*compiled, error) {
 	e.mu.RLock()
@@ -175,10 +183,12 @@ type task struct {
 	// (after a signal or a kill) from the one that parked it.
 	Resume string `cbor:"10,keyasint,omitempty"`
 	// Undo is set on compensation activations: the position in the
-	// compensation chain (1-based) and its length; Act names the
-	// activation being undone.
+	// compensation chain (1-based) and its length.
 	Undo   int `cbor:"11,keyasint,omitempty"`
 	UndoOf int `cbor:"12,keyasint,omitempty"`
+	// Delivery and DedupeTTL come from the edge the activation arrived on.
+	Delivery  Delivery      `cbor:"13,keyasint,omitempty"`
+	DedupeTTL time.Duration `cbor:"14,keyasint,omitempty"`
 }
 
 func (e *Engine) publish(tx store.Tx, job JobID, t task) error {

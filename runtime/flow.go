@@ -3,6 +3,9 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
 )
 
 // Flow is a flow as the engine runs it. Generated code builds one from the
@@ -73,7 +76,24 @@ type ForEach struct {
 type Edge struct {
 	From, FromPort string
 	To             string
+	// Delivery is the edge's guarantee. ExactlyOnce consults the dedupe
+	// store by the target's idempotency key, so an effect already applied
+	// within DedupeTTL (by this job or another) is not applied again and
+	// its recorded output is used; AtMostOnce never runs a redelivered
+	// activation whose first attempt did not commit.
+	Delivery  Delivery
+	DedupeTTL time.Duration
 }
+
+// Delivery is an edge's delivery guarantee.
+type Delivery = flowtype.Delivery
+
+// The delivery guarantees.
+const (
+	AtLeastOnce = flowtype.AtLeastOnce
+	AtMostOnce  = flowtype.AtMostOnce
+	ExactlyOnce = flowtype.ExactlyOnce
+)
 
 // compiled is a registered flow with its lookups built once.
 type compiled struct {

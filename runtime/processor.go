@@ -39,6 +39,14 @@ func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m sto
 	if keyFields != nil {
 		info.KeyFields = keyFields
 	}
+	if t.Delivery == AtMostOnce && m.Attempt > 1 {
+		return result{ErrKind: "NotDelivered", Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
+	}
+	if t.Delivery == ExactlyOnce {
+		if prev, ok, err := e.deduped(ctx, info, t); err != nil || ok {
+			return prev, err
+		}
+	}
 	out, err := e.call(ctx, runner, info, params, t, m.Attempt)
 	if err == nil {
 		return result{Output: out, Port: "out", Attempts: m.Attempt}, nil

@@ -34,7 +34,8 @@ func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) 
 		}
 		out = append(out, task{
 			Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output,
-			Act: edge.To + "@" + t.Dim + "<" + t.Node,
+			Act:      edge.To + "@" + t.Dim + "<" + t.Node,
+			Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL,
 		})
 	}
 	return out, nil

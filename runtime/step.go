@@ -22,6 +22,9 @@ type result struct {
 	ErrKind  string `json:"errorKind,omitempty"`
 	Err      string `json:"error,omitempty"`
 	Attempts int    `json:"attempts"`
+	// Deduplicated names the job whose recorded output an exactly-once
+	// activation reused instead of running.
+	Deduplicated string `json:"deduplicated,omitempty"`
 }
 
 func (r result) failed() bool { return r.Err != "" }
@@ -218,6 +221,9 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 		if err := e.recordCompensable(tx, c, en, res); err != nil {
+			return false, err
+		}
+		if err := e.recordDedupe(tx, c, en, res); err != nil {
 			return false, err
 		}
 		if _, err := tx.Add(en.guidKey(), ledger.WorkDone, ledger.MaxValue); err != nil {

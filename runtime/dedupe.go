@@ -1,0 +1,84 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Exactly-once edges record each applied effect in the dedupe store, keyed
+// by the target's idempotency key, in the same commit as the activation's
+// result:
+//
+//	dedupe/edge/<key>    {expires, output}    value, outside any job root
+//
+// so a second job carrying the same business key within the TTL reuses the
+// output instead of applying the effect again.
+
+// defaultDedupeTTL applies when an exactly-once edge names no TTL.
+const defaultDedupeTTL = 24 * time.Hour
+
+type dedupeRecord struct {
+	Expires time.Time       `json:"expires"`
+	Output  json.RawMessage `json:"output"`
+	Job     string          `json:"job"`
+}
+
+func dedupeKey(key string) []byte { return []byte("dedupe/edge/" + key) }
+
+// deduped returns the recorded result when the activation's key was
+// applied within its TTL.
+func (e *Engine) deduped(ctx context.Context, info NodeInfo, t task) (result, bool, error) {
+	key, err := activationKey(info, t)
+	if err != nil || key == "" {
+		return result{}, false, nil // the call reports the key problem
+	}
+	var rec dedupeRecord
+	err = e.store.View(ctx, func(tx store.ReadTx) error {
+		raw, err := tx.Get(dedupeKey(key))
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &rec)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return result{}, false, nil
+	}
+	if err != nil {
+		return result{}, false, fmt.Errorf("dedupe store: %w", err)
+	}
+	if !rec.Expires.After(e.now()) {
+		return result{}, false, nil
+	}
+	return result{Output: rec.Output, Port: "out", Attempts: 0, Deduplicated: rec.Job}, true, nil
+}
+
+// recordDedupe writes the dedupe record of an exactly-once activation in
+// the step 1 commit.
+func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) error {
+	t := en.t
+	if t.Delivery != ExactlyOnce || res.failed() || res.Deduplicated != "" || t.Undo > 0 {
+		return nil
+	}
+	n := c.byAlias[t.Node]
+	if n == nil || n.Runner == nil {
+		return nil
+	}
+	key, err := activationKey(n.Runner.Info(), t)
+	if err != nil || key == "" {
+		return err
+	}
+	ttl := t.DedupeTTL
+	if ttl <= 0 {
+		ttl = defaultDedupeTTL
+	}
+	raw, err := json.Marshal(dedupeRecord{Expires: e.now().Add(ttl), Output: res.Output, Job: en.job.String()})
+	if err != nil {
+		return err
+	}
+	return tx.Put(dedupeKey(key), raw)
+}

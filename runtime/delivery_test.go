@@ -1,0 +1,138 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// withDelivery is the order flow with the route -> charge edge set to d.
+func withDelivery(s *sink, d Delivery) *Flow {
+	f := orderFlow(s)
+	for i := range f.Edges {
+		if f.Edges[i].To == "charge" {
+			f.Edges[i].Delivery, f.Edges[i].DedupeTTL = d, time.Hour
+		}
+	}
+	return f
+}
+
+func runOrders(t *testing.T, r *rig, e *Engine, jobs int) []JobStatus {
+	t.Helper()
+	var out []JobStatus
+	for range jobs {
+		job, err := e.Start(context.Background(), "orders", json.RawMessage(orderInput))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.Status(context.Background(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func TestExactlyOnceEdgeDeduplicatesAcrossJobs(t *testing.T) {
+	r := newRig(t)
+	e := New(r.store, Options{Now: r.clock.Now})
+	if err := e.Register(withDelivery(r.sink, ExactlyOnce)); err != nil {
+		t.Fatal(err)
+	}
+	sts := runOrders(t, r, e, 2)
+	for _, st := range sts {
+		if st.State != StateSucceeded || string(st.Result["charge"]) != `{"order_id":"from-lines","charged":600}` {
+			t.Fatalf("%+v", st)
+		}
+	}
+	for key, n := range r.sink.calls {
+		if n != 1 {
+			t.Fatalf("charge with key %s called %d times across two jobs of one order", key, n)
+		}
+	}
+	// After the TTL the effect may run again (the sink still applies it
+	// once, by its own idempotency).
+	r.clock.Advance(2 * time.Hour)
+	runOrders(t, r, e, 1)
+	for _, n := range r.sink.calls {
+		if n != 2 {
+			t.Fatalf("call count after the TTL: %v", r.sink.calls)
+		}
+	}
+
+	// At least once: every job calls the sink, which deduplicates by key.
+	r2 := newRig(t)
+	e2 := New(r2.store, Options{})
+	if err := e2.Register(withDelivery(r2.sink, AtLeastOnce)); err != nil {
+		t.Fatal(err)
+	}
+	runOrders(t, r2, e2, 2)
+	for _, n := range r2.sink.calls {
+		if n != 2 {
+			t.Fatalf("at-least-once calls: %v", r2.sink.calls)
+		}
+	}
+	if len(r2.sink.effects()) != 1 {
+		t.Fatalf("effects %v", r2.sink.effects())
+	}
+}
+
+func TestAtMostOnceEdgeDoesNotRetryAnUncommittedAttempt(t *testing.T) {
+	r := newRig(t)
+	// Crash right after the charge ran (the last activation to reach
+	// "worked"), before its result committed.
+	worked := 0
+	{
+		probe := newRig(t)
+		e := New(probe.store, Options{CrashPoint: func(p string) error {
+			if p == CrashWorked {
+				worked++
+			}
+			return nil
+		}})
+		if err := e.Register(withDelivery(probe.sink, AtMostOnce)); err != nil {
+			t.Fatal(err)
+		}
+		runOrders(t, probe, e, 1)
+	}
+	seen := 0
+	e := New(r.store, Options{Owner: "a", Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: func(p string) error {
+		if p == CrashWorked {
+			if seen++; seen == worked {
+				return errCrash
+			}
+		}
+		return nil
+	}})
+	if err := e.Register(withDelivery(r.sink, AtMostOnce)); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := e.Start(context.Background(), "orders", json.RawMessage(orderInput))
+	if err := drain(t, e); !errors.Is(err, errCrash) {
+		t.Fatalf("no crash: %v", err)
+	}
+	r.clock.Advance(11 * time.Second)
+	heir := New(r.store, Options{Owner: "b"})
+	if err := heir.Register(withDelivery(r.sink, AtMostOnce)); err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(t, heir); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := heir.Status(context.Background(), job)
+	if st.State != StateFailed || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], "NotDelivered") {
+		t.Fatalf("%+v", st)
+	}
+	for key, n := range r.sink.calls {
+		if n != 1 {
+			t.Fatalf("at-most-once charge %s called %d times", key, n)
+		}
+	}
+}
