@@ -42,6 +42,7 @@ func (j JobID) String() string { return base64.RawURLEncoding.EncodeToString(j[:
 //	pid/<root>/tomb               tombstone (kill)                        value
 //	pid/<root>/res/<act>          write-once activation result            value
 //	pid/<root>/term/<act>         activation had no successors            value
+//	pid/<root>/log/<act>/<n>      aspect step log of retried attempt n    value
 //	pid/<root>/wait/<act>         parked checkpoint activation            value
 //	pid/<root>/signal/<act>       decision recorded for a checkpoint      value
 //	pid/<root>/paused             pause flag                              value

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/idemkey"
@@ -16,7 +17,8 @@ import (
 // work is the processor contour: it runs exactly one activation and returns
 // its result, or errRetryLater after handing the message back for a retry.
 // It never routes.
-func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m store.Message) (result, error) {
+func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, error) {
+	job, t, m := en.job, en.t, en.m
 	n := c.byAlias[t.Node]
 	switch {
 	case t.JoinOf != "":
@@ -47,11 +49,18 @@ func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m sto
 			return prev, err
 		}
 	}
-	out, err := e.call(ctx, runner, info, params, t, m.Attempt)
+	var log aspectLog
+	log.add(e, "call", "start", fmt.Sprintf("attempt %d", m.Attempt))
+	stop := e.keepLease(ctx, en)
+	out, err := e.call(ctx, runner, info, params, t, m.Attempt, &en.heartbeat)
+	stop()
 	if err == nil {
-		return result{Output: out, Port: "out", Attempts: m.Attempt}, nil
+		log.add(e, "call", "end", "")
+		log.add(e, "output", "end", "port out")
+		return result{Output: out, Port: "out", Attempts: m.Attempt, Steps: log}, nil
 	}
 	kind := KindOf(err)
+	log.add(e, "call", "error", kind.String()+": "+err.Error())
 	if info.RetryOwner == RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt) && ctx.Err() == nil {
 		delay := info.Retry.Backoff(m.Attempt + 1)
 		var ce *Error
@@ -59,7 +68,15 @@ func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m sto
 			delay = ce.RetryAfter
 		}
 		e.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", err)
-		if err := e.store.Update(ctx, func(tx store.Tx) error { return tx.Nack(m.Receipt, delay) }); err != nil {
+		log.add(e, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
+		raw, _ := json.Marshal(log)
+		err := e.store.Update(ctx, func(tx store.Tx) error {
+			if err := tx.Put(jobKey(job, "log", t.Act, strconv.Itoa(m.Attempt)), raw); err != nil {
+				return err
+			}
+			return ignoreStale(tx.Nack(m.Receipt, delay))
+		})
+		if err != nil {
 			return result{}, err
 		}
 		return result{}, errRetryLater
@@ -67,12 +84,13 @@ func (e *Engine) work(ctx context.Context, c *compiled, job JobID, t task, m sto
 	if ctx.Err() != nil {
 		return result{}, ctx.Err() // shutting down: leave the message for redelivery
 	}
-	return result{ErrKind: kind.String(), Err: err.Error(), Attempts: m.Attempt}, nil
+	log.add(e, "retry", "end", "no retry: final")
+	return result{ErrKind: kind.String(), Err: err.Error(), Attempts: m.Attempt, Steps: log}, nil
 }
 
 // call runs a node once with its timeout, key and capabilities; a panic in
 // node code is a Permanent failure, not a crash of the worker.
-func (e *Engine) call(ctx context.Context, runner Runner, info NodeInfo, params json.RawMessage, t task, attempt int) (out json.RawMessage, err error) {
+func (e *Engine) call(ctx context.Context, runner Runner, info NodeInfo, params json.RawMessage, t task, attempt int, heartbeat *atomic.Int64) (out json.RawMessage, err error) {
 	key, err := activationKey(info, t)
 	if err != nil {
 		return nil, NewError(SchemaMismatch, err)
@@ -88,6 +106,7 @@ func (e *Engine) call(ctx context.Context, runner Runner, info NodeInfo, params 
 		caps = e.opts.Capabilities(info)
 	}
 	rc := NewContext(cctx, key, attempt, caps)
+	rc.heartbeat = heartbeat
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, Errorf(Permanent, "node %s panicked: %v\n%s", t.Node, p, debug.Stack())
@@ -98,6 +117,50 @@ func (e *Engine) call(ctx context.Context, runner Runner, info NodeInfo, params 
 		err = Errorf(Transient, "node %s timed out after %s", t.Node, timeout)
 	}
 	return out, err
+}
+
+// keepLease renews the job lease while a node that heartbeats runs, so a
+// long call is not fenced out; it returns the function that stops it.
+func (e *Engine) keepLease(ctx context.Context, en *entry) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(e.opts.LeaseTTL / 3)
+		defer tick.Stop()
+		var seen int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				beats := en.heartbeat.Load()
+				if beats == seen {
+					continue // no sign of life: let the lease run out
+				}
+				seen = beats
+				err := e.store.Update(ctx, func(tx store.Tx) error {
+					if err := tx.Fence(en.lease); err != nil {
+						return err
+					}
+					l, err := tx.AcquireLease(en.job[:], e.opts.Owner, e.opts.LeaseTTL)
+					en.renewed.Store(&l)
+					return err
+				})
+				if err != nil {
+					e.log.Warn("lease renewal failed", "job", en.job, "err", err)
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		if l := en.renewed.Load(); l != nil {
+			en.lease = *l
+		}
+	}
 }
 
 // activationKey computes the canonical idempotency key of an activation
@@ -127,6 +190,23 @@ func activationKey(info NodeInfo, t task) (string, error) {
 		return "", fmt.Errorf("idempotency key of %s: %w", t.Node, err)
 	}
 	return k.String(), nil
+}
+
+// aspectStep is one entry of an activation's aspect step log: which aspect
+// of the processor ran, whether it started, ended or failed, and when.
+type aspectStep struct {
+	Aspect string    `json:"aspect"`
+	Phase  string    `json:"phase"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// aspectLog is committed with the attempt it describes: in the result of
+// the final attempt, under log/<act>/<attempt> for retried ones.
+type aspectLog []aspectStep
+
+func (l *aspectLog) add(e *Engine, aspect, phase, detail string) {
+	*l = append(*l, aspectStep{Aspect: aspect, Phase: phase, At: e.now().UTC(), Detail: detail})
 }
 
 // join aggregates a forEach: the outputs of its body activations in element

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -25,6 +26,8 @@ type result struct {
 	// Deduplicated names the job whose recorded output an exactly-once
 	// activation reused instead of running.
 	Deduplicated string `json:"deduplicated,omitempty"`
+	// Steps is the aspect step log of the attempt that produced the result.
+	Steps aspectLog `json:"steps,omitempty"`
 }
 
 func (r result) failed() bool { return r.Err != "" }
@@ -48,6 +51,10 @@ type entry struct {
 	// deferred is set when another worker holds the job: the message was
 	// handed back and there is nothing more to do.
 	deferred bool
+	// heartbeat counts the node's heartbeats; renewed is the lease as the
+	// last renewal left it.
+	heartbeat atomic.Int64
+	renewed   atomic.Pointer[store.Lease]
 }
 
 func (en *entry) guidKey() []byte { return jobKey(en.job, "guid", fmt.Sprintf("%x", en.m.ID)) }
@@ -145,7 +152,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	if !en.guid.WorkDone() {
 		r := result{ErrKind: "Canceled", Err: "job was killed", Attempts: en.m.Attempt}
 		if !en.killed || en.t.Undo > 0 { // undo runs even in a killed job
-			r, err = e.work(ctx, c, en.job, en.t, en.m)
+			r, err = e.work(ctx, c, en)
 			if errors.Is(err, errRetryLater) {
 				return nil
 			}
