@@ -69,6 +69,33 @@ type Case struct {
 type ForEach struct {
 	Items string
 	Do    string
+	// Aggregate decides when the join succeeds: AggregateAll (every element
+	// succeeded; the default), AggregateAny (at least one) or
+	// AggregateQuorum (at least Quorum). Failed elements are null in the
+	// output array.
+	Aggregate Aggregate
+	Quorum    int
+}
+
+// Aggregate is a forEach join policy.
+type Aggregate string
+
+// The join policies.
+const (
+	AggregateAll    Aggregate = ""
+	AggregateAny    Aggregate = "any"
+	AggregateQuorum Aggregate = "quorum"
+)
+
+// needed is how many elements must succeed out of n.
+func (fe *ForEach) needed(n int) int {
+	switch fe.Aggregate {
+	case AggregateAny:
+		return min(1, n)
+	case AggregateQuorum:
+		return min(fe.Quorum, n)
+	}
+	return n
 }
 
 // Edge connects an output port to a node's input. Delivery, ordering and

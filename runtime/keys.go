@@ -41,6 +41,7 @@ func (j JobID) String() string { return base64.RawURLEncoding.EncodeToString(j[:
 //	pid/<root>/status             job status and result                   value
 //	pid/<root>/tomb               tombstone (kill)                        value
 //	pid/<root>/res/<act>          write-once activation result            value
+//	pid/<root>/fail/<act>         activation failed (the job fails)       value
 //	pid/<root>/term/<act>         activation had no successors            value
 //	pid/<root>/log/<act>/<n>      aspect step log of retried attempt n    value
 //	pid/<root>/wait/<act>         parked checkpoint activation            value

@@ -232,6 +232,8 @@ func (e *Engine) join(ctx context.Context, job JobID, t task, fe *ForEach) (resu
 			}
 			if r.failed() {
 				failed = append(failed, fmt.Sprintf("element %d: %s", i, r.Err))
+				outputs[i] = json.RawMessage("null")
+				continue
 			}
 			outputs[i] = r.Output
 		}
@@ -240,8 +242,8 @@ func (e *Engine) join(ctx context.Context, job JobID, t task, fe *ForEach) (resu
 	if err != nil {
 		return result{}, fmt.Errorf("join %s: %w", t.Act, err)
 	}
-	if len(failed) > 0 {
-		return result{ErrKind: Permanent.String(), Err: fmt.Sprintf("%d of %d elements failed: %v", len(failed), len(outputs), failed), Attempts: 1}, nil
+	if ok, need := len(outputs)-len(failed), fe.needed(len(outputs)); ok < need {
+		return result{ErrKind: Permanent.String(), Err: fmt.Sprintf("%d of %d elements succeeded, %d needed: %v", ok, len(outputs), need, failed), Attempts: 1}, nil
 	}
 	if outputs == nil {
 		outputs = []json.RawMessage{}

@@ -42,12 +42,8 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry) (bool, error) {
 		return false, err
 	}
 	failed := false
-	err := tx.Scan(jobPrefix(job, "res"), func(k, v []byte) error {
-		var r result
-		if err := json.Unmarshal(v, &r); err != nil {
-			return err
-		}
-		failed = failed || r.failed()
+	err := tx.Scan(jobPrefix(job, "fail"), func(k, v []byte) error {
+		failed = true
 		return nil
 	})
 	if err != nil || !failed {

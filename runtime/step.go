@@ -227,6 +227,12 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := tx.PutOnce(jobKey(job, "res", t.Act), raw); err != nil {
 			return false, err
 		}
+		if res.failed() && t.Join == "" { // a forEach join judges its elements
+			msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
+			if err := tx.Put(jobKey(job, "fail", t.Act), []byte(msg)); err != nil {
+				return false, err
+			}
+		}
 		if err := e.recordCompensable(tx, c, en, res); err != nil {
 			return false, err
 		}
@@ -313,16 +319,9 @@ func (e *Engine) crash(point string) error {
 // complete writes the job's final status from its activations' results.
 func (e *Engine) complete(tx store.Tx, job JobID) error {
 	st := JobStatus{State: StateSucceeded, Result: map[string]json.RawMessage{}}
-	prefix := jobPrefix(job, "res")
-	err := tx.Scan(prefix, func(k, v []byte) error {
-		var r result
-		if err := json.Unmarshal(v, &r); err != nil {
-			return err
-		}
-		if r.failed() {
-			st.State = StateFailed
-			st.Errors = append(st.Errors, fmt.Sprintf("%s: %s: %s", strings.TrimPrefix(string(k), string(prefix)), r.ErrKind, r.Err))
-		}
+	err := tx.Scan(jobPrefix(job, "fail"), func(k, v []byte) error {
+		st.State = StateFailed
+		st.Errors = append(st.Errors, string(v))
 		return nil
 	})
 	if err != nil {
