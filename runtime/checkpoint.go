@@ -47,14 +47,20 @@ func (e *Engine) decision(ctx context.Context, job JobID, t task) (result, error
 }
 
 // park records the waiting activation and acknowledges its message in one
-// commit; the job's obligation stays open until a signal resumes it.
-func (e *Engine) park(ctx context.Context, en *entry) error {
+// commit, with also's writes when given; the job's obligation stays open
+// until a signal or a child job resumes it.
+func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error) error {
 	err := e.store.Update(ctx, func(tx store.Tx) error {
 		if err := tx.Fence(en.lease); err != nil {
 			return err
 		}
 		if err := tx.Put(jobKey(en.job, "wait", en.t.Act), en.m.Payload); err != nil {
 			return err
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
 		}
 		return ignoreStale(tx.Ack(en.m.Receipt))
 	})

@@ -16,15 +16,44 @@ import (
 // finish their current attempt; parked checkpoints are released. Killing a
 // job twice keeps the first reason; killing a finished job changes nothing.
 func (e *Engine) Kill(ctx context.Context, job JobID, reason string) error {
-	return e.store.Update(ctx, func(tx store.Tx) error {
-		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
-			return fmt.Errorf("kill %s: %w", job, err)
-		}
-		if err := tx.PutOnce(jobKey(job, "tomb"), []byte(reason)); err != nil && !errors.Is(err, store.ErrConflict) {
+	return e.store.Update(ctx, func(tx store.Tx) error { return e.killTx(tx, job, reason, 0) })
+}
+
+// killTx tombstones job and, recursively, the subflow jobs it started.
+func (e *Engine) killTx(tx store.Tx, job JobID, reason string, depth int) error {
+	if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+		return fmt.Errorf("kill %s: %w", job, err)
+	}
+	if depth > 64 {
+		return fmt.Errorf("kill %s: subflows nested deeper than 64", job)
+	}
+	if err := tx.PutOnce(jobKey(job, "tomb"), []byte(reason)); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	var children []JobID
+	err := tx.Scan(jobPrefix(job, "sub"), func(k, v []byte) error {
+		var child JobID
+		copy(child[:], v)
+		children = append(children, child)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, child := range children {
+		if err := e.killTx(tx, child, "parent killed: "+reason, depth+1); err != nil {
 			return err
 		}
-		// Parked checkpoints resume so that they finish canceled.
-		return e.resumeWaiting(tx, job, "kill", func(task) (bool, error) { return true, nil })
+	}
+	// Parked checkpoints resume so that they finish canceled; a parked
+	// subflow activation waits for its (now killed) child to report.
+	return e.resumeWaiting(tx, job, "kill", func(t task) (bool, error) {
+		c, err := e.flow(t.Flow)
+		if err != nil {
+			return true, nil
+		}
+		n := c.byAlias[t.Node]
+		return n == nil || n.Subflow == nil, nil
 	})
 }
 

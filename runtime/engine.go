@@ -121,6 +121,16 @@ type jobMeta struct {
 	Flow    string          `json:"flow"`
 	Input   json.RawMessage `json:"input"`
 	Started time.Time       `json:"started"`
+	// Parent is set on a subflow's job: the activation waiting for it.
+	Parent *parentRef `json:"parent,omitempty"`
+	Depth  int        `json:"depth,omitempty"`
+}
+
+// parentRef names the parent activation of a subflow job.
+type parentRef struct {
+	Job  string `json:"job"`
+	Act  string `json:"act"`
+	Task []byte `json:"task"` // the parked parent task, CBOR
 }
 
 // Start creates a job of the named flow with input and publishes its entry
@@ -134,32 +144,46 @@ func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) 
 	if err != nil {
 		return JobID{}, err
 	}
-	meta, err := json.Marshal(jobMeta{Flow: flow, Input: input, Started: time.Now().UTC()})
-	if err != nil {
-		return JobID{}, err
-	}
-	status, _ := json.Marshal(JobStatus{State: StateRunning})
 	err = e.store.Update(ctx, func(tx store.Tx) error {
-		if err := tx.PutOnce(jobKey(job, "meta"), meta); err != nil {
-			return err
-		}
-		if err := tx.Put(jobKey(job, "status"), status); err != nil {
-			return err
-		}
-		if _, err := tx.Add(jobKey(job, "sem"), int64(len(c.entries)), maxSemaphore); err != nil {
-			return err
-		}
-		for _, alias := range c.entries {
-			if err := e.publish(tx, job, task{Flow: flow, Node: alias, Act: alias + "@", Input: input}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return e.createJob(tx, job, c, jobMeta{Flow: flow, Input: input, Started: e.now().UTC()}, c.entries)
 	})
 	if err != nil {
 		return JobID{}, fmt.Errorf("start %s: %w", flow, err)
 	}
 	return job, nil
+}
+
+// createJob writes a job's meta, status and semaphore and publishes the
+// given entry activations, in the caller's transaction. Creating the same
+// job again is a no-op, so a replayed parent step starts its subflow once.
+func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, entries []string) error {
+	if _, err := tx.Get(jobKey(job, "meta")); err == nil {
+		return nil
+	}
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	status, _ := json.Marshal(JobStatus{State: StateRunning})
+	if err := tx.PutOnce(jobKey(job, "meta"), raw); err != nil {
+		return err
+	}
+	if err := tx.Put(jobKey(job, "status"), status); err != nil {
+		return err
+	}
+	if _, err := tx.Add(jobKey(job, "sem"), int64(len(entries)), maxSemaphore); err != nil {
+		return err
+	}
+	input, ref, err := boundary(tx, meta.Input)
+	if err != nil {
+		return err
+	}
+	for _, alias := range entries {
+		if err := e.publish(tx, job, task{Flow: c.Name, Node: alias, Act: alias + "@", Input: input, InputRef: ref}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxSemaphore bounds the open obligations of one job.
@@ -189,6 +213,9 @@ type task struct {
 	// Delivery and DedupeTTL come from the edge the activation arrived on.
 	Delivery  Delivery      `cbor:"13,keyasint,omitempty"`
 	DedupeTTL time.Duration `cbor:"14,keyasint,omitempty"`
+	// InputRef replaces Input when it was too large to travel inline: the
+	// sha256 of the input stored under blobs/.
+	InputRef string `cbor:"15,keyasint,omitempty"`
 }
 
 func (e *Engine) publish(tx store.Tx, job JobID, t task) error {

@@ -236,17 +236,27 @@ func TestOrderFlowRuns(t *testing.T) {
 
 var errCrash = errors.New("injected crash")
 
-// TestEveryCrashPoint crashes at every crash point, at every occurrence of
-// it in the run, throws the process state away, lets a new worker take over
-// after the visibility timeout and lease expire, and checks the job still
-// finishes with every effect exactly once.
-func TestEveryCrashPoint(t *testing.T) {
-	// Count how often each point is reached in a clean run.
+// crashEverywhere runs a job once to count how often each crash point is
+// reached, then, for every occurrence of every point, runs it again,
+// crashes there, throws the process state away (only the store file
+// survives), lets a new worker take over once the visibility timeout and
+// lease have expired, and calls check on the finished job.
+func crashEverywhere(t *testing.T, flows func(*sink) []*Flow, flow, input string, check func(t *testing.T, r *rig, job JobID)) {
+	t.Helper()
+	engine := func(r *rig, owner string, crash func(string) error) *Engine {
+		e := New(r.store, Options{Owner: owner, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash})
+		for _, f := range flows(r.sink) {
+			if err := e.Register(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return e
+	}
 	hits := map[string]int{}
 	{
 		r := newRig(t)
-		e := r.engine("count", func(p string) error { hits[p]++; return nil })
-		if _, err := e.Start(context.Background(), "orders", json.RawMessage(orderInput)); err != nil {
+		e := engine(r, "count", func(p string) error { hits[p]++; return nil })
+		if _, err := e.Start(context.Background(), flow, json.RawMessage(input)); err != nil {
 			t.Fatal(err)
 		}
 		if err := drain(t, e); err != nil {
@@ -263,7 +273,7 @@ func TestEveryCrashPoint(t *testing.T) {
 			t.Run(fmt.Sprintf("%s#%d", point, occurrence), func(t *testing.T) {
 				r := newRig(t)
 				seen := 0
-				crashing := r.engine("doomed", func(p string) error {
+				crashing := engine(r, "doomed", func(p string) error {
 					if p == point {
 						if seen++; seen == occurrence {
 							return errCrash
@@ -271,7 +281,7 @@ func TestEveryCrashPoint(t *testing.T) {
 					}
 					return nil
 				})
-				job, err := crashing.Start(context.Background(), "orders", json.RawMessage(orderInput))
+				job, err := crashing.Start(context.Background(), flow, json.RawMessage(input))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -280,14 +290,21 @@ func TestEveryCrashPoint(t *testing.T) {
 				}
 				r.reopen()                        // only the store survives
 				r.clock.Advance(11 * time.Second) // visibility and lease expire
-				if err := drain(t, r.engine("heir", nil)); err != nil {
+				if err := drain(t, engine(r, "heir", nil)); err != nil {
 					t.Fatal(err)
 				}
-				r.assertFinished(job)
+				check(t, r, job)
 			})
 		}
 	}
 	t.Logf("%d crash cases over %d points", cases, len(CrashPoints))
+}
+
+// TestEveryCrashPoint: the order flow (fan-out, join, switch, an effect)
+// survives a crash at every point with its effect exactly once.
+func TestEveryCrashPoint(t *testing.T) {
+	crashEverywhere(t, func(s *sink) []*Flow { return []*Flow{orderFlow(s)} }, "orders", orderInput,
+		func(t *testing.T, r *rig, job JobID) { r.assertFinished(job) })
 }
 
 // TestDuplicateDelivery delivers every message several times, in shuffled

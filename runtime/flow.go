@@ -16,8 +16,8 @@ type Flow struct {
 	Edges []Edge
 }
 
-// FlowNode is one node of a flow: exactly one of Runner, Switch, ForEach or
-// Checkpoint.
+// FlowNode is one node of a flow: exactly one of Runner, Switch, ForEach,
+// Checkpoint or Subflow.
 type FlowNode struct {
 	Alias  string
 	Runner Runner
@@ -32,9 +32,24 @@ type FlowNode struct {
 	// Compensate undoes this node's effect when a later step of the job
 	// fails; compensations run one at a time, newest first.
 	Compensate *Compensation
+	// Subflow runs another registered flow as this node.
+	Subflow *Subflow
 	// Checkpoint parks the job's branch until a human decides (Signal);
 	// the input leaves unchanged on port "approved" or "rejected".
 	Checkpoint *Checkpoint
+}
+
+// Subflow runs another registered flow as one node, as a child job: only
+// the child's entry nodes listed in Inputs receive the parent's input (the
+// boundary artifact: inline up to 64 KiB, a store reference above), and the
+// node's output is the child's result, its terminal outputs by alias.
+// Killing the parent kills the child.
+type Subflow struct {
+	Flow   string
+	Inputs []string
+	// MaxDepth bounds nesting (default 8): a subflow deeper than its
+	// limit fails with PolicyDenied instead of starting.
+	MaxDepth int
 }
 
 // Compensation is how a node's effect is undone: Runner receives the
@@ -135,13 +150,13 @@ func compile(f *Flow) (*compiled, error) {
 	c := &compiled{Flow: f, byAlias: map[string]*FlowNode{}, out: map[string][]Edge{}, bodies: map[string]bool{}}
 	for _, n := range f.Nodes {
 		kinds := 0
-		for _, set := range []bool{n.Runner != nil, n.Switch != nil, n.ForEach != nil, n.Checkpoint != nil} {
+		for _, set := range []bool{n.Runner != nil, n.Switch != nil, n.ForEach != nil, n.Checkpoint != nil, n.Subflow != nil} {
 			if set {
 				kinds++
 			}
 		}
 		if kinds != 1 {
-			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach, Checkpoint", f.Name, n.Alias)
+			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach, Checkpoint, Subflow", f.Name, n.Alias)
 		}
 		if _, dup := c.byAlias[n.Alias]; dup {
 			return nil, fmt.Errorf("flow %s: duplicate alias %q", f.Name, n.Alias)

@@ -20,7 +20,16 @@ import (
 func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, error) {
 	job, t, m := en.job, en.t, en.m
 	n := c.byAlias[t.Node]
+	if t.InputRef != "" {
+		in, err := e.loadBoundary(ctx, t.InputRef)
+		if err != nil {
+			return result{}, err
+		}
+		t.Input = in
+	}
 	switch {
+	case n.Subflow != nil && t.Undo == 0:
+		return e.subflowResult(ctx, job, t, n.Subflow)
 	case t.JoinOf != "":
 		return e.join(ctx, job, t, n.ForEach)
 	case n.Switch != nil:

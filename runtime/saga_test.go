@@ -3,10 +3,8 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"testing"
-	"time"
 )
 
 type chargeOut struct {
@@ -109,55 +107,5 @@ func TestCompensationRunsNewestFirstExactlyOnce(t *testing.T) {
 // TestCompensationSurvivesEveryCrashPoint crashes the saga at every point
 // and checks that every effect and every undo still happens exactly once.
 func TestCompensationSurvivesEveryCrashPoint(t *testing.T) {
-	hits := map[string]int{}
-	{
-		r := newRig(t)
-		e := New(r.store, Options{CrashPoint: func(p string) error { hits[p]++; return nil }})
-		if err := e.Register(sagaFlow(r.sink, true)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Start(context.Background(), "saga", json.RawMessage(sagaInput)); err != nil {
-			t.Fatal(err)
-		}
-		if err := drain(t, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, point := range CrashPoints {
-		for occurrence := 1; occurrence <= hits[point]; occurrence++ {
-			t.Run(fmt.Sprintf("%s#%d", point, occurrence), func(t *testing.T) {
-				r := newRig(t)
-				seen := 0
-				e := New(r.store, Options{Owner: "doomed", Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second,
-					CrashPoint: func(p string) error {
-						if p == point {
-							if seen++; seen == occurrence {
-								return errCrash
-							}
-						}
-						return nil
-					}})
-				if err := e.Register(sagaFlow(r.sink, true)); err != nil {
-					t.Fatal(err)
-				}
-				job, err := e.Start(context.Background(), "saga", json.RawMessage(sagaInput))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := drain(t, e); !errors.Is(err, errCrash) {
-					t.Fatalf("did not crash: %v", err)
-				}
-				r.reopen()
-				r.clock.Advance(11 * time.Second)
-				heir := New(r.store, Options{Owner: "heir"})
-				if err := heir.Register(sagaFlow(r.sink, true)); err != nil {
-					t.Fatal(err)
-				}
-				if err := drain(t, heir); err != nil {
-					t.Fatal(err)
-				}
-				checkSaga(t, r, job)
-			})
-		}
-	}
+	crashEverywhere(t, func(s *sink) []*Flow { return []*Flow{sagaFlow(s, true)} }, "saga", sagaInput, checkSaga)
 }

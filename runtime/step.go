@@ -157,7 +157,10 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 				return nil
 			}
 			if errors.Is(err, errParked) {
-				return e.park(ctx, en)
+				return e.park(ctx, en, nil)
+			}
+			if errors.Is(err, errStartChild) {
+				return e.park(ctx, en, func(tx store.Tx) error { return e.startChild(tx, c, en) })
 			}
 			if err != nil {
 				return err
@@ -360,5 +363,8 @@ func (e *Engine) complete(tx store.Tx, job JobID) error {
 	if err != nil {
 		return err
 	}
-	return tx.Put(jobKey(job, "status"), raw)
+	if err := tx.Put(jobKey(job, "status"), raw); err != nil {
+		return err
+	}
+	return e.reportToParent(tx, job, raw)
 }

@@ -1,0 +1,182 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Subflow state: the parent keeps pid/<root>/sub/<act> (the child job id)
+// and, once the child ends, pid/<root>/child/<act> (the child's status);
+// large boundary inputs live under blobs/<sha256>, outside any root.
+
+// inlineLimit is the largest input that travels inside a message.
+const inlineLimit = 64 << 10
+
+// defaultMaxDepth bounds subflow nesting when a Subflow sets no limit.
+const defaultMaxDepth = 8
+
+// errStartChild asks proceed to start the subflow's child job while
+// parking the parent activation, in one commit.
+var errStartChild = errors.New("start child")
+
+// boundary returns the input to put in a message: inline when small,
+// otherwise stored once under its hash and referenced.
+func boundary(tx store.Tx, input json.RawMessage) (json.RawMessage, string, error) {
+	if len(input) <= inlineLimit {
+		return input, "", nil
+	}
+	sum := sha256.Sum256(input)
+	ref := hex.EncodeToString(sum[:])
+	if err := tx.PutOnce([]byte("blobs/"+ref), input); err != nil {
+		return nil, "", err
+	}
+	return nil, ref, nil
+}
+
+func (e *Engine) loadBoundary(ctx context.Context, ref string) (json.RawMessage, error) {
+	var in json.RawMessage
+	err := e.store.View(ctx, func(tx store.ReadTx) error {
+		b, err := tx.Get([]byte("blobs/" + ref))
+		in = append(json.RawMessage(nil), b...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("boundary input %s: %w", ref, err)
+	}
+	return in, nil
+}
+
+// childJob derives the child job's id from the parent activation, so a
+// replayed parent step finds the child it already started.
+func childJob(parent JobID, act string) JobID {
+	sum := sha256.Sum256(append(append([]byte("subflow/"), parent[:]...), act...))
+	var id JobID
+	copy(id[:], sum[:16])
+	return id
+}
+
+// subflowResult is the subflow node's work: the child's outcome once it
+// reported, errStartChild before.
+func (e *Engine) subflowResult(ctx context.Context, job JobID, t task, sf *Subflow) (result, error) {
+	var st JobStatus
+	err := e.store.View(ctx, func(tx store.ReadTx) error {
+		raw, err := tx.Get(jobKey(job, "child", t.Act))
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &st)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return result{}, errStartChild
+	}
+	if err != nil {
+		return result{}, err
+	}
+	if st.State != StateSucceeded {
+		return result{ErrKind: Permanent.String(), Err: fmt.Sprintf("subflow %s ended %s: %v", sf.Flow, st.State, st.Errors), Attempts: 1}, nil
+	}
+	out, err := json.Marshal(st.Result)
+	if err != nil {
+		return result{}, err
+	}
+	return result{Output: out, Port: "out", Attempts: 1}, nil
+}
+
+// startChild creates the child job (only the listed entry nodes receive
+// the input) and records it on the parent, in the parking commit. A child
+// that would nest too deep, or names an unknown flow or entry, fails the
+// parent activation at once by reporting a failed status.
+func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
+	sf := c.byAlias[en.t.Node].Subflow
+	raw, err := tx.Get(jobKey(en.job, "meta"))
+	if err != nil {
+		return err
+	}
+	var parentMeta jobMeta
+	if err := json.Unmarshal(raw, &parentMeta); err != nil {
+		return err
+	}
+	child := childJob(en.job, en.t.Act)
+	taskRaw, err := cbor.Marshal(en.t)
+	if err != nil {
+		return err
+	}
+	meta := jobMeta{Flow: sf.Flow, Input: en.t.Input, Started: e.now().UTC(), Depth: parentMeta.Depth + 1,
+		Parent: &parentRef{Job: en.job.String(), Act: en.t.Act, Task: taskRaw}}
+	limit := sf.MaxDepth
+	if limit <= 0 {
+		limit = defaultMaxDepth
+	}
+	refuse := func(format string, args ...any) error {
+		st, _ := json.Marshal(JobStatus{State: StateFailed, Errors: []string{PolicyDenied.String() + ": " + fmt.Sprintf(format, args...)}})
+		if err := tx.Put(jobKey(en.job, "child", en.t.Act), st); err != nil {
+			return err
+		}
+		if err := tx.Delete(jobKey(en.job, "wait", en.t.Act)); err != nil {
+			return err
+		}
+		t := en.t
+		t.Resume = "child"
+		return e.publish(tx, en.job, t)
+	}
+	if meta.Depth > limit {
+		return refuse("subflow %s would nest %d deep, deeper than the limit of %d", sf.Flow, meta.Depth, limit)
+	}
+	cc, err := e.flow(sf.Flow)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	for _, in := range sf.Inputs {
+		if cc.byAlias[in] == nil {
+			return refuse("subflow %s has no node %q to receive the input", sf.Flow, in)
+		}
+	}
+	if err := tx.Put(jobKey(en.job, "sub", en.t.Act), child[:]); err != nil {
+		return err
+	}
+	if _, err := tx.Get(jobKey(en.job, "tomb")); err == nil {
+		return refuse("job was killed")
+	}
+	return e.createJob(tx, child, cc, meta, sf.Inputs)
+}
+
+// reportToParent runs in a job's completion: a subflow job hands its
+// status to the waiting parent activation and resumes it, in the same
+// commit.
+func (e *Engine) reportToParent(tx store.Tx, job JobID, status []byte) error {
+	raw, err := tx.Get(jobKey(job, "meta"))
+	if err != nil {
+		return err
+	}
+	var meta jobMeta
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return err
+	}
+	if meta.Parent == nil {
+		return nil
+	}
+	parent, err := ParseJobID(meta.Parent.Job)
+	if err != nil {
+		return err
+	}
+	if err := tx.PutOnce(jobKey(parent, "child", meta.Parent.Act), status); err != nil {
+		return err
+	}
+	var t task
+	if err := cbor.Unmarshal(meta.Parent.Task, &t); err != nil {
+		return err
+	}
+	if err := tx.Delete(jobKey(parent, "wait", t.Act)); err != nil {
+		return err
+	}
+	t.Resume = "child"
+	return e.publish(tx, parent, t)
+}

@@ -1,0 +1,130 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+type payload struct {
+	Note string `json:"note"`
+	Big  string `json:"big,omitempty"`
+}
+
+func subflowFlows(s *sink, maxDepth int) []*Flow {
+	upper := Typed(NodeInfo{ID: "t.upper"}, func(ctx *Context, _ noParams, in payload) (payload, error) {
+		return payload{Note: strings.ToUpper(in.Note), Big: in.Big}, nil
+	})
+	size := Typed(NodeInfo{ID: "t.size"}, func(ctx *Context, _ noParams, in payload) (map[string]int, error) {
+		return map[string]int{"note": len(in.Note), "big": len(in.Big)}, nil
+	})
+	inner := &Flow{Name: "inner",
+		Nodes: []*FlowNode{{Alias: "x", Runner: upper}, {Alias: "y", Runner: size}, {Alias: "ignored", Runner: upper}},
+		Edges: []Edge{{From: "x", FromPort: "out", To: "y"}}}
+	outer := &Flow{Name: "outer",
+		Nodes: []*FlowNode{
+			{Alias: "a", Runner: upper},
+			{Alias: "sub", Subflow: &Subflow{Flow: "inner", Inputs: []string{"x"}}},
+			{Alias: "b", Runner: noop},
+		},
+		Edges: []Edge{{From: "a", FromPort: "out", To: "sub"}, {From: "sub", FromPort: "out", To: "b"}}}
+	deep := &Flow{Name: "deep", Nodes: []*FlowNode{{Alias: "again", Subflow: &Subflow{Flow: "deep", Inputs: []string{"again"}, MaxDepth: maxDepth}}}}
+	return []*Flow{inner, outer, deep}
+}
+
+func startSubflows(t *testing.T, r *rig, flow, input string) (*Engine, JobID) {
+	t.Helper()
+	e := New(r.store, Options{})
+	for _, f := range subflowFlows(r.sink, 3) {
+		if err := e.Register(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := e.Start(context.Background(), flow, json.RawMessage(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, job
+}
+
+func TestSubflowRunsAsChildJob(t *testing.T) {
+	big := strings.Repeat("z", 70<<10) // above the inline limit
+	for name, in := range map[string]string{"inline": `{"note":"hi"}`, "blob": `{"note":"hi","big":"` + big + `"}`} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			e, job := startSubflows(t, r, "outer", in)
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			st, err := e.Status(context.Background(), job)
+			if err != nil || st.State != StateSucceeded {
+				t.Fatalf("%+v %v", st, err)
+			}
+			var out map[string]map[string]int
+			if err := json.Unmarshal(st.Result["b"], &out); err != nil {
+				t.Fatalf("result %s: %v", st.Result["b"], err)
+			}
+			// Only x received the input; ignored (not listed) did not run.
+			if out["y"]["note"] != 2 || out["y"]["big"] != len(big)*boolInt(name == "blob") || len(out) != 1 {
+				t.Fatalf("child result %v", out)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestSubflowDepthLimit(t *testing.T) {
+	r := newRig(t)
+	e, job := startSubflows(t, r, "deep", `{"note":"x"}`)
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.Status(context.Background(), job)
+	if st.State != StateFailed || !strings.Contains(strings.Join(st.Errors, ";"), "deeper than the limit of 3") {
+		t.Fatalf("%+v", st)
+	}
+}
+
+func TestKillCascadesToSubflow(t *testing.T) {
+	r := newRig(t)
+	e, job := startSubflows(t, r, "outer", `{"note":"hi"}`)
+	// Run until the child exists: a, then the parked subflow activation.
+	for range 2 {
+		if _, err := e.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Kill(context.Background(), job, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.Status(context.Background(), job)
+	if st.State != StateKilled {
+		t.Fatalf("parent %+v", st)
+	}
+	child, err := e.Status(context.Background(), childJob(job, "sub@<a"))
+	if err != nil || child.State != StateKilled {
+		t.Fatalf("child %+v %v", child, err)
+	}
+}
+
+// TestSubflowSurvivesEveryCrashPoint crashes parent and child at every
+// point: the parent still ends with the child's result, once.
+func TestSubflowSurvivesEveryCrashPoint(t *testing.T) {
+	crashEverywhere(t, func(s *sink) []*Flow { return subflowFlows(s, 3) }, "outer", `{"note":"hi"}`,
+		func(t *testing.T, r *rig, job JobID) {
+			st, err := New(r.store, Options{}).Status(context.Background(), job)
+			if err != nil || st.State != StateSucceeded || string(st.Result["b"]) != `{"y":{"big":0,"note":2}}` {
+				t.Fatalf("%+v %v (%s)", st, err, st.Result["b"])
+			}
+		})
+}
