@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,3 +172,62 @@ func BenchmarkFanOutFlow(b *testing.B) {
 }
 
 var _ store.Store = (*boltstore.Store)(nil)
+
+// BenchmarkJobsInFlight starts 100,000 jobs of the 3-node flow, works them
+// for two seconds, and reports the process's peak RSS and the store's size
+// per job: job state lives in the store, not in memory.
+func BenchmarkJobsInFlight(b *testing.B) {
+	const jobs = 100_000
+	s, err := boltstore.Open(filepath.Join(b.TempDir(), "inflight.db"), boltstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e := New(s, Options{Owner: "bench"})
+	if err := e.Register(linearFlow()); err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		var wg sync.WaitGroup
+		for w := range benchWorkers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < jobs; i += benchWorkers {
+					if _, err := e.Start(context.Background(), "linear", json.RawMessage(`{"n":1}`)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := e.Run(ctx, benchWorkers); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+	}
+	st, err := os.Stat(s.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(peakRSSMiB(b), "peak-RSS-MiB")
+	b.ReportMetric(float64(st.Size())/float64(jobs*b.N), "store-bytes/job")
+}
+
+// peakRSSMiB reads the process's peak resident set size (VmHWM).
+func peakRSSMiB(b *testing.B) float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc: peak RSS not measurable here")
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb float64
+			fmt.Sscanf(strings.TrimSpace(rest), "%f", &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
