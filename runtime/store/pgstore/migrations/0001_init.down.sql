@@ -1,0 +1,4 @@
+DROP TABLE flowgen_messages;
+DROP TABLE flowgen_leases;
+DROP TABLE flowgen_counters;
+DROP TABLE flowgen_kv;
