@@ -14,6 +14,8 @@ import (
 
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 	"github.com/flowgen-dev/flowgen/runtime/store/storetest"
 )
 
@@ -132,26 +134,52 @@ const orderInput = `{"order_id":"o-1","method":"card","lines":[{"sku":"a","qty":
 
 type rig struct {
 	t     *testing.T
-	path  string
+	open  func(now func() time.Time) (store.Store, error)
 	clock *storetest.Clock
-	store *boltstore.Store
+	store store.Store
 	sink  *sink
 }
 
-func newRig(t *testing.T) *rig {
-	r := &rig{t: t, path: filepath.Join(t.TempDir(), "flowgen.db"), clock: storetest.NewClock(), sink: newSink()}
+// backend makes the store of one test; every backend runs the same engine
+// tests.
+type backend struct {
+	name string
+	open func(t *testing.T) func(now func() time.Time) (store.Store, error)
+}
+
+var (
+	boltBackend = backend{"bolt", func(t *testing.T) func(now func() time.Time) (store.Store, error) {
+		path := filepath.Join(t.TempDir(), "flowgen.db")
+		return func(now func() time.Time) (store.Store, error) {
+			return boltstore.Open(path, boltstore.Options{Now: now, NoSync: true})
+		}
+	}}
+	postgresBackend = backend{"postgres", func(t *testing.T) func(now func() time.Time) (store.Store, error) {
+		url := pgtest.FreshSchema(t)
+		return func(now func() time.Time) (store.Store, error) {
+			return pgstore.Open(context.Background(), url, pgstore.Options{Now: now})
+		}
+	}}
+	backends = []backend{boltBackend, postgresBackend}
+)
+
+// newRig is a rig on the embedded store.
+func newRig(t *testing.T) *rig { return newRigOn(t, boltBackend) }
+
+func newRigOn(t *testing.T, b backend) *rig {
+	r := &rig{t: t, open: b.open(t), clock: storetest.NewClock(), sink: newSink()}
 	r.reopen()
 	t.Cleanup(func() { r.store.Close() })
 	return r
 }
 
-// reopen throws away the process: a fresh store handle on the same file.
+// reopen throws away the process: a fresh store handle on the same data.
 func (r *rig) reopen() {
 	r.t.Helper()
 	if r.store != nil {
 		r.store.Close()
 	}
-	s, err := boltstore.Open(r.path, boltstore.Options{Now: r.clock.Now, NoSync: true})
+	s, err := r.open(r.clock.Now)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -222,7 +250,12 @@ func (r *rig) assertFinished(job JobID) {
 }
 
 func TestOrderFlowRuns(t *testing.T) {
-	r := newRig(t)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { orderFlowRuns(t, newRigOn(t, b)) })
+	}
+}
+
+func orderFlowRuns(t *testing.T, r *rig) {
 	e := r.engine("w1", nil)
 	job, err := e.Start(context.Background(), "orders", json.RawMessage(orderInput))
 	if err != nil {
@@ -247,14 +280,20 @@ func crashEverywhere(t *testing.T, flows func(*sink) []*Flow, flow, input string
 		e := New(r.store, Options{Owner: owner, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash})
 		for _, f := range flows(r.sink) {
 			if err := e.Register(f); err != nil {
-				t.Fatal(err)
+				r.t.Fatal(err)
 			}
 		}
 		return e
 	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { crashEverywhereOn(t, b, engine, flow, input, check) })
+	}
+}
+
+func crashEverywhereOn(t *testing.T, b backend, engine func(*rig, string, func(string) error) *Engine, flow, input string, check func(t *testing.T, r *rig, job JobID)) {
 	hits := map[string]int{}
 	{
-		r := newRig(t)
+		r := newRigOn(t, b)
 		e := engine(r, "count", func(p string) error { hits[p]++; return nil })
 		if _, err := e.Start(context.Background(), flow, json.RawMessage(input)); err != nil {
 			t.Fatal(err)
@@ -271,7 +310,7 @@ func crashEverywhere(t *testing.T, flows func(*sink) []*Flow, flow, input string
 		for occurrence := 1; occurrence <= hits[point]; occurrence++ {
 			cases++
 			t.Run(fmt.Sprintf("%s#%d", point, occurrence), func(t *testing.T) {
-				r := newRig(t)
+				r := newRigOn(t, b)
 				seen := 0
 				crashing := engine(r, "doomed", func(p string) error {
 					if p == point {
@@ -311,7 +350,12 @@ func TestEveryCrashPoint(t *testing.T) {
 // order, including after it was acknowledged, and expects the same final
 // state and effects as a clean run.
 func TestDuplicateDelivery(t *testing.T) {
-	r := newRig(t)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { duplicateDelivery(t, newRigOn(t, b)) })
+	}
+}
+
+func duplicateDelivery(t *testing.T, r *rig) {
 	e := r.engine("w1", nil)
 	job, err := e.Start(context.Background(), "orders", json.RawMessage(orderInput))
 	if err != nil {

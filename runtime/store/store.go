@@ -54,7 +54,9 @@ type ReadTx interface {
 	// only until the transaction ends.
 	Get(key []byte) ([]byte, error)
 	// Scan calls fn for every value whose key starts with prefix, in
-	// bytewise key order, stopping at the first error fn returns.
+	// bytewise key order, stopping at the first error fn returns. fn may
+	// read and write through the same transaction; writes under the prefix
+	// do not change what the scan visits.
 	Scan(prefix []byte, fn func(key, value []byte) error) error
 	// Counter returns the counter under key; absent counters are 0.
 	// Counters are a keyspace of their own, separate from values.

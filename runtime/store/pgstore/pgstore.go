@@ -167,7 +167,9 @@ func prefixRange(prefix []byte) (start, end []byte) {
 	return prefix, nil
 }
 
-func (t *tx) scan(table string, prefix []byte, fn func(k []byte, rows *sql.Rows) error) error {
+// scan reads every row of table under prefix before calling fn, so fn may
+// use the transaction (lib/pq cannot run a query while rows are open).
+func (t *tx) scan(table string, prefix []byte, fn func(k []byte, v any) error, newV func() any) error {
 	start, end := prefixRange(prefix)
 	var rows *sql.Rows
 	var err error
@@ -179,23 +181,38 @@ func (t *tx) scan(table string, prefix []byte, fn func(k []byte, rows *sql.Rows)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	type kv struct {
+		k []byte
+		v any
+	}
+	var all []kv
 	for rows.Next() {
-		if err := fn(prefix, rows); err != nil {
+		var k []byte
+		v := newV()
+		if err := rows.Scan(&k, v); err != nil {
+			rows.Close()
+			return err
+		}
+		all = append(all, kv{k, v})
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, e := range all {
+		if err := fn(e.k, e.v); err != nil {
 			return err
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
 func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
-	return t.scan("flowgen_kv", prefix, func(_ []byte, rows *sql.Rows) error {
-		var k, v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return err
-		}
-		return fn(k, v)
-	})
+	return t.scan("flowgen_kv", prefix, func(k []byte, v any) error {
+		return fn(k, *v.(*[]byte))
+	}, func() any { return new([]byte) })
 }
 
 func (t *tx) Counter(key []byte) (int64, error) {
@@ -208,14 +225,9 @@ func (t *tx) Counter(key []byte) (int64, error) {
 }
 
 func (t *tx) ScanCounters(prefix []byte, fn func(key []byte, value int64) error) error {
-	return t.scan("flowgen_counters", prefix, func(_ []byte, rows *sql.Rows) error {
-		var k []byte
-		var v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			return err
-		}
-		return fn(k, v)
-	})
+	return t.scan("flowgen_counters", prefix, func(k []byte, v any) error {
+		return fn(k, *v.(*int64))
+	}, func() any { return new(int64) })
 }
 
 func (t *tx) Put(key, value []byte) error {

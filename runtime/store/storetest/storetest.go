@@ -163,6 +163,21 @@ func testValuesAndScan(t *testing.T, h *harness) {
 	if fmt.Sprint(keys) != "[pid/b/1 pid/b/2]" {
 		t.Fatalf("scan pid/b/: %v", keys)
 	}
+	// The transaction stays usable inside a scan.
+	h.update(func(tx store.Tx) error {
+		return tx.Scan([]byte("pid/b/"), func(k, v []byte) error {
+			if _, err := tx.Get([]byte("pid/a/1")); err != nil {
+				return err
+			}
+			if _, err := tx.Add([]byte("scanned"), 1, 10); err != nil {
+				return err
+			}
+			return tx.Put(append([]byte("copy/"), k...), v)
+		})
+	})
+	if v, err := h.get("copy/pid/b/2"); err != nil || v != "v:pid/b/2" || h.counter("scanned") != 2 {
+		t.Fatalf("writes inside a scan: %q %v %d", v, err, h.counter("scanned"))
+	}
 	stop := errors.New("stop")
 	n := 0
 	err := h.s.View(context.Background(), func(tx store.ReadTx) error {
