@@ -227,37 +227,97 @@ func (e *Engine) publish(tx store.Tx, job JobID, t task) error {
 }
 
 // Run works until ctx is cancelled, with the given number of concurrent
-// workers, and returns nil on cancellation. Idle workers poll with a short
-// backoff.
+// workers, and returns nil then. A failed step (a lost database connection,
+// a fenced commit) is logged and retried after a backoff: the message comes
+// back after its visibility timeout and the ledgers skip what committed.
+// Idle workers wait for the store's publish notifications when it has them
+// (store.Notifier), and poll with a short backoff otherwise.
 func (e *Engine) Run(ctx context.Context, workers int) error {
+	wake, maxIdle := e.wakeups(ctx)
 	var wg sync.WaitGroup
-	errc := make(chan error, workers)
 	for range max(workers, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			idle := time.Millisecond
+			idle, failed := time.Millisecond, 10*time.Millisecond
 			for ctx.Err() == nil {
 				did, err := e.Step(ctx)
-				if err != nil && ctx.Err() == nil {
-					errc <- err
-					return
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					e.log.Warn("step failed; will retry", "err", err, "in", failed)
+					sleepCtx(ctx, failed)
+					failed = min(failed*2, time.Second)
+					continue
 				}
+				failed = 10 * time.Millisecond
 				if did {
 					idle = time.Millisecond
 					continue
 				}
 				select {
 				case <-ctx.Done():
+				case <-wake.wait():
 				case <-time.After(idle):
 				}
-				idle = min(idle*2, 50*time.Millisecond)
+				idle = min(idle*2, maxIdle)
 			}
 		}()
 	}
 	wg.Wait()
-	close(errc)
-	return <-errc
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// wakeups subscribes to the store's publish notifications, if it has them,
+// and returns a broadcaster that wakes every idle worker, with the longest
+// idle poll to use alongside.
+func (e *Engine) wakeups(ctx context.Context) (*broadcast, time.Duration) {
+	b := newBroadcast()
+	n, ok := e.store.(store.Notifier)
+	if !ok {
+		return b, 50 * time.Millisecond
+	}
+	ch, err := n.Notify(ctx, WorkStream)
+	if err != nil {
+		e.log.Warn("no publish notifications; polling", "err", err)
+		return b, 50 * time.Millisecond
+	}
+	go func() {
+		for range ch {
+			b.fire()
+		}
+	}()
+	return b, 250 * time.Millisecond
+}
+
+// broadcast wakes every waiter at once: wait returns a channel closed by
+// the next fire.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+func (b *broadcast) fire() {
+	b.mu.Lock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // Step processes at most one message and reports whether it found one. The

@@ -469,3 +469,40 @@ func TestKillPauseResumeAndInspect(t *testing.T) {
 		t.Fatalf("kill of unknown job: %v", err)
 	}
 }
+
+// TestRunManyJobs runs concurrent workers with Run (woken by notifications
+// on PostgreSQL, polling on bbolt) until every job finishes.
+func TestRunManyJobs(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRigOn(t, b)
+			e := New(r.store, Options{Owner: "w"})
+			if err := e.Register(orderFlow(r.sink)); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- e.Run(ctx, 4) }()
+			var jobs []JobID
+			for i := range 20 {
+				in := strings.Replace(orderInput, "o-1", fmt.Sprintf("o-%d", i), 1)
+				job, err := e.Start(context.Background(), "orders", json.RawMessage(in))
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs = append(jobs, job)
+			}
+			wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+			defer wcancel()
+			for _, job := range jobs {
+				if st, err := e.Wait(wctx, job); err != nil || st.State != StateSucceeded {
+					t.Fatalf("job %s: %+v %v", job, st, err)
+				}
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -120,6 +120,15 @@ type Tx interface {
 	ReleaseLease(l Lease) error
 }
 
+// Notifier is implemented by stores that can tell idle workers when a
+// message is published, so latency is not bounded by a poll interval.
+type Notifier interface {
+	// Notify returns a channel that receives a value soon after each commit
+	// that published on stream (several commits may share one value). The
+	// channel closes when ctx ends.
+	Notify(ctx context.Context, stream string) (<-chan struct{}, error)
+}
+
 // DeadLetterSuffix names a stream's dead-letter stream.
 const DeadLetterSuffix = ".dead"
 

@@ -32,6 +32,7 @@ type Store struct {
 	db   *sql.DB
 	now  func() time.Time
 	opts Options
+	url  string // for LISTEN; empty when made with New
 }
 
 var _ store.Store = (*Store)(nil)
@@ -48,6 +49,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.url = url
 	return s, nil
 }
 

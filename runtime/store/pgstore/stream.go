@@ -18,11 +18,23 @@ func (t *tx) Enqueue(m store.Message) error {
 	if at.IsZero() {
 		at = t.now
 	}
-	_, err := t.exec(`INSERT INTO flowgen_messages (stream, id, job, payload, visible_at)
+	res, err := t.exec(`INSERT INTO flowgen_messages (stream, id, job, payload, visible_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (stream, id) DO NOTHING`,
 		m.Stream, m.ID[:], m.Job, nonNil(m.Payload), at.UnixNano())
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 || at.After(t.now) {
+		return nil // nothing new is visible now
+	}
+	// Delivered to listeners when (and only if) the transaction commits;
+	// PostgreSQL folds identical notifications of one transaction.
+	_, err = t.exec(`SELECT pg_notify($1, $2)`, notifyChannel, m.Stream)
 	return err
 }
+
+// notifyChannel carries publish notifications; the payload is the stream.
+const notifyChannel = "flowgen_messages"
 
 func nonNil(b []byte) []byte {
 	if b == nil {

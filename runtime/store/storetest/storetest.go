@@ -59,6 +59,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"ConcurrentReserveDeliversOnce", testConcurrentReserve},
 		{"DurableAcrossReopen", testDurableAcrossReopen},
+		{"NotifiesOnCommittedPublish", testNotify},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -608,5 +609,29 @@ func testDurableAcrossReopen(t *testing.T, h *harness) {
 	}
 	if m, err := h.reserve("s", time.Minute); err != nil || string(m.Payload) != "p" {
 		t.Fatalf("message after reopen: %+v %v", m, err)
+	}
+}
+
+// testNotify runs only for stores that implement store.Notifier: a
+// committed publish wakes the subscriber.
+func testNotify(t *testing.T, h *harness) {
+	n, ok := h.s.(store.Notifier)
+	if !ok {
+		t.Skip("the backend has no publish notifications (workers poll)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := n.Notify(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Enqueue(store.Message{ID: id(1), Stream: "s"}) })
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification 10s after a committed publish")
+	}
+	cancel()
+	for range ch { // the channel closes when ctx ends
 	}
 }
