@@ -13,6 +13,8 @@ import (
 	"github.com/flowgen-dev/flowgen/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
 
 type result struct {
@@ -311,5 +313,46 @@ func TestJobCommands(t *testing.T) {
 	}
 	if r := run(t, "", "inspect", "--store", filepath.Join(t.TempDir(), "none.db"), done.String()); r.exit != exitUsage {
 		t.Errorf("missing store: %+v", r)
+	}
+}
+
+// TestMigrateAndPostgresStore drives flowgen migrate on a fresh schema and
+// inspects a job kept in PostgreSQL.
+func TestMigrateAndPostgresStore(t *testing.T) {
+	url := pgtest.FreshSchema(t)
+	for _, step := range []struct{ args, want string }{
+		{"status", "0001 init                 applied"},
+		{"down", "reverted 1"},
+		{"status", "0001 init                 pending"},
+		{"up", "applied 1"},
+		{"up", "schema is up to date"},
+	} {
+		r := run(t, "", "migrate", step.args, "--database-url", url)
+		if r.exit != exitOK || !strings.Contains(r.stdout, step.want) {
+			t.Fatalf("migrate %s: %+v", step.args, r)
+		}
+	}
+	if r := run(t, "", "migrate", "sideways", "--database-url", url); r.exit != exitUsage {
+		t.Errorf("unknown action: %+v", r)
+	}
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := runtime.Typed(runtime.NodeInfo{ID: "t.echo"}, func(ctx *runtime.Context, _ struct{}, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+	eng := runtime.New(s, runtime.Options{})
+	if err := eng.Register(&runtime.Flow{Name: "one", Nodes: []*runtime.FlowNode{{Alias: "echo", Runner: echo}}}); err != nil {
+		t.Fatal(err)
+	}
+	job, err := eng.Start(context.Background(), "one", json.RawMessage(`{"x":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if r := run(t, "", "inspect", "--store", url, job.String()); r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") {
+		t.Fatalf("inspect on postgres: %+v", r)
 	}
 }

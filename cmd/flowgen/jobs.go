@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,19 +15,21 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 )
 
 // defaultStore is the embedded store file used when --store is not given.
 const defaultStore = "flowgen.db"
 
-const storeFlagHelp = "job store: a bbolt file path (default $FLOWGEN_STORE, else " + defaultStore + ")"
+const storeFlagHelp = "job store: a bbolt file path or a postgres:// URL (default $FLOWGEN_STORE, else " + defaultStore + ")"
 
 const inspectUsage = `Usage: flowgen inspect [--store PATH] [--json] JOB
 
 Prints everything the store holds about a job, read in one prefix scan of its
 root: metadata, status, each activation's result, and the ledgers (activity,
 GUID, semaphore, fan-out counts) decoded into words. The embedded store file
-is locked by a running worker; inspect it while no worker has it open.
+is locked by a running worker; inspect it while no worker has it open (a
+PostgreSQL store can be inspected while workers run).
 
 Exit status: 0 printed, 1 no such job, 2 usage or I/O error.
 
@@ -43,9 +46,9 @@ Flags:
 `
 
 // storeFlag registers --store on fs and returns a function that opens it.
-func storeFlag(fs *flag.FlagSet) func() (*boltstore.Store, error) {
+func storeFlag(fs *flag.FlagSet) func(ctx context.Context) (store.Store, error) {
 	path := fs.String("store", "", storeFlagHelp)
-	return func() (*boltstore.Store, error) {
+	return func(ctx context.Context) (store.Store, error) {
 		p := *path
 		if p == "" {
 			p = os.Getenv("FLOWGEN_STORE")
@@ -53,11 +56,18 @@ func storeFlag(fs *flag.FlagSet) func() (*boltstore.Store, error) {
 		if p == "" {
 			p = defaultStore
 		}
+		if isDatabaseURL(p) {
+			return pgstore.Open(ctx, p, pgstore.Options{})
+		}
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("store %s: %w", p, err)
 		}
 		return boltstore.Open(p, boltstore.Options{})
 	}
+}
+
+func isDatabaseURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 func runInspect(e *env, args []string) int {
@@ -119,7 +129,7 @@ func oneLine(v json.RawMessage) string {
 
 // jobArgs checks for exactly one JOB argument and opens the store; on
 // failure it reports and returns a nil store with the exit code.
-func jobArgs(e *env, fs *flag.FlagSet, name string, rest []string, open func() (*boltstore.Store, error)) (runtime.JobID, *boltstore.Store, int) {
+func jobArgs(e *env, fs *flag.FlagSet, name string, rest []string, open func(context.Context) (store.Store, error)) (runtime.JobID, store.Store, int) {
 	if len(rest) != 1 {
 		fmt.Fprintf(e.stderr, "flowgen %s: name exactly one job id\n\n", name)
 		fs.Usage()
@@ -130,7 +140,7 @@ func jobArgs(e *env, fs *flag.FlagSet, name string, rest []string, open func() (
 		fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
 		return job, nil, exitUsage
 	}
-	s, err := open()
+	s, err := open(e.ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
 		return job, nil, exitUsage

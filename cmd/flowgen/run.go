@@ -45,6 +45,7 @@ func commands() []command {
 		{"canonical", "print a spec or flow in its canonical JSON form", canonicalUsage, runCanonical},
 		{"schema", "print the JSON Schema of the ConnectorSpec or Flow format", schemaUsage, runSchema},
 		{"inspect", "show a job's stored state with its ledgers decoded", inspectUsage, runInspect},
+		{"migrate", "manage the PostgreSQL job store schema", migrateUsage, runMigrate},
 	}, controlCommands()...)
 }
 
