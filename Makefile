@@ -6,7 +6,7 @@ FUZZTIME  ?= 5s
 # Fuzz targets run briefly by `make test`: package:target pairs.
 FUZZ      := ./connectorspec:FuzzParseSpec ./flowir:FuzzParseFlow ./idemkey:FuzzEncode
 
-.PHONY: help build test unit fuzz lint bench demo verify
+.PHONY: help build test unit fuzz chaos lint bench demo verify
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -15,7 +15,7 @@ build: ## Compile every package and the flowgen binary into ./bin.
 	$(GO) build $(PKGS)
 	$(GO) build -o bin/flowgen ./cmd/flowgen
 
-test: lint unit fuzz ## Everything CI runs: lint, race-enabled tests, fuzz smoke.
+test: lint unit fuzz chaos ## Everything CI runs: lint, race-enabled tests, fuzz smoke, chaos.
 
 unit: ## Run the test suite with the race detector.
 	$(GO) test -race -count=1 $(PKGS)
@@ -27,10 +27,13 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 5s).
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s $$pkg; \
 	done
 
+chaos: ## Multi-process chaos run on PostgreSQL (restarts the server; runs alone).
+	$(GO) test -tags chaos -count=1 -run '^TestChaos$$' ./runtime/chaos
+
 lint: ## gofmt, go vet and staticcheck.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) tool staticcheck $(PKGS)
+	$(GO) vet -tags chaos $(PKGS)
+	$(GO) tool staticcheck -tags chaos $(PKGS)
 
 bench: ## Benchmarks with figures and ratios against in-run baselines.
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
