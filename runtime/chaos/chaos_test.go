@@ -28,15 +28,6 @@ const (
 	workers = 3
 )
 
-type order struct {
-	OrderID string `json:"order_id"`
-	Lines   []struct {
-		SKU string `json:"sku"`
-		Qty int    `json:"qty"`
-	} `json:"lines"`
-	Total int `json:"total,omitempty"`
-}
-
 // flow: each -> price (per line) -> total -> charge (effect into sinkDir,
 // keyed by order id and total).
 func flow(sinkDir string) *runtime.Flow {
