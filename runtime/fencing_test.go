@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// TestStaleWorkerCannotCommit races two workers for one activation: A
+// stalls inside the node past its visibility timeout and lease, B takes the
+// message over and finishes the job, then A wakes and tries to commit. A
+// must be fenced out, and the job's state must be B's alone.
+func TestStaleWorkerCannotCommit(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRigOn(t, b)
+			stall := make(chan struct{})
+			entered := make(chan struct{}, 1)
+			var mu sync.Mutex
+			var outputs []string
+			node := func(owner string) Runner {
+				return Typed(NodeInfo{ID: "t.node"}, func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {
+					if owner == "A" {
+						entered <- struct{}{}
+						<-stall
+					}
+					mu.Lock()
+					outputs = append(outputs, owner)
+					mu.Unlock()
+					return json.RawMessage(`{"by":"` + owner + `"}`), nil
+				})
+			}
+			engine := func(owner string) *Engine {
+				e := New(r.store, Options{Owner: owner, Visibility: 5 * time.Second, LeaseTTL: 5 * time.Second})
+				if err := e.Register(&Flow{Name: "race", Nodes: []*FlowNode{{Alias: "n", Runner: node(owner)}}}); err != nil {
+					t.Fatal(err)
+				}
+				return e
+			}
+			a, bw := engine("A"), engine("B")
+			job, err := a.Start(context.Background(), "race", json.RawMessage(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			aErr := make(chan error, 1)
+			go func() { _, err := a.Step(context.Background()); aErr <- err }()
+			<-entered                        // A holds the lease and is inside the node
+			r.clock.Advance(6 * time.Second) // A's visibility and lease run out
+			if did, err := bw.Step(context.Background()); !did || err != nil {
+				t.Fatalf("B: %v %v", did, err)
+			}
+			close(stall)
+			if err := <-aErr; !errors.Is(err, store.ErrFenced) {
+				t.Fatalf("stale worker A: %v, want ErrFenced", err)
+			}
+			st, err := bw.Status(context.Background(), job)
+			if err != nil || st.State != StateSucceeded || string(st.Result["n"]) != `{"by":"B"}` {
+				t.Fatalf("%+v %v", st, err)
+			}
+		})
+	}
+}
