@@ -6,7 +6,7 @@ FUZZTIME  ?= 5s
 # Fuzz targets run briefly by `make test`: package:target pairs.
 FUZZ      := ./connectorspec:FuzzParseSpec ./flowir:FuzzParseFlow ./idemkey:FuzzEncode
 
-.PHONY: help build test unit fuzz chaos lint bench demo verify
+.PHONY: help build test unit fuzz chaos lint bench bench-postgres demo verify
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -37,6 +37,10 @@ lint: ## gofmt, go vet and staticcheck.
 
 bench: ## Benchmarks with figures and ratios against in-run baselines.
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+	bench/postgres.sh
+
+bench-postgres: ## PostgreSQL node executions/s with 1/2/4 workers vs River, same database.
+	bench/postgres.sh
 
 demo: ## The main job on embedded defaults: validate and show the examples.
 	$(GO) run ./cmd/flowgen validate examples

@@ -164,7 +164,7 @@ func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, en
 	if err != nil {
 		return err
 	}
-	status, _ := json.Marshal(JobStatus{State: StateRunning})
+	status, _ := json.Marshal(JobStatus{State: StateRunning, Started: meta.Started})
 	if err := tx.PutOnce(jobKey(job, "meta"), raw); err != nil {
 		return err
 	}

@@ -284,6 +284,10 @@ type JobStatus struct {
 	// Compensated lists the activations whose effects were undone, in the
 	// order the undos ran (newest effect first).
 	Compensated []string `json:"compensated,omitempty"`
+	// Started and Finished are wall-clock times of the start and of the
+	// completion commit (Finished is zero while running).
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
 }
 
 // Done reports whether the job has finished.

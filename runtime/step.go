@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -35,6 +36,10 @@ func (r result) failed() bool { return r.Err != "" }
 // errRetryLater ends processing of a message that was handed back to the
 // stream for a later attempt.
 var errRetryLater = errors.New("retry later")
+
+// leaseHeldRetry is how soon a message is offered again after it raced
+// another worker for its job's lease (Reserve normally skips such jobs).
+const leaseHeldRetry = 100 * time.Millisecond
 
 // errPoison marks a message that can never make progress (undecodable, or
 // its activation at a ledger ceiling); it is dead-lettered.
@@ -77,10 +82,10 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		en.deferred = true
 		return en, ignoreStale(tx.Nack(m.Receipt, pausedRetry))
 	}
-	en.lease, err = tx.AcquireLease(m.Job, e.opts.Owner, e.opts.LeaseTTL)
+	en.lease, err = e.lease(tx, m.Job)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		en.deferred = true
-		return en, ignoreStale(tx.Nack(m.Receipt, e.opts.Visibility/10))
+		return en, ignoreStale(tx.Nack(m.Receipt, leaseHeldRetry))
 	}
 	if err != nil {
 		return nil, err
@@ -113,6 +118,16 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 	}
 	en.guid = ledger.GUID(cur)
 	return en, nil
+}
+
+// lease returns this worker's lease on job, renewing it only when more
+// than half of it has run out: a write to the lease row on every entry
+// would serialise all of a job's concurrent activations behind it.
+func (e *Engine) lease(tx store.Tx, job []byte) (store.Lease, error) {
+	if l, err := tx.Lease(job); err == nil && l.Owner == e.opts.Owner && l.Expires.After(e.now().Add(e.opts.LeaseTTL/2)) {
+		return l, nil
+	}
+	return tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
 }
 
 // process runs an already reserved message through the step protocol.
@@ -321,7 +336,13 @@ func (e *Engine) crash(point string) error {
 
 // complete writes the job's final status from its activations' results.
 func (e *Engine) complete(tx store.Tx, job JobID) error {
-	st := JobStatus{State: StateSucceeded, Result: map[string]json.RawMessage{}}
+	st := JobStatus{State: StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC()}
+	if raw, err := tx.Get(jobKey(job, "meta")); err == nil {
+		var meta jobMeta
+		if json.Unmarshal(raw, &meta) == nil {
+			st.Started = meta.Started
+		}
+	}
 	err := tx.Scan(jobPrefix(job, "fail"), func(k, v []byte) error {
 		st.State = StateFailed
 		st.Errors = append(st.Errors, string(v))

@@ -91,7 +91,9 @@ type Tx interface {
 	Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error)
 	// Reserve makes the oldest visible message of stream invisible for
 	// visibility and returns it with a receipt; ErrEmpty when none is
-	// visible. Each reservation increments the message's attempt count.
+	// visible. Messages of a job whose lease another owner holds are
+	// skipped, so a job's work stays with its current worker. Each
+	// reservation increments the message's attempt count.
 	// Reserving in the same transaction as the first writes for the message
 	// saves a commit per message.
 	Reserve(stream, owner string, visibility time.Duration) (Message, error)

@@ -83,33 +83,51 @@ func (t *tx) Enqueue(m store.Message) error {
 func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
 	prefix := append([]byte(stream), 0)
 	c := t.b(bucketReady).Cursor()
-	k, _ := c.Seek(prefix)
-	if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+24 {
-		return store.Message{}, store.ErrEmpty
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+24 {
+			continue
+		}
+		if int64(binary.BigEndian.Uint64(k[len(prefix):])) > t.now.UnixNano() {
+			break // the rest become visible later
+		}
+		var id [16]byte
+		copy(id[:], k[len(prefix)+8:])
+		r, ok, err := t.loadRecord(stream, id)
+		if err != nil {
+			return store.Message{}, err
+		}
+		if !ok {
+			return store.Message{}, fmt.Errorf("reserve: ready index names missing message %x", id)
+		}
+		if held, err := t.heldByOther(r.Job, owner); err != nil {
+			return store.Message{}, err
+		} else if held {
+			continue
+		}
+		if err := t.unindex(stream, id, r); err != nil {
+			return store.Message{}, err
+		}
+		r.Attempt++
+		r.Token++
+		r.VisibleAt = t.now.Add(visibility).UnixNano()
+		if err := t.putRecord(stream, id, r); err != nil {
+			return store.Message{}, err
+		}
+		return message(stream, id, r), nil
 	}
-	visibleAt := int64(binary.BigEndian.Uint64(k[len(prefix):]))
-	if visibleAt > t.now.UnixNano() {
-		return store.Message{}, store.ErrEmpty
+	return store.Message{}, store.ErrEmpty
+}
+
+// heldByOther reports whether another owner holds a live lease on job.
+func (t *tx) heldByOther(job []byte, owner string) (bool, error) {
+	if len(job) == 0 {
+		return false, nil
 	}
-	var id [16]byte
-	copy(id[:], k[len(prefix)+8:])
-	r, ok, err := t.loadRecord(stream, id)
-	if err != nil {
-		return store.Message{}, err
+	l, ok, err := t.leaseRecord(job)
+	if err != nil || !ok {
+		return false, err
 	}
-	if !ok {
-		return store.Message{}, fmt.Errorf("reserve: ready index names missing message %x", id)
-	}
-	if err := t.unindex(stream, id, r); err != nil {
-		return store.Message{}, err
-	}
-	r.Attempt++
-	r.Token++
-	r.VisibleAt = t.now.Add(visibility).UnixNano()
-	if err := t.putRecord(stream, id, r); err != nil {
-		return store.Message{}, err
-	}
-	return message(stream, id, r), nil
+	return l.Owner != owner && l.Expires > t.now.UnixNano(), nil
 }
 
 func message(stream string, id [16]byte, r record) store.Message {

@@ -269,10 +269,26 @@ func (t *tx) Delete(key []byte) error {
 	return err
 }
 
-// Add checks the range on the locked current value first, so a refused
-// add writes nothing; the post-check only trips on a concurrent insert of
-// the same new counter, and then the transaction must not commit.
+// Add is one statement in the common case: an upsert whose update only
+// applies inside [0, max], so a refused add writes nothing. A delta that
+// could not even start a new counter takes the checked two-statement path.
 func (t *tx) Add(key []byte, delta, max int64) (int64, error) {
+	if delta < 0 || delta > max {
+		return t.addChecked(key, delta, max)
+	}
+	var next int64
+	err := t.tx.QueryRowContext(t.ctx, `INSERT INTO flowgen_counters AS c (k, v) VALUES ($1, $2)
+		ON CONFLICT (k) DO UPDATE SET v = c.v + EXCLUDED.v
+		WHERE c.v + EXCLUDED.v BETWEEN 0 AND $3 RETURNING v`, key, delta, max).Scan(&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		cur, _ := t.Counter(key)
+		return cur, fmt.Errorf("add %d to %q (%d, max %d): %w", delta, key, cur, max, store.ErrOverflow)
+	}
+	return next, err
+}
+
+// addChecked reads the locked current value and writes only in range.
+func (t *tx) addChecked(key []byte, delta, max int64) (int64, error) {
 	var cur int64
 	err := t.tx.QueryRowContext(t.ctx, `SELECT v FROM flowgen_counters WHERE k = $1 FOR UPDATE`, key).Scan(&cur)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -284,13 +300,7 @@ func (t *tx) Add(key []byte, delta, max int64) (int64, error) {
 	var next int64
 	err = t.tx.QueryRowContext(t.ctx, `INSERT INTO flowgen_counters (k, v) VALUES ($1, $2)
 		ON CONFLICT (k) DO UPDATE SET v = flowgen_counters.v + EXCLUDED.v RETURNING v`, key, delta).Scan(&next)
-	if err != nil {
-		return 0, err
-	}
-	if next < 0 || next > max {
-		return next, fmt.Errorf("add %d to %q raced past its range (%d, max %d): %w", delta, key, next, max, store.ErrOverflow)
-	}
-	return next, nil
+	return next, err
 }
 
 // collateSQL is the step 2 compound primitive as one statement: apply the

@@ -43,13 +43,15 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// reserveSQL claims the oldest visible message; SKIP LOCKED lets workers
-// claim different messages concurrently instead of queueing on one row.
+// reserveSQL claims the oldest visible message whose job no other owner
+// holds; SKIP LOCKED lets workers claim different messages concurrently
+// instead of queueing on one row.
 const reserveSQL = `
 UPDATE flowgen_messages m SET visible_at = $3, attempt = m.attempt + 1, token = m.token + 1
 FROM (
-	SELECT stream, id FROM flowgen_messages
+	SELECT stream, id FROM flowgen_messages f
 	WHERE stream = $1 AND NOT done AND visible_at <= $2
+	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
 	ORDER BY visible_at, id LIMIT 1
 	FOR UPDATE SKIP LOCKED
 ) pick
@@ -57,7 +59,7 @@ WHERE m.stream = pick.stream AND m.id = pick.id
 RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason`
 
 func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
-	row := t.tx.QueryRowContext(t.ctx, reserveSQL, stream, t.now.UnixNano(), t.now.Add(visibility).UnixNano())
+	row := t.tx.QueryRowContext(t.ctx, reserveSQL, stream, t.now.UnixNano(), t.now.Add(visibility).UnixNano(), owner)
 	m, err := scanMessage(stream, row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Message{}, store.ErrEmpty
@@ -94,21 +96,27 @@ func (t *tx) current(rc store.Receipt) (store.Message, error) {
 	return m, err
 }
 
-func (t *tx) Ack(rc store.Receipt) error {
-	if _, err := t.current(rc); err != nil {
+// onReceipt runs an update of the message a receipt names, in one
+// statement; it fails with ErrStaleReceipt, changing nothing, unless the
+// receipt is the latest reservation.
+func (t *tx) onReceipt(rc store.Receipt, set string, args ...any) error {
+	res, err := t.exec(`UPDATE flowgen_messages SET `+set+` WHERE stream = $1 AND id = $2 AND token = $3 AND NOT done`,
+		append([]any{rc.Stream, rc.ID[:], int64(rc.Token)}, args...)...)
+	if err != nil {
 		return err
 	}
-	_, err := t.exec(`UPDATE flowgen_messages SET done = true, payload = NULL WHERE stream = $1 AND id = $2`, rc.Stream, rc.ID[:])
-	return err
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+	}
+	return nil
+}
+
+func (t *tx) Ack(rc store.Receipt) error {
+	return t.onReceipt(rc, `done = true, payload = NULL`)
 }
 
 func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {
-	if _, err := t.current(rc); err != nil {
-		return err
-	}
-	_, err := t.exec(`UPDATE flowgen_messages SET token = token + 1, visible_at = $3 WHERE stream = $1 AND id = $2`,
-		rc.Stream, rc.ID[:], t.now.Add(delay).UnixNano())
-	return err
+	return t.onReceipt(rc, `token = token + 1, visible_at = $4`, t.now.Add(delay).UnixNano())
 }
 
 func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
@@ -163,23 +171,26 @@ func (t *tx) Lease(job []byte) (store.Lease, error) {
 	return store.Lease{Job: bytes.Clone(job), Owner: owner, Token: uint64(token), Expires: time.Unix(0, expires)}, nil
 }
 
+// acquireSQL takes or renews a lease in one statement: the update applies
+// only when the lease is free, expired or already ours; a new tenure gets
+// a higher token, a renewal keeps it.
+const acquireSQL = `
+INSERT INTO flowgen_leases AS l (job, owner, token, expires) VALUES ($1, $2, 1, $4)
+ON CONFLICT (job) DO UPDATE SET
+	token = CASE WHEN l.owner = $2 AND l.expires > $3 THEN l.token ELSE l.token + 1 END,
+	owner = $2, expires = $4
+WHERE l.owner = $2 OR l.expires <= $3
+RETURNING token`
+
 func (t *tx) AcquireLease(job []byte, owner string, ttl time.Duration) (store.Lease, error) {
-	if _, err := t.exec(`INSERT INTO flowgen_leases (job, owner, token, expires) VALUES ($1, '', 0, 0) ON CONFLICT (job) DO NOTHING`, job); err != nil {
-		return store.Lease{}, err
-	}
-	curOwner, token, expires, _, err := t.leaseRow(job, "FOR UPDATE")
-	if err != nil {
-		return store.Lease{}, err
-	}
-	live := expires > t.now.UnixNano()
-	switch {
-	case live && curOwner != owner:
-		return store.Lease{}, fmt.Errorf("lease of %x held by %s: %w", job, curOwner, store.ErrLeaseHeld)
-	case !live || curOwner != owner:
-		token++ // a new tenure fences every earlier one
-	}
 	exp := t.now.Add(ttl).UnixNano()
-	if _, err := t.exec(`UPDATE flowgen_leases SET owner = $2, token = $3, expires = $4 WHERE job = $1`, job, owner, token, exp); err != nil {
+	var token int64
+	err := t.tx.QueryRowContext(t.ctx, acquireSQL, job, owner, t.now.UnixNano(), exp).Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) {
+		holder, _, _, _, _ := t.leaseRow(job, "")
+		return store.Lease{}, fmt.Errorf("lease of %x held by %s: %w", job, holder, store.ErrLeaseHeld)
+	}
+	if err != nil {
 		return store.Lease{}, err
 	}
 	return store.Lease{Job: bytes.Clone(job), Owner: owner, Token: uint64(token), Expires: time.Unix(0, exp)}, nil

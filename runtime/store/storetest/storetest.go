@@ -56,6 +56,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"EnqueueInFailedUpdateIsNotPublished", testEnqueueInFailedUpdate},
 		{"Leases", testLeases},
 		{"FencedCommitIsRejected", testFencedCommit},
+		{"ReserveSkipsJobsLeasedByOthers", testReserveAffinity},
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"ConcurrentReserveDeliversOnce", testConcurrentReserve},
 		{"DurableAcrossReopen", testDurableAcrossReopen},
@@ -633,5 +634,27 @@ func testNotify(t *testing.T, h *harness) {
 	}
 	cancel()
 	for range ch { // the channel closes when ctx ends
+	}
+}
+
+func testReserveAffinity(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		if err := tx.Enqueue(store.Message{ID: id(1), Stream: "s", Job: []byte("busy"), Payload: []byte("1")}); err != nil {
+			return err
+		}
+		return tx.Enqueue(store.Message{ID: id(2), Stream: "s", Job: []byte("free"), Payload: []byte("2")})
+	})
+	if _, err := acquire(h, "busy", "other", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	m, err := reserve(h.s, "s", "w1", time.Minute)
+	if err != nil || string(m.Payload) != "2" {
+		t.Fatalf("reserved %q (%v), want the message of the job nobody holds", m.Payload, err)
+	}
+	if _, err := reserve(h.s, "s", "w1", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("reserved a message of a job another owner holds: %v", err)
+	}
+	if m, err := reserve(h.s, "s", "other", time.Minute); err != nil || string(m.Payload) != "1" {
+		t.Fatalf("the holder could not reserve its job's message: %q %v", m.Payload, err)
 	}
 }

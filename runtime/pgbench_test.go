@@ -1,0 +1,205 @@
+package runtime
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
+)
+
+// TestHelperPostgresWorker is not a test: the PostgreSQL benchmarks run the
+// test binary with FLOWGEN_PGBENCH_STORE set to make it a worker process.
+func TestHelperPostgresWorker(t *testing.T) {
+	url := os.Getenv("FLOWGEN_PGBENCH_STORE")
+	if url == "" {
+		t.Skip("worker process of the PostgreSQL benchmarks")
+	}
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	e := New(s, Options{Owner: fmt.Sprintf("pid-%d", os.Getpid())})
+	for _, f := range []*Flow{linearFlow(), fanFlow()} {
+		if err := e.Register(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+	}
+	e.Run(context.Background(), 8) // until killed
+}
+
+// pgRun starts jobs of flow on a fresh schema, works them with procs worker
+// processes, and returns the elapsed time from the first start to the last
+// completion.
+func pgRun(b *testing.B, flow *Flow, input string, jobs, procs int) time.Duration {
+	b.Helper()
+	url := pgtest.FreshSchema(b)
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e := New(s, Options{})
+	if err := e.Register(flow); err != nil {
+		b.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	defer func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}()
+	for range procs {
+		c := exec.Command(os.Args[0], "-test.run=^TestHelperPostgresWorker$", "-test.timeout=0")
+		c.Env = append(os.Environ(), "FLOWGEN_PGBENCH_STORE="+url)
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	start := time.Now()
+	ids := startConcurrently(b, e, flow.Name, input, jobs)
+	waitAll(b, s.DB(), len(ids))
+	return time.Since(start)
+}
+
+func startConcurrently(b *testing.B, e *Engine, flow, input string, jobs int) []JobID {
+	ids := make([]JobID, jobs)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < jobs; i += 8 {
+				id, err := e.Start(context.Background(), flow, json.RawMessage(input))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				ids[i] = id
+			}
+		}()
+	}
+	wg.Wait()
+	return ids
+}
+
+// waitAll polls, cheaply (the partial index of pending messages), until
+// no work is left; every one of the n started jobs is then finished.
+func waitAll(b *testing.B, db *sql.DB, n int) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		var pending int
+		err := db.QueryRow(`SELECT count(*) FROM flowgen_messages WHERE stream = $1 AND NOT done`, WorkStream).Scan(&pending)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if pending == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.Fatalf("%d jobs did not finish in 5 minutes", n)
+}
+
+// BenchmarkPostgres reports durable node executions per second on
+// PostgreSQL (synchronous_commit on, the server default) for the 3-node
+// flow and the 1-to-100 fan-out, with 1, 2 and 4 worker processes of 8
+// goroutines each. bench/river measures River on the same database for the
+// ratio (make bench-postgres prints both).
+func BenchmarkPostgres(b *testing.B) {
+	items := make([]item, 100)
+	for i := range items {
+		items[i].N = i
+	}
+	fanIn, _ := json.Marshal(batch{Items: items})
+	for _, tc := range []struct {
+		name        string
+		flow        *Flow
+		input       string
+		jobs, nodes int
+	}{
+		{"linear", linearFlow(), `{"n":1}`, 1000, 3},
+		{"fanout", fanFlow(), string(fanIn), 20, 103},
+	} {
+		for _, procs := range []int{1, 2, 4} {
+			b.Run(fmt.Sprintf("%s/procs=%d", tc.name, procs), func(b *testing.B) {
+				var elapsed time.Duration
+				for range b.N {
+					elapsed += pgRun(b, tc.flow, tc.input, tc.jobs, procs)
+				}
+				b.ReportMetric(float64(tc.jobs*tc.nodes*b.N)/elapsed.Seconds(), "nodes/s")
+			})
+		}
+	}
+}
+
+// BenchmarkPostgresLatency measures job latency (start to completion
+// commit) of the 3-node flow on 2 worker processes at half the peak rate
+// measured first in the same run, and reports p50 and p99.
+func BenchmarkPostgresLatency(b *testing.B) {
+	const jobs = 600
+	peak := float64(jobs) / pgRun(b, linearFlow(), `{"n":1}`, jobs, 2).Seconds() // jobs/s
+	rate := peak / 2
+	url := pgtest.FreshSchema(b)
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e := New(s, Options{})
+	if err := e.Register(linearFlow()); err != nil {
+		b.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	for range 2 {
+		c := exec.Command(os.Args[0], "-test.run=^TestHelperPostgresWorker$", "-test.timeout=0")
+		c.Env = append(os.Environ(), "FLOWGEN_PGBENCH_STORE="+url)
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	defer func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}()
+	var ids []JobID
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	for range jobs {
+		<-tick.C
+		id, err := e.Start(context.Background(), "linear", json.RawMessage(`{"n":1}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	tick.Stop()
+	waitAll(b, s.DB(), jobs)
+	var lat []time.Duration
+	for _, id := range ids {
+		st, err := e.Status(context.Background(), id)
+		if err != nil || !st.Done() {
+			b.Fatalf("%+v %v", st, err)
+		}
+		lat = append(lat, st.Finished.Sub(st.Started))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(peak*3, "peak-nodes/s")
+	b.ReportMetric(rate, "offered-jobs/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
