@@ -62,24 +62,8 @@ func runJobs(b *testing.B, flow *Flow, input string, jobs int) (time.Duration, *
 	if err := e.Register(flow); err != nil {
 		b.Fatal(err)
 	}
-	ids := make([]JobID, jobs)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for w := range benchWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < jobs; i += benchWorkers {
-				id, err := e.Start(context.Background(), flow.Name, json.RawMessage(input))
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				ids[i] = id
-			}
-		}()
-	}
-	wg.Wait()
+	ids := startConcurrently(b, e, flow.Name, input, jobs)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx, benchWorkers) }()
@@ -188,20 +172,7 @@ func BenchmarkJobsInFlight(b *testing.B) {
 		b.Fatal(err)
 	}
 	for range b.N {
-		var wg sync.WaitGroup
-		for w := range benchWorkers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; i < jobs; i += benchWorkers {
-					if _, err := e.Start(context.Background(), "linear", json.RawMessage(`{"n":1}`)); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
+		startConcurrently(b, e, "linear", `{"n":1}`, jobs)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if err := e.Run(ctx, benchWorkers); err != nil {
 			b.Fatal(err)

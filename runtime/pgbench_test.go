@@ -53,25 +53,33 @@ func pgRun(b *testing.B, flow *Flow, input string, jobs, procs int) time.Duratio
 	if err := e.Register(flow); err != nil {
 		b.Fatal(err)
 	}
-	var cmds []*exec.Cmd
-	defer func() {
-		for _, c := range cmds {
-			c.Process.Kill()
-			c.Wait()
-		}
-	}()
-	for range procs {
-		c := exec.Command(os.Args[0], "-test.run=^TestHelperPostgresWorker$", "-test.timeout=0")
-		c.Env = append(os.Environ(), "FLOWGEN_PGBENCH_STORE="+url)
-		if err := c.Start(); err != nil {
-			b.Fatal(err)
-		}
-		cmds = append(cmds, c)
-	}
+	defer spawnWorkers(b, url, procs)()
 	start := time.Now()
 	ids := startConcurrently(b, e, flow.Name, input, jobs)
 	waitAll(b, s.DB(), len(ids))
 	return time.Since(start)
+}
+
+// spawnWorkers starts n worker processes on the store at url and returns
+// the function that kills them.
+func spawnWorkers(b *testing.B, url string, n int) (stop func()) {
+	var cmds []*exec.Cmd
+	stop = func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}
+	for range n {
+		c := exec.Command(os.Args[0], "-test.run=^TestHelperPostgresWorker$", "-test.timeout=0")
+		c.Env = append(os.Environ(), "FLOWGEN_PGBENCH_STORE="+url)
+		if err := c.Start(); err != nil {
+			stop()
+			b.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	return stop
 }
 
 func startConcurrently(b *testing.B, e *Engine, flow, input string, jobs int) []JobID {
@@ -162,21 +170,7 @@ func BenchmarkPostgresLatency(b *testing.B) {
 	if err := e.Register(linearFlow()); err != nil {
 		b.Fatal(err)
 	}
-	var cmds []*exec.Cmd
-	for range 2 {
-		c := exec.Command(os.Args[0], "-test.run=^TestHelperPostgresWorker$", "-test.timeout=0")
-		c.Env = append(os.Environ(), "FLOWGEN_PGBENCH_STORE="+url)
-		if err := c.Start(); err != nil {
-			b.Fatal(err)
-		}
-		cmds = append(cmds, c)
-	}
-	defer func() {
-		for _, c := range cmds {
-			c.Process.Kill()
-			c.Wait()
-		}
-	}()
+	defer spawnWorkers(b, url, 2)()
 	var ids []JobID
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	for range jobs {
