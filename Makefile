@@ -1,7 +1,8 @@
 # flowgen developer targets. `make help` lists them.
 
 GO        ?= go
-PKGS      := ./...
+# Golden packages of the generator live under testdata, which ./... skips.
+PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.yaml)))
 FUZZTIME  ?= 5s
 # Fuzz targets run briefly by `make test`: package:target pairs.
 FUZZ      := ./connectorspec:FuzzParseSpec ./flowir:FuzzParseFlow ./idemkey:FuzzEncode

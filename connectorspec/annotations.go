@@ -10,9 +10,14 @@ import (
 
 // Annotations are flowgen's JSON Schema keywords on one (sub)schema:
 // x-data-class, which says what kind of data a value holds, and
-// x-determinism, which says how reproducible the value is.
+// x-determinism, which says how reproducible the value is; plus the standard
+// format and contentEncoding keywords, for generators.
 type Annotations struct {
 	DataClass string
+	// Format and ContentEncoding repeat the standard keywords, which the
+	// compiled schema keeps only when it asserts them; generators read them
+	// here to choose Go types (date-time, byte, base64).
+	Format, ContentEncoding string
 	// Determinism is nil when x-determinism is not written.
 	Determinism *flowtype.Determinism
 }
@@ -42,10 +47,12 @@ var annotationVocabulary = &jsonschema.Vocabulary{
 	Compile: func(_ *jsonschema.CompilerContext, obj map[string]any) (jsonschema.SchemaExt, error) {
 		cls, hasCls := obj["x-data-class"]
 		det, hasDet := obj["x-determinism"]
-		if !hasCls && !hasDet {
+		format, _ := obj["format"].(string)
+		encoding, _ := obj["contentEncoding"].(string)
+		if !hasCls && !hasDet && format == "" && encoding == "" {
 			return nil, nil
 		}
-		var a Annotations
+		a := Annotations{Format: format, ContentEncoding: encoding}
 		if hasCls {
 			s, ok := cls.(string)
 			if !ok {

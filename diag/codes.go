@@ -64,6 +64,12 @@ const (
 	SUB002    Code = "SUB002"
 )
 
+// Code generation codes: valid specs the generator cannot express in Go.
+const (
+	GEN001 Code = "GEN001" // schema shape the generator does not support
+	GEN002 Code = "GEN002" // port layout a node cannot have
+)
+
 // Codes is the table of every diagnostic code flowgen reports, in the order
 // docs/diagnostics.md lists them.
 var Codes = []Info{
@@ -151,6 +157,10 @@ var Codes = []Info{
 		"Add the port to the subflow's `inputs` if it may see this data."},
 	{SUB002, Error, "subflow nesting too deep or recursive",
 		"Break the recursion, or flatten the nesting."},
+	{GEN001, Error, "schema shape the generator does not support",
+		"Simplify the schema to what `flowgen gen` supports (docs/codegen.md), or carry the value as a JSON string."},
+	{GEN002, Error, "port layout a node cannot have",
+		"Give the connector one output port, and call its input port `in` when it has several."},
 }
 
 // Lookup returns the table entry for c and whether it exists.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
 	"time"
 )
@@ -16,6 +17,8 @@ type Capabilities struct {
 	KVWrite    KVWriter
 	BlobRead   BlobReader
 	BlobWrite  BlobWriter
+	DBRead     DBReader
+	DBWrite    DBWriter
 	Dedupe     DedupeStore
 	Clock      Clock
 	RNG        RNG
@@ -83,4 +86,23 @@ type RNG interface{ Uint64() uint64 }
 // appear in specs, flows, logs or job state.
 type Secrets interface {
 	Secret(ctx context.Context, handle string) (string, error)
+}
+
+// DBReader queries the database the connector is bound to; *sql.DB
+// implements it.
+type DBReader interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// DBWriter changes the database the connector is bound to; *sql.DB
+// implements it.
+type DBWriter interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// NotGranted is the error a generated context returns when a capability
+// the spec declares was not granted to the activation (the engine was not
+// configured with what backs it): PolicyDenied, naming the capability.
+func NotGranted(capability string) error {
+	return Errorf(PolicyDenied, "capability %s is declared but was not granted to this activation; configure runtime.Grants with what backs it", capability)
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"database/sql"
 	"net/http"
 	"slices"
 
@@ -20,6 +21,8 @@ type Grants struct {
 	Transport http.RoundTripper
 	// Secrets resolves handles; EnvSecrets when nil.
 	Secrets Secrets
+	// DB backs db.read and db.write.
+	DB *sql.DB
 	// Seed seeds rng.seeded per activation (mixed with nothing else, so a
 	// replay with the same seed draws the same numbers).
 	Seed uint64
@@ -60,6 +63,14 @@ func (g Grants) For(info NodeInfo) Capabilities {
 		}
 		if has(flowtype.BlobWrite) {
 			caps.BlobWrite = b
+		}
+	}
+	if g.DB != nil {
+		if has(flowtype.DBRead) || has(flowtype.DBWrite) {
+			caps.DBRead = g.DB
+		}
+		if has(flowtype.DBWrite) {
+			caps.DBWrite = g.DB
 		}
 	}
 	if has(flowtype.Clock) {

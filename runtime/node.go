@@ -109,7 +109,8 @@ type Runner interface {
 
 // Typed adapts a typed node function to Runner: params and input are decoded
 // (a decode failure is SchemaMismatch) and validated when they implement
-// Validate() error, and the output is encoded.
+// Validate() error, and the output is validated the same way (a node that
+// breaks its own output schema fails with SchemaMismatch) and encoded.
 func Typed[P, I, O any](info NodeInfo, run func(ctx *Context, params P, in I) (O, error)) Runner {
 	return typedRunner[P, I, O]{info, run}
 }
@@ -134,6 +135,11 @@ func (t typedRunner[P, I, O]) Run(ctx *Context, params, input json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
+	if v, ok := any(&out).(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, NewError(SchemaMismatch, fmt.Errorf("output breaks its schema (a bug in the node): %w", err))
+		}
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, NewError(SchemaMismatch, fmt.Errorf("encode output: %w", err))
@@ -142,6 +148,9 @@ func (t typedRunner[P, I, O]) Run(ctx *Context, params, input json.RawMessage) (
 }
 
 func decodeValid(data json.RawMessage, dst any, what string) error {
+	if _, strict := dst.(json.Unmarshaler); strict && (len(data) == 0 || string(data) == "null") {
+		data = json.RawMessage("{}") // generated types report missing required fields
+	}
 	if len(data) > 0 && string(data) != "null" {
 		if err := json.Unmarshal(data, dst); err != nil {
 			return NewError(SchemaMismatch, fmt.Errorf("decode %s: %w", what, err))

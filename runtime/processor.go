@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -175,30 +176,55 @@ func (e *Engine) keepLease(ctx context.Context, en *entry) (stop func()) {
 // activationKey computes the canonical idempotency key of an activation
 // from the key fields of its input; empty for nodes without a key.
 func activationKey(info NodeInfo, t task) (string, error) {
-	if len(info.KeyFields) == 0 {
-		return "", nil
-	}
-	all, err := idemkey.ParseFields(t.Input)
-	if err != nil {
-		return "", fmt.Errorf("idempotency key of %s: %w", t.Node, err)
-	}
-	fields := make(map[string]any, len(info.KeyFields))
-	for _, f := range info.KeyFields {
-		v, ok := all[f]
-		if !ok {
-			return "", fmt.Errorf("idempotency key of %s: input has no field %q", t.Node, f)
-		}
-		fields[f] = v
-	}
 	node := t.Node
 	if t.Undo > 0 {
 		node += "#undo" // the undo of a node has keys of its own
 	}
+	return IdempotencyKey(info, node, t.Input)
+}
+
+// IdempotencyKey is the key the engine gives an activation of the flow node
+// named node with this input: lowercase hex of the canonical key over the
+// node's key fields (dotted paths into the input). Empty when the node
+// declares no key fields. Generated IdempotencyKey functions compute the
+// same key from typed input.
+func IdempotencyKey(info NodeInfo, node string, input json.RawMessage) (string, error) {
+	if len(info.KeyFields) == 0 {
+		return "", nil
+	}
+	all, err := idemkey.ParseFields(input)
+	if err != nil {
+		return "", fmt.Errorf("idempotency key of %s: %w", node, err)
+	}
+	fields := make(map[string]any, len(info.KeyFields))
+	for _, f := range info.KeyFields {
+		v, ok := fieldAt(all, f)
+		if !ok {
+			return "", fmt.Errorf("idempotency key of %s: input has no field %q", node, f)
+		}
+		fields[f] = v
+	}
 	k, err := idemkey.Compute(idemkey.Input{Schema: info.KeySchema, Node: node, Fields: fields})
 	if err != nil {
-		return "", fmt.Errorf("idempotency key of %s: %w", t.Node, err)
+		return "", fmt.Errorf("idempotency key of %s: %w", node, err)
 	}
 	return k.String(), nil
+}
+
+// fieldAt resolves a dotted key-field path ("customer.id") in a decoded
+// JSON object.
+func fieldAt(obj map[string]any, path string) (any, bool) {
+	var cur any = obj
+	for seg := range strings.SplitSeq(path, ".") {
+		m, isObj := cur.(map[string]any)
+		if !isObj {
+			return nil, false
+		}
+		if cur, isObj = m[seg]; !isObj {
+			return nil, false
+		}
+	}
+	return cur, true
 }
 
 // aspectStep is one entry of an activation's aspect step log: which aspect

@@ -41,6 +41,7 @@ func commands() []command {
 	return append([]command{
 		{"validate", "check ConnectorSpec and Flow files, printing diagnostics like a compiler", validateUsage, runValidate},
 		{"show", "validate, then describe connectors and flows", showUsage, runShow},
+		{"gen", "generate typed Go code from ConnectorSpecs (go generate)", genUsage, runGen},
 		{"idemkey", "compute a canonical idempotency key from key fields", idemkeyUsage, runIdemkey},
 		{"canonical", "print a spec or flow in its canonical JSON form", canonicalUsage, runCanonical},
 		{"schema", "print the JSON Schema of the ConnectorSpec or Flow format", schemaUsage, runSchema},

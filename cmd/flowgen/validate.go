@@ -10,6 +10,7 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowir"
+	"github.com/flowgen-dev/flowgen/gen"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
@@ -108,6 +109,9 @@ func load(paths []string) (*workspace, error) {
 		w.diags.Append(ds)
 		if s != nil {
 			w.specs = append(w.specs, s)
+			if !ds.HasErrors() {
+				w.diags.Append(gen.Check(s))
+			}
 		}
 	}
 	for _, f := range flowFiles {

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/gen"
+)
+
+const genUsage = `Usage: flowgen gen [--check] [PATH...]
+
+Generates typed Go code for every ConnectorSpec under the PATHs (default ".",
+searched recursively like flowgen validate): node_gen.go and types_gen.go next
+to each spec. A connector package declares one go:generate line,
+
+	//go:generate go tool flowgen gen
+
+so "go generate ./..." regenerates everything with the flowgen version pinned
+in go.mod. Generated files are deterministic; only files whose content
+changes are rewritten, each through a temporary file renamed into place. If
+any spec has errors, they are printed as diagnostics and nothing is written.
+
+--check writes nothing: it lists the files that are out of date and exits 1
+if there are any (for CI drift checks).
+
+Exit status: 0 done (or up to date), 1 errors or out-of-date files, 2 usage or I/O error.
+
+Flags:
+`
+
+func runGen(e *env, args []string) int {
+	fs := newFlagSet(e, "gen", genUsage)
+	check := fs.Bool("check", false, "write nothing; list out-of-date files and exit 1 if any")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	specFiles, _, diags, err := collect(paths)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen gen: %v\n", err)
+		return exitUsage
+	}
+	var files []gen.Generated
+	for _, f := range specFiles {
+		s, ds := connectorspec.Load(f)
+		diags.Append(ds)
+		if s == nil || ds.HasErrors() {
+			continue
+		}
+		out, ds := gen.Connector(s)
+		diags.Append(ds)
+		files = append(files, out...)
+	}
+	diags.Sort()
+	if len(diags) > 0 {
+		if err := diags.WriteText(e.stdout); err != nil {
+			fmt.Fprintf(e.stderr, "flowgen gen: %v\n", err)
+			return exitUsage
+		}
+	}
+	if diags.HasErrors() {
+		fmt.Fprintf(e.stderr, "flowgen gen: %s; nothing written\n", countErrors(diags))
+		return exitProblems
+	}
+	if len(specFiles) == 0 {
+		fmt.Fprintf(e.stderr, "flowgen gen: no ConnectorSpec found under %v\n", paths)
+		return exitUsage
+	}
+	if *check {
+		changed, err := gen.Changed(files)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "flowgen gen: %v\n", err)
+			return exitUsage
+		}
+		for _, p := range changed {
+			fmt.Fprintf(e.stdout, "out of date: %s\n", filepath.ToSlash(p))
+		}
+		if len(changed) > 0 {
+			fmt.Fprintf(e.stderr, "flowgen gen --check: %d of %d generated files out of date; run go generate ./...\n", len(changed), len(files))
+			return exitProblems
+		}
+		fmt.Fprintf(e.stderr, "flowgen gen --check: %d generated files up to date\n", len(files))
+		return exitOK
+	}
+	written, err := gen.Write(files)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen gen: %v\n", err)
+		return exitUsage
+	}
+	for _, p := range written {
+		fmt.Fprintf(e.stdout, "wrote %s\n", filepath.ToSlash(p))
+	}
+	fmt.Fprintf(e.stderr, "flowgen gen: %d connectors, %d files written, %d unchanged\n", len(specFiles), len(written), len(files)-len(written))
+	return exitOK
+}
+
+func countErrors(l diag.List) string {
+	n := 0
+	for _, d := range l {
+		if d.Severity == diag.Error {
+			n++
+		}
+	}
+	if n == 1 {
+		return "1 error"
+	}
+	return fmt.Sprintf("%d errors", n)
+}

@@ -1,0 +1,167 @@
+package gen_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/gen"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated files under testdata/")
+
+// cases lists the golden cases: directories under testdata holding a
+// connector.yaml, a hand-written connector.go and the generated files.
+func cases(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("testdata/*/connector.yaml")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	for i, d := range dirs {
+		dirs[i] = filepath.Dir(d)
+	}
+	return dirs
+}
+
+func generate(t *testing.T, dir string) []gen.Generated {
+	t.Helper()
+	s, diags := connectorspec.Load(filepath.Join(dir, "connector.yaml"))
+	if diags.HasErrors() {
+		t.Fatalf("%s: %v", dir, diags)
+	}
+	files, diags := gen.Connector(s)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %v", dir, diags)
+	}
+	return files
+}
+
+// TestGolden compares generated code with the files checked in under
+// testdata; go test ./gen -update rewrites them.
+func TestGolden(t *testing.T) {
+	for _, dir := range cases(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			files := generate(t, dir)
+			if *update {
+				if _, err := gen.Write(files); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			for _, f := range files {
+				want, err := os.ReadFile(f.Path)
+				if err != nil {
+					t.Fatalf("%v (run go test ./gen -update)", err)
+				}
+				if !bytes.Equal(f.Data, want) {
+					t.Errorf("%s differs from the generator's output; run go test ./gen -update and review the diff", f.Path)
+				}
+				if !bytes.HasPrefix(f.Data, []byte("// "+gen.Header+"\n")) {
+					t.Errorf("%s does not start with the generated-code header", f.Path)
+				}
+			}
+		})
+	}
+}
+
+// TestDeterministic generates each case many times: map iteration order
+// changes between runs in Go, so any dependence on it shows up as a diff.
+func TestDeterministic(t *testing.T) {
+	for _, dir := range cases(t) {
+		first := generate(t, dir)
+		for range 20 {
+			again := generate(t, dir)
+			for i := range first {
+				if !bytes.Equal(first[i].Data, again[i].Data) {
+					t.Fatalf("%s: output changed between runs", first[i].Path)
+				}
+			}
+		}
+	}
+}
+
+// TestGeneratedPackagesPass vets the golden packages and runs their own
+// tests, which exercise decoding, validation, keys and NewNode.
+func TestGeneratedPackagesPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds packages with the go command")
+	}
+	var pkgs []string
+	for _, dir := range cases(t) {
+		pkgs = append(pkgs, "./"+filepath.ToSlash(dir))
+	}
+	for _, args := range [][]string{append([]string{"vet"}, pkgs...), append([]string{"test", "-count=1"}, pkgs...)} {
+		out, err := exec.Command("go", args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("go %s: %v\n%s", args[0], err, out)
+		}
+	}
+}
+
+// TestUndeclaredCapabilityDoesNotCompile replaces a golden case's
+// hand-written file with one that uses capabilities its spec does not
+// declare, and checks that go build rejects it naming each method.
+func TestUndeclaredCapabilityDoesNotCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds packages with the go command")
+	}
+	for _, tc := range []struct {
+		dir, body string
+		want      []string
+	}{
+		{"testdata/pure", `package pure
+
+func (Connector) Run(ctx Context, _ Params, in Input) (Output, error) {
+	_ = ctx.Now()
+	_, _ = ctx.Get("https://example.com", nil)
+	return Output{Slug: in.Title}, nil
+}
+
+type Connector struct{}
+`, []string{"ctx.Now undefined", "ctx.Get undefined"}},
+		{"testdata/features", `package features
+
+func (Connector) Run(ctx Context, _ Params, in Input) (Output, error) {
+	_, _ = ctx.WriteBlob("x", nil), ctx.Uint64()
+	return Output{RequestID: in.RequestID}, nil
+}
+
+type Connector struct{}
+`, []string{"ctx.WriteBlob undefined", "ctx.Uint64 undefined"}},
+		{"testdata/pure", `package pure
+
+type Connector struct{}
+`, []string{"Connector does not implement Implementation (missing method Run)"}},
+	} {
+		abs, err := filepath.Abs(filepath.Join(tc.dir, "connector.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		replacement := filepath.Join(t.TempDir(), "connector.go")
+		overlay := filepath.Join(t.TempDir(), "overlay.json")
+		if err := os.WriteFile(replacement, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(map[string]any{"Replace": map[string]string{abs: replacement}})
+		if err := os.WriteFile(overlay, js, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("go", "build", "-overlay", overlay, "./"+tc.dir).CombinedOutput()
+		if err == nil {
+			t.Errorf("%s: a connector using undeclared capabilities compiled", tc.dir)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s: build output does not mention %q:\n%s", tc.dir, w, out)
+			}
+		}
+	}
+}

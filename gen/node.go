@@ -1,0 +1,334 @@
+//lint:file-ignore ST1001 jennifer is a code-building DSL meant to be dot-imported.
+
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	. "github.com/dave/jennifer/jen"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/flowtype"
+)
+
+const (
+	runtimePkg = "github.com/flowgen-dev/flowgen/runtime"
+	idemkeyPkg = "github.com/flowgen-dev/flowgen/idemkey"
+)
+
+// nodeEmitter writes the node file: metadata, the idempotency key
+// function, the manifest, the capability-gated context and NewNode.
+type nodeEmitter struct {
+	f        *File
+	spec     *connectorspec.Spec
+	in, out  typeRef
+	m        *model
+	problems []string
+}
+
+func (e *nodeEmitter) emit(manifest []byte) {
+	s := e.spec
+	e.f.Comment("Metadata declared in " + specBase(s) + ".")
+	defs := []Code{
+		Comment("ID is the connector id."),
+		Id("ID").Op("=").Lit(s.ID),
+		Comment("Version is the connector version."),
+		Id("Version").Op("=").Lit(s.Version),
+		Comment("Effects is what the connector may do to the world."),
+		Id("Effects").Op("=").Qual(runtimePkg, s.Effects.String()),
+		Comment("Determinism is how reproducible its output is."),
+		Id("Determinism").Op("=").Qual(runtimePkg, s.Determinism.String()),
+		Comment("RetryOwner is the single layer that retries failed calls."),
+		Id("RetryOwner").Op("=").Qual(runtimePkg, retryOwnerConst(s)),
+		Comment("KeySchema names the idempotency key schema: id@major version."),
+		Id("KeySchema").Op("=").Lit(s.ID + "@" + major(s.Version)),
+	}
+	if s.Idempotency != nil {
+		defs = append(defs,
+			Comment("IdempotencyScope is what a key is unique within."),
+			Id("IdempotencyScope").Op("=").Lit(s.Idempotency.Scope.String()),
+			Comment("IdempotencyTTL is how long a key is remembered."),
+			Id("IdempotencyTTL").Op("=").Add(durationCode(time.Duration(s.Idempotency.TTL))))
+	}
+	if s.RateLimit != nil {
+		defs = append(defs,
+			Comment("RateLimitQPS is the sustained calls per second the provider allows."),
+			Id("RateLimitQPS").Op("=").Lit(s.RateLimit.QPS),
+			Comment("RateLimitBurst is the calls allowed at once."),
+			Id("RateLimitBurst").Op("=").Lit(s.RateLimit.Burst))
+	}
+	if s.Compensation != nil {
+		defs = append(defs,
+			Comment("Compensation is the connector that undoes this one's effect."),
+			Id("Compensation").Op("=").Lit(s.Compensation.Connector))
+	}
+	e.f.Const().Defs(defs...)
+	e.f.Line()
+
+	e.stringList("Egress", "Egress returns the hosts the connector may contact (exact or *.suffix).", s.Egress)
+	e.stringList("Scopes", "Scopes returns the OAuth-style scopes the connector requests.", s.Scopes)
+	e.stringList("Capabilities", "Capabilities returns the capabilities the connector declares.", capNames(s))
+	e.emitRetryPolicy()
+	e.emitInfo()
+	e.emitKey()
+	e.f.Comment("Manifest returns the connector's spec as canonical JSON, with the schemas")
+	e.f.Comment("it refers to bundled under $defs, exactly as " + specBase(s) + " declared it.")
+	e.f.Func().Id("Manifest").Params().Index().Byte().Block(Return(Index().Byte().Call(Id("manifest"))))
+	e.f.Line()
+	e.f.Const().Id("manifest").Op("=").Add(stringLiteral(manifest))
+	e.f.Line()
+	e.emitSecrets()
+	e.emitContext()
+	e.emitNewNode()
+}
+
+func specBase(s *connectorspec.Spec) string {
+	_, base := splitPath(s.File)
+	return base
+}
+
+func splitPath(p string) (dir, base string) {
+	i := strings.LastIndexAny(p, `/\`)
+	return p[:i+1], p[i+1:]
+}
+
+func major(version string) string {
+	m, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	return m
+}
+
+func retryOwnerConst(s *connectorspec.Spec) string {
+	if s.Retry == nil {
+		return "RetryNone"
+	}
+	switch s.Retry.Owner {
+	case flowtype.RetryConnector:
+		return "RetryConnector"
+	case flowtype.RetryOrchestrator:
+		return "RetryOrchestrator"
+	}
+	return "RetryNone"
+}
+
+// durationCode renders d as the readable constant expression a person
+// would write: 24 * time.Hour, 500 * time.Millisecond.
+func durationCode(d time.Duration) Code {
+	units := []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"}, {time.Millisecond, "Millisecond"}, {time.Microsecond, "Microsecond"}}
+	if d == 0 {
+		return Lit(0)
+	}
+	for _, u := range units {
+		if d%u.d == 0 {
+			if d == u.d {
+				return Qual("time", u.name)
+			}
+			return Lit(int(d/u.d)).Op("*").Qual("time", u.name)
+		}
+	}
+	return Qual("time", "Duration").Call(Lit(int64(d)))
+}
+
+func (e *nodeEmitter) stringList(name, doc string, values []string) {
+	e.f.Comment(doc)
+	var lits []Code
+	for _, v := range values {
+		lits = append(lits, Lit(v))
+	}
+	ret := Return(Nil())
+	if len(lits) > 0 {
+		ret = Return(Index().String().Values(lits...))
+	}
+	e.f.Func().Id(name).Params().Index().String().Block(ret)
+	e.f.Line()
+}
+
+func capNames(s *connectorspec.Spec) []string {
+	var out []string
+	for _, c := range s.Capabilities {
+		out = append(out, string(c.Name))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (e *nodeEmitter) emitRetryPolicy() {
+	s := e.spec
+	d := Dict{}
+	if s.Retry != nil && s.Retry.Policy != nil && s.Retry.Owner == flowtype.RetryOrchestrator {
+		p := s.Retry.Policy
+		d[Id("InitialInterval")] = durationCode(time.Duration(p.InitialInterval))
+		if p.BackoffCoefficient != 0 {
+			d[Id("BackoffCoefficient")] = Lit(p.BackoffCoefficient)
+		}
+		if p.MaxInterval != 0 {
+			d[Id("MaxInterval")] = durationCode(time.Duration(p.MaxInterval))
+		}
+		d[Id("MaxAttempts")] = Lit(p.MaxAttempts)
+		if len(p.NonRetryable) > 0 {
+			var kinds []Code
+			for _, k := range p.NonRetryable {
+				kinds = append(kinds, Qual(runtimePkg, k.String()))
+			}
+			d[Id("NonRetryable")] = Index().Qual(runtimePkg, "ErrorKind").Values(kinds...)
+		}
+	}
+	e.f.Comment("RetryPolicy is how the orchestrator retries a failed activation. It is one")
+	e.f.Comment("attempt unless the spec makes the orchestrator the retry owner: a connector")
+	e.f.Comment("that retries itself must not be retried again from outside.")
+	e.f.Func().Id("RetryPolicy").Params().Qual(runtimePkg, "RetryPolicy").Block(
+		Return(Qual(runtimePkg, "RetryPolicy").Values(d)))
+	e.f.Line()
+}
+
+func (e *nodeEmitter) emitInfo() {
+	d := Dict{
+		Id("ID"):           Id("ID"),
+		Id("Version"):      Id("Version"),
+		Id("Effects"):      Id("Effects"),
+		Id("Determinism"):  Id("Determinism"),
+		Id("RetryOwner"):   Id("RetryOwner"),
+		Id("Retry"):        Id("RetryPolicy").Call(),
+		Id("KeySchema"):    Id("KeySchema"),
+		Id("Capabilities"): Id("Capabilities").Call(),
+		Id("Egress"):       Id("Egress").Call(),
+	}
+	if keys := e.keyFields(); len(keys) > 0 {
+		var lits []Code
+		for _, k := range keys {
+			lits = append(lits, Lit(k))
+		}
+		d[Id("KeyFields")] = Index().String().Values(lits...)
+	}
+	e.f.Comment("Info is what the runtime needs to know about the connector.")
+	e.f.Func().Id("Info").Params().Qual(runtimePkg, "NodeInfo").Block(Return(Qual(runtimePkg, "NodeInfo").Values(d)))
+	e.f.Line()
+}
+
+func (e *nodeEmitter) keyFields() []string {
+	if e.spec.Idempotency == nil {
+		return nil
+	}
+	return e.spec.Idempotency.Key
+}
+
+// emitKey writes IdempotencyKey, which reads the key fields straight from
+// the typed input.
+func (e *nodeEmitter) emitKey() {
+	keys := e.keyFields()
+	if len(keys) == 0 {
+		return
+	}
+	var body []Code
+	fields := Dict{}
+	for _, k := range keys {
+		expr, guards, ok := e.fieldExpr(k)
+		if !ok {
+			continue
+		}
+		for _, g := range guards {
+			body = append(body, If(g.Clone().Op("==").Nil()).Block(
+				Return(Qual(idemkeyPkg, "Key").Values(), Qual("fmt", "Errorf").Call(Lit(fmt.Sprintf("idempotency key of %%s: key field %q is absent", k)), Id("node"))),
+			))
+		}
+		fields[Lit(k)] = expr
+	}
+	body = append(body, Return(Qual(idemkeyPkg, "Compute").Call(Qual(idemkeyPkg, "Input").Values(Dict{
+		Id("Schema"): Id("KeySchema"),
+		Id("Node"):   Id("node"),
+		Id("Fields"): Map(String()).Any().Values(fields),
+	}))))
+	e.f.Comment("IdempotencyKey computes the canonical idempotency key of in as the flow node")
+	e.f.Comment(fmt.Sprintf("named node: from the key fields %s only, so it equals the key the", strings.Join(keys, ", ")))
+	e.f.Comment("runtime gives the activation (Context.IdempotencyKey).")
+	e.f.Func().Id("IdempotencyKey").Params(Id("node").String(), Id("in").Op("*").Id(e.in.name)).Params(Qual(idemkeyPkg, "Key"), Error()).Block(body...)
+	e.f.Line()
+}
+
+// fieldExpr resolves a dotted key field in the input type: the Go
+// expression of its value and the pointers that must be non-nil first.
+func (e *nodeEmitter) fieldExpr(key string) (Code, []*Statement, bool) {
+	expr := Id("in")
+	t := e.in
+	var guards []*Statement
+	for _, seg := range strings.Split(key, ".") {
+		sd := e.structNamed(t.name)
+		if t.kind != kindStruct || sd == nil {
+			e.problems = append(e.problems, fmt.Sprintf("idempotency key field %q: %s is not an object", key, t.name))
+			return nil, nil, false
+		}
+		var fd *fieldDef
+		for i := range sd.fields {
+			if sd.fields[i].jsonName == seg {
+				fd = &sd.fields[i]
+			}
+		}
+		if fd == nil {
+			e.problems = append(e.problems, fmt.Sprintf("idempotency key field %q: the input has no property %q", key, seg))
+			return nil, nil, false
+		}
+		expr = expr.Clone().Dot(fd.goName)
+		if fd.optional() {
+			guards = append(guards, expr.Clone())
+			expr = Parens(Op("*").Add(expr))
+		}
+		t = fd.typ
+	}
+	switch t.kind {
+	case kindString, kindInt, kindFloat, kindBool:
+		return expr, guards, true
+	case kindEnum:
+		return String().Call(expr), guards, true
+	}
+	e.problems = append(e.problems, fmt.Sprintf("idempotency key field %q must be a string, number or boolean", key))
+	return nil, nil, false
+}
+
+func (e *nodeEmitter) structNamed(name string) *structDef {
+	for _, a := range e.m.aliases {
+		if a.name == name {
+			name = a.target
+		}
+	}
+	for _, sd := range e.m.structs {
+		if sd.name == name {
+			return sd
+		}
+	}
+	return nil
+}
+
+// emitSecrets writes the SecretHandle type with one constant per handle.
+func (e *nodeEmitter) emitSecrets() {
+	if !slices.Contains(capNames(e.spec), string(flowtype.Secrets)) {
+		return
+	}
+	e.f.Comment("SecretHandle names a secret the connector declares; Context.Secret resolves it.")
+	e.f.Type().Id("SecretHandle").String()
+	e.f.Line()
+	var defs []Code
+	for _, sec := range e.spec.Secrets {
+		defs = append(defs, Id("Secret"+goName(sec.Handle)).Id("SecretHandle").Op("=").Lit(sec.Handle))
+	}
+	if len(defs) > 0 {
+		e.f.Comment("The secret handles declared in " + specBase(e.spec) + ".")
+		e.f.Const().Defs(defs...)
+		e.f.Line()
+	}
+}
+
+// stringLiteral renders s as a raw string literal when it can be one, so a
+// multi-line manifest reads as JSON in the generated file.
+func stringLiteral(s []byte) Code {
+	if !bytes.ContainsAny(s, "`\r") && utf8.Valid(s) {
+		return Op("`" + string(s) + "`")
+	}
+	return Lit(string(s))
+}
