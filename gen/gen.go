@@ -32,8 +32,9 @@ import (
 
 // Names of the files generated for a connector, next to its spec.
 const (
-	TypesFile = "types_gen.go"
-	NodeFile  = "node_gen.go"
+	TypesFile    = "types_gen.go"
+	NodeFile     = "node_gen.go"
+	FixturesFile = "fixtures_gen_test.go" // only when the spec has fixtures
 )
 
 // Header is the first line of every generated file; Go tools recognise it.
@@ -164,11 +165,36 @@ func Connector(s *connectorspec.Spec) ([]Generated, diag.List) {
 	if err != nil {
 		return nil, internalError(s, "node", err)
 	}
-	return []Generated{
+	out := []Generated{
 		{Path: filepath.Join(dir, NodeFile), Data: node},
 		{Path: filepath.Join(dir, TypesFile), Data: types},
-	}, nil
+	}
+	if len(s.Fixtures) > 0 {
+		ff := newFile(pkg, s)
+		emitFixtures(ff, s)
+		fixtures, err := render(ff)
+		if err != nil {
+			return nil, internalError(s, "fixtures", err)
+		}
+		out = append(out, Generated{Path: filepath.Join(dir, FixturesFile), Data: fixtures})
+	}
+	return out, nil
 }
+
+// emitFixtures writes the test that runs every spec fixture through the
+// node with runtime/fixturetest.
+func emitFixtures(f *jen.File, s *connectorspec.Spec) {
+	f.Comment(fmt.Sprintf("TestFixtures runs the %d fixture(s) of %s through NewNode, replaying", len(s.Fixtures), specBase(s)))
+	f.Comment("their recorded HTTP exchanges; nothing reaches the network. Implement")
+	f.Comment("fixturetest.Setup on Connector in a _test.go file to give them a database")
+	f.Comment("or secret values.")
+	f.Func().Id("TestFixtures").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.Id("impl").Op(":=").Op("&").Id("Connector").Values(),
+		jen.Qual(fixturetestPkg, "Run").Call(jen.Id("t"), jen.Id("NewNode").Call(jen.Id("impl")), jen.Id("impl"), jen.Id("Manifest").Call()),
+	)
+}
+
+const fixturetestPkg = "github.com/flowgen-dev/flowgen/runtime/fixturetest"
 
 func internalError(s *connectorspec.Spec, what string, err error) diag.List {
 	var l diag.List
@@ -184,6 +210,7 @@ func newFile(pkg string, s *connectorspec.Spec) *jen.File {
 	f.ImportName(schematypesPkg, "schematypes")
 	f.ImportName(runtimePkg, "runtime")
 	f.ImportName(idemkeyPkg, "idemkey")
+	f.ImportName(fixturetestPkg, "fixturetest")
 	return f
 }
 

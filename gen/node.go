@@ -162,7 +162,7 @@ func capNames(s *connectorspec.Spec) []string {
 func (e *nodeEmitter) emitRetryPolicy() {
 	s := e.spec
 	d := Dict{}
-	if s.Retry != nil && s.Retry.Policy != nil && s.Retry.Owner == flowtype.RetryOrchestrator {
+	if s.Retry != nil && s.Retry.Policy != nil {
 		p := s.Retry.Policy
 		d[Id("InitialInterval")] = durationCode(time.Duration(p.InitialInterval))
 		if p.BackoffCoefficient != 0 {
@@ -180,9 +180,9 @@ func (e *nodeEmitter) emitRetryPolicy() {
 			d[Id("NonRetryable")] = Index().Qual(runtimePkg, "ErrorKind").Values(kinds...)
 		}
 	}
-	e.f.Comment("RetryPolicy is how the orchestrator retries a failed activation. It is one")
-	e.f.Comment("attempt unless the spec makes the orchestrator the retry owner: a connector")
-	e.f.Comment("that retries itself must not be retried again from outside.")
+	e.f.Comment("RetryPolicy is the backoff policy the spec declares (one attempt when none).")
+	e.f.Comment("The engine applies it only when RetryOwner is RetryOrchestrator; a connector")
+	e.f.Comment("that owns its retries applies it itself, and is never retried from outside.")
 	e.f.Func().Id("RetryPolicy").Params().Qual(runtimePkg, "RetryPolicy").Block(
 		Return(Qual(runtimePkg, "RetryPolicy").Values(d)))
 	e.f.Line()

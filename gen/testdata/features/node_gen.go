@@ -51,9 +51,9 @@ func Capabilities() []string {
 	return []string{"clock", "dedupe", "http.read", "http.write", "kv.read", "kv.write", "secrets"}
 }
 
-// RetryPolicy is how the orchestrator retries a failed activation. It is one
-// attempt unless the spec makes the orchestrator the retry owner: a connector
-// that retries itself must not be retried again from outside.
+// RetryPolicy is the backoff policy the spec declares (one attempt when none).
+// The engine applies it only when RetryOwner is RetryOrchestrator; a connector
+// that owns its retries applies it itself, and is never retried from outside.
 func RetryPolicy() runtime.RetryPolicy {
 	return runtime.RetryPolicy{
 		BackoffCoefficient: 2.0,

@@ -39,9 +39,9 @@ func Capabilities() []string {
 	return nil
 }
 
-// RetryPolicy is how the orchestrator retries a failed activation. It is one
-// attempt unless the spec makes the orchestrator the retry owner: a connector
-// that retries itself must not be retried again from outside.
+// RetryPolicy is the backoff policy the spec declares (one attempt when none).
+// The engine applies it only when RetryOwner is RetryOrchestrator; a connector
+// that owns its retries applies it itself, and is never retried from outside.
 func RetryPolicy() runtime.RetryPolicy {
 	return runtime.RetryPolicy{}
 }
@@ -78,6 +78,26 @@ const manifest = `{
   },
   "determinism": "Strict",
   "effects": "Pure",
+  "fixtures": [
+    {
+      "input": {
+        "title": "Hello, World: 2026!"
+      },
+      "name": "words",
+      "output": {
+        "slug": "hello-world-2026"
+      }
+    },
+    {
+      "error": {
+        "kind": "Permanent"
+      },
+      "input": {
+        "title": "¡¿!?"
+      },
+      "name": "no-words"
+    }
+  ],
   "id": "text.slug",
   "inputs": {
     "in": {

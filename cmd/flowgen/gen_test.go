@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExamplesAreGenerated is the drift check CI relies on: the generated
+// files checked in under examples/ are what flowgen gen produces now.
+func TestExamplesAreGenerated(t *testing.T) {
+	r := run(t, "", "gen", "--check", "../../examples")
+	if r.exit != exitOK {
+		t.Fatalf("exit %d: examples are out of date (run go generate ./...):\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "24 generated files up to date") {
+		t.Errorf("summary: %q", r.stderr)
+	}
+}
+
+// copyDir copies a directory tree of small files.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, "../../examples/connectors", dir)
+	node := filepath.Join(dir, "refund", "node_gen.go")
+	if err := os.Remove(node); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "charge", "types_gen.go"), []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r := run(t, "", "gen", "--check", dir)
+	if r.exit != exitProblems || !strings.Contains(r.stdout, "out of date: "+filepath.ToSlash(node)) ||
+		!strings.Contains(r.stdout, "charge/types_gen.go") || strings.Count(r.stdout, "\n") != 2 {
+		t.Fatalf("--check: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(node); !os.IsNotExist(err) {
+		t.Fatal("--check wrote a file")
+	}
+
+	r = run(t, "", "gen", dir)
+	if r.exit != exitOK || strings.Count(r.stdout, "wrote ") != 2 || !strings.Contains(r.stderr, "8 connectors, 2 files written, 22 unchanged") {
+		t.Fatalf("gen: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	if r := run(t, "", "gen", "--check", dir); r.exit != exitOK {
+		t.Fatalf("--check after gen: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+
+	// A spec with an error: diagnostics, and no file of any spec is touched.
+	spec := filepath.Join(dir, "normalize", "connector.yaml")
+	data, _ := os.ReadFile(spec)
+	bad := strings.Replace(string(data), "effects: Pure", "effects: Pur", 1)
+	if err := os.WriteFile(spec, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(node)
+	r = run(t, "", "gen", dir)
+	if r.exit != exitProblems || !strings.Contains(r.stdout, "connector.yaml:") || !strings.Contains(r.stdout, "FMT006") ||
+		!strings.Contains(r.stderr, "nothing written") {
+		t.Fatalf("bad spec: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(node); !os.IsNotExist(err) {
+		t.Fatal("gen wrote files although a spec had errors")
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "*", ".*.tmp"))
+	if len(leftovers) > 0 {
+		t.Errorf("temporary files left behind: %v", leftovers)
+	}
+}
