@@ -244,7 +244,7 @@ func packageOf(dir string) string {
 	if err != nil {
 		abs = dir
 	}
-	return packageName(filepath.Base(abs))
+	return PackageName(filepath.Base(abs))
 }
 
 // Changed reports, for each file, whether its content on disk differs.

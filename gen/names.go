@@ -66,9 +66,10 @@ func suffixName(s string) string {
 	return strings.TrimPrefix(goName("x_"+s), "X")
 }
 
-// packageName turns a directory name into a Go package name: lower case
-// letters and digits only.
-func packageName(dir string) string {
+// PackageName turns a directory name into a Go package name: lower-case
+// letters and digits, not starting with a digit; "connector" when nothing
+// is left.
+func PackageName(dir string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(dir) {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9' && b.Len() > 0) {

@@ -41,6 +41,7 @@ func commands() []command {
 	return append([]command{
 		{"validate", "check ConnectorSpec and Flow files, printing diagnostics like a compiler", validateUsage, runValidate},
 		{"show", "validate, then describe connectors and flows", showUsage, runShow},
+		{"init", "scaffold a new connector package", initUsage, runInit},
 		{"gen", "generate typed Go code from ConnectorSpecs (go generate)", genUsage, runGen},
 		{"idemkey", "compute a canonical idempotency key from key fields", idemkeyUsage, runIdemkey},
 		{"canonical", "print a spec or flow in its canonical JSON form", canonicalUsage, runCanonical},
