@@ -153,11 +153,7 @@ func (s *schemaDocs) compileSchema(specFile, name string, r strictyaml.Raw) (*js
 	// relative $refs resolve against the spec's directory.
 	loc := "file://" + filepath.ToSlash(filepath.Join(filepath.Dir(abs),
 		"."+filepath.Base(abs)+"."+strings.ReplaceAll(name, "/", ".")+".json"))
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(s)
-	c.RegisterVocabulary(annotationVocabulary)
-	c.AssertVocabs()
+	c := s.compiler()
 	if err := c.AddResource(loc, r.JSON()); err != nil {
 		return nil, err
 	}
@@ -166,6 +162,17 @@ func (s *schemaDocs) compileSchema(specFile, name string, r strictyaml.Raw) (*js
 		return nil, s.schemaError(loc, name, r, err)
 	}
 	return sch, nil
+}
+
+// compiler returns a draft 2020-12 compiler that loads files through s and
+// understands flowgen's annotations.
+func (s *schemaDocs) compiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(s)
+	c.RegisterVocabulary(annotationVocabulary)
+	c.AssertVocabs()
+	return c
 }
 
 // schemaProblem is one reason a schema or a value is invalid, positioned
@@ -232,4 +239,30 @@ func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 		out = append(out, leaves(cause)...)
 	}
 	return out
+}
+
+// CompileFile compiles the JSON Schema file at path, or the subschema at
+// the JSON pointer fragment inside it ("" for the whole file), the way
+// specs compile the schemas they refer to: with flowgen's annotations and
+// relative $refs resolved from the file's directory. Compiled schemas carry
+// the same Location as when a spec reaches them through a $ref, so
+// generators can match the two.
+func CompileFile(path, fragment string) (*jsonschema.Schema, error) {
+	var diags diag.List
+	docs := newSchemaDocs(&diags)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok, err := docs.file(abs); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, diags.Err()
+	}
+	c := docs.compiler()
+	loc := "file://" + filepath.ToSlash(abs)
+	if fragment != "" {
+		loc += "#" + fragment
+	}
+	return c.Compile(loc)
 }

@@ -56,14 +56,20 @@ type plan struct {
 }
 
 // newPlan builds the type model of s, reporting what Go cannot express.
-func newPlan(s *connectorspec.Spec) *plan {
+func newPlan(s *connectorspec.Spec, shared *sharedSet) *plan {
 	p := &plan{spec: s, m: newModel()}
+	if home, err := filepath.Abs(filepath.Dir(s.File)); err == nil {
+		p.m.home, p.m.shared = home, shared
+	}
 	root := func(name, class, port string, r diag.Pos, doc string, sch func() any) typeRef {
 		before := len(p.m.problems)
 		t := p.m.root(name, class, doc, schemaOf(sch))
 		for _, msg := range p.m.problems[before:] {
-			p.diags.Add(r, diag.GEN001, "simplify the schema to what the generator supports (see docs/codegen.md), or describe the value as a JSON string",
-				"%s: %s", port, msg)
+			fix := "simplify the schema to what the generator supports (see docs/codegen.md), or describe the value as a JSON string"
+			if strings.HasPrefix(msg, "shared schemas") {
+				fix = "keep the spec and the schema files it refers to inside one Go module (run go mod init at its root)"
+			}
+			p.diags.Add(r, diag.GEN001, fix, "%s: %s", port, msg)
 		}
 		return t
 	}
@@ -135,12 +141,17 @@ func portType(port, suffix string, primary bool) string {
 
 // Check reports what the generator cannot express for s, without
 // generating anything.
-func Check(s *connectorspec.Spec) diag.List { return newPlan(s).diags }
+func Check(s *connectorspec.Spec) diag.List { return newPlan(s, newSharedSet()).diags }
 
 // Connector generates the files of the connector whose spec s was loaded
 // without errors. On problems it returns no files and the diagnostics.
+//
+// Schemas the spec refers to in other directories become types of a shared
+// package generated in that directory (its types_gen.go is among the
+// files), so connectors that refer to the same schema file share its types.
 func Connector(s *connectorspec.Spec) ([]Generated, diag.List) {
-	p := newPlan(s)
+	shared := newSharedSet()
+	p := newPlan(s, shared)
 	if p.diags.HasErrors() {
 		return nil, p.diags
 	}
@@ -148,7 +159,7 @@ func Connector(s *connectorspec.Spec) ([]Generated, diag.List) {
 	pkg := packageOf(dir)
 
 	tf := newFile(pkg, s)
-	emitTypes(tf, p.m)
+	emitTypes(tf, p.m, true)
 	types, err := render(tf)
 	if err != nil {
 		return nil, internalError(s, "types", err)
@@ -177,6 +188,20 @@ func Connector(s *connectorspec.Spec) ([]Generated, diag.List) {
 			return nil, internalError(s, "fixtures", err)
 		}
 		out = append(out, Generated{Path: filepath.Join(dir, FixturesFile), Data: fixtures})
+	}
+	for _, sp := range shared.sorted() {
+		f := jen.NewFile(sp.name)
+		f.HeaderComment(Header)
+		f.HeaderComment("Source: the JSON Schema files of this directory (" + strings.Join(sp.files, ", ") + ").")
+		f.ImportName(schematypesPkg, "schematypes")
+		f.PackageComment(fmt.Sprintf("Package %s holds the Go types of the JSON Schema files in its directory,", sp.name))
+		f.PackageComment("shared by every connector whose spec refers to them.")
+		emitTypes(f, sp.m, false)
+		data, err := render(f)
+		if err != nil {
+			return nil, internalError(s, "shared types", err)
+		}
+		out = append(out, Generated{Path: filepath.Join(sp.dir, TypesFile), Data: data})
 	}
 	return out, nil
 }

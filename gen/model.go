@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -37,6 +38,7 @@ const (
 type typeRef struct {
 	kind   kind
 	name   string
+	pkg    string // import path of a named type generated in a shared package
 	elem   *typeRef
 	schema *jsonschema.Schema // the schema the value is checked against
 }
@@ -98,6 +100,7 @@ type sealedDef struct {
 // is a $ref): type Input = Order.
 type aliasDef struct {
 	name, target, doc string
+	targetPkg         string
 }
 
 // model is every type of one connector, in the order they are first met,
@@ -114,10 +117,39 @@ type model struct {
 	// dataClasses maps "port.path" to the x-data-class written there.
 	dataClasses map[string]string
 	problems    []string
+
+	// home is the directory whose schemas become local types; schemas in
+	// other directories come from their shared package (nil: all local).
+	home   string
+	shared *sharedSet
 }
 
 func newModel() *model {
 	return &model{byLocation: map[string]string{}, taken: map[string]bool{}, dataClasses: map[string]string{}}
+}
+
+// external returns the shared-package type a schema reached through a $ref
+// is, when it lives in a directory other than the model's home.
+func (m *model) external(target *jsonschema.Schema) (typeRef, bool) {
+	if m.shared == nil || target.Location == "" {
+		return typeRef{}, false
+	}
+	dir := locationDir(target.Location)
+	if dir == "" || dir == m.home {
+		return typeRef{}, false
+	}
+	pkg, err := m.shared.get(dir)
+	if err != nil {
+		m.problems = append(m.problems, err.Error())
+		return typeRef{}, false
+	}
+	name, ok := pkg.m.byLocation[target.Location]
+	if !ok {
+		return typeRef{}, false
+	}
+	t := pkg.m.lookup(name, target)
+	t.pkg = pkg.importPath
+	return t, true
 }
 
 // reserve claims a unique type name, suffixing 2, 3, ... on collision.
@@ -171,7 +203,7 @@ func (m *model) root(name, classPrefix, doc string, s *jsonschema.Schema) typeRe
 	if s.Ref != nil && onlyRef(s) {
 		target := m.typeOf(refName(deref(s)), classPrefix, s)
 		if target.kind == kindStruct || target.kind == kindEnum {
-			m.aliases = append(m.aliases, aliasDef{name: m.reserve(name), target: target.name, doc: doc})
+			m.aliases = append(m.aliases, aliasDef{name: m.reserve(name), target: target.name, targetPkg: target.pkg, doc: doc})
 			return typeRef{kind: target.kind, name: name, schema: target.schema}
 		}
 		m.problems = append(m.problems, fmt.Sprintf("%s: the schema must be an object", name))
@@ -213,6 +245,10 @@ func (m *model) typeOf(suggested, classPrefix string, s *jsonschema.Schema) type
 			if _, set := m.dataClasses[classPrefix]; !set {
 				m.dataClasses[classPrefix] = a.DataClass
 			}
+		}
+		if t, ok := m.external(target); ok {
+			m.classesOf(classPrefix, target, 0)
+			return t
 		}
 		return m.typeOfNamed(refName(target), classPrefix, target, "")
 	}
@@ -482,4 +518,42 @@ func sortedKeysOf[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// classesOf records the data classes inside a schema whose types live
+// elsewhere, so the connector's DataClass table still covers every path.
+func (m *model) classesOf(prefix string, s *jsonschema.Schema, depth int) {
+	if s == nil || depth > 16 {
+		return
+	}
+	if a, ok := connectorspec.AnnotationsOf(s); ok && a.DataClass != "" {
+		if _, set := m.dataClasses[prefix]; !set {
+			m.dataClasses[prefix] = a.DataClass
+		}
+	}
+	if s.Ref != nil {
+		m.classesOf(prefix, s.Ref, depth+1)
+	}
+	for _, name := range sortedProps(s) {
+		m.classesOf(joinClass(prefix, name), s.Properties[name], depth+1)
+	}
+	if s.Items2020 != nil {
+		m.classesOf(prefix+"[]", s.Items2020, depth+1)
+	}
+	if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		m.classesOf(prefix+"[]", ap, depth+1)
+	}
+	for _, v := range s.OneOf {
+		m.classesOf(prefix, v, depth+1)
+	}
+}
+
+// locationDir is the directory of a file:// schema location.
+func locationDir(loc string) string {
+	file, _, _ := strings.Cut(loc, "#")
+	p, ok := strings.CutPrefix(file, "file://")
+	if !ok {
+		return ""
+	}
+	return filepath.Dir(filepath.FromSlash(p))
 }

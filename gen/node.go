@@ -259,7 +259,7 @@ func (e *nodeEmitter) fieldExpr(key string) (Code, []*Statement, bool) {
 	t := e.in
 	var guards []*Statement
 	for _, seg := range strings.Split(key, ".") {
-		sd := e.structNamed(t.name)
+		sd, pkg := e.structNamed(t.name, t.pkg)
 		if t.kind != kindStruct || sd == nil {
 			e.problems = append(e.problems, fmt.Sprintf("idempotency key field %q: %s is not an object", key, t.name))
 			return nil, nil, false
@@ -280,6 +280,9 @@ func (e *nodeEmitter) fieldExpr(key string) (Code, []*Statement, bool) {
 			expr = Parens(Op("*").Add(expr))
 		}
 		t = fd.typ
+		if t.pkg == "" {
+			t.pkg = pkg // a field of a shared type is in the shared package
+		}
 	}
 	switch t.kind {
 	case kindString, kindInt, kindFloat, kindBool:
@@ -291,18 +294,26 @@ func (e *nodeEmitter) fieldExpr(key string) (Code, []*Statement, bool) {
 	return nil, nil, false
 }
 
-func (e *nodeEmitter) structNamed(name string) *structDef {
+func (e *nodeEmitter) structNamed(name, pkg string) (*structDef, string) {
+	m := e.m
 	for _, a := range e.m.aliases {
-		if a.name == name {
-			name = a.target
+		if a.name == name && pkg == "" {
+			name, pkg = a.target, a.targetPkg
 		}
 	}
-	for _, sd := range e.m.structs {
+	if pkg != "" && m.shared != nil {
+		for _, sp := range m.shared.pkgs {
+			if sp.importPath == pkg {
+				m = sp.m
+			}
+		}
+	}
+	for _, sd := range m.structs {
 		if sd.name == name {
-			return sd
+			return sd, pkg
 		}
 	}
-	return nil
+	return nil, pkg
 }
 
 // emitSecrets writes the SecretHandle type with one constant per handle.

@@ -30,13 +30,24 @@ type typesEmitter struct {
 	problems     []string
 }
 
-// emitTypes adds every type of m to f, in the order they were first met.
-func emitTypes(f *File, m *model) []string {
+// decoderOf names the Decode function of a sealed interface.
+func decoderOf(t typeRef) *Statement {
+	if t.pkg != "" {
+		return Qual(t.pkg, "Decode"+t.name)
+	}
+	return Id("Decode" + t.name)
+}
+
+// emitTypes adds every type of m to f, in the order they were first met,
+// and for a connector (classes) the DataClass table.
+func emitTypes(f *File, m *model, classes bool) []string {
 	e := &typesEmitter{f: f, m: m, patterns: map[string]string{}}
 	for _, name := range m.order {
 		e.emitNamed(name)
 	}
-	e.emitDataClasses()
+	if classes {
+		e.emitDataClasses()
+	}
 	if len(e.patternDecls) > 0 {
 		e.f.Line()
 		e.f.Comment("The schemas' patterns, compiled once.")
@@ -48,8 +59,12 @@ func emitTypes(f *File, m *model) []string {
 func (e *typesEmitter) emitNamed(name string) {
 	for _, a := range e.m.aliases {
 		if a.name == name {
-			e.f.Add(docComment(a.doc, fmt.Sprintf("%s is %s; the port's schema is a $ref to it.", a.name, a.target)))
-			e.f.Type().Id(a.name).Op("=").Id(a.target)
+			target := a.target
+			if a.targetPkg != "" {
+				target = path.Base(a.targetPkg) + "." + a.target
+			}
+			e.f.Add(docComment(a.doc, fmt.Sprintf("%s is %s; the port's schema is a $ref to it.", a.name, target)))
+			e.f.Type().Id(a.name).Op("=").Add(goType(typeRef{kind: kindStruct, name: a.target, pkg: a.targetPkg}))
 			return
 		}
 	}
@@ -110,6 +125,9 @@ func goType(t typeRef) *Statement {
 	case kindBytes:
 		return Index().Byte()
 	case kindStruct, kindEnum, kindSealed:
+		if t.pkg != "" {
+			return Qual(t.pkg, t.name)
+		}
 		return Id(t.name)
 	case kindSlice:
 		return Index().Add(goType(*t.elem))
@@ -228,13 +246,13 @@ func (e *typesEmitter) emitUnmarshal(sd *structDef) {
 		case fd.typ.kind == kindSealed:
 			body = append(body, Qual(schematypesPkg, "With").Call(Id("o"), Lit(fd.jsonName),
 				Func().Params(Id("raw").Qual(jsonPkg, "RawMessage")).Params(Id("err").Error()).Block(
-					List(Id("x").Dot(fd.goName), Err()).Op("=").Id("Decode"+fd.typ.name).Call(Id("raw")),
+					List(Id("x").Dot(fd.goName), Err()).Op("=").Add(decoderOf(fd.typ)).Call(Id("raw")),
 					Return(),
 				)))
 		case fd.typ.kind == kindSlice && fd.typ.elem.kind == kindSealed:
 			body = append(body, Qual(schematypesPkg, "With").Call(Id("o"), Lit(fd.jsonName),
 				Func().Params(Id("raw").Qual(jsonPkg, "RawMessage")).Error().Block(
-					Return(Qual(schematypesPkg, "Slice").Call(Id("raw"), field, Id("Decode"+fd.typ.elem.name))),
+					Return(Qual(schematypesPkg, "Slice").Call(Id("raw"), field, decoderOf(*fd.typ.elem))),
 				)))
 		case fd.typ.kind == kindSlice:
 			body = append(body, Qual(schematypesPkg, "Elements").Call(Id("o"), Lit(fd.jsonName), field))

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/diag"
@@ -56,6 +58,7 @@ func runGen(e *env, args []string) int {
 		diags.Append(ds)
 		files = append(files, out...)
 	}
+	files = uniqueFiles(files)
 	diags.Sort()
 	if len(diags) > 0 {
 		if err := diags.WriteText(e.stdout); err != nil {
@@ -110,4 +113,27 @@ func countErrors(l diag.List) string {
 		return "1 error"
 	}
 	return fmt.Sprintf("%d errors", n)
+}
+
+// uniqueFiles drops repeats of a shared package's file (every connector
+// that uses it generates the same bytes) and shows paths relative to the
+// working directory.
+func uniqueFiles(files []gen.Generated) []gen.Generated {
+	wd, _ := os.Getwd()
+	seen := map[string]bool{}
+	var out []gen.Generated
+	for _, f := range files {
+		if filepath.IsAbs(f.Path) && wd != "" {
+			if rel, err := filepath.Rel(wd, f.Path); err == nil && !strings.HasPrefix(rel, "..") {
+				f.Path = rel
+			}
+		}
+		key := filepath.Clean(f.Path)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, f)
+	}
+	return out
 }

@@ -14,7 +14,7 @@ func TestExamplesAreGenerated(t *testing.T) {
 	if r.exit != exitOK {
 		t.Fatalf("exit %d: examples are out of date (run go generate ./...):\n%s%s", r.exit, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "24 generated files up to date") {
+	if !strings.Contains(r.stderr, "25 generated files up to date") {
 		t.Errorf("summary: %q", r.stderr)
 	}
 }
@@ -44,6 +44,11 @@ func copyDir(t *testing.T, from, to string) {
 func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
 	dir := t.TempDir()
 	copyDir(t, "../../examples/connectors", dir)
+	// The same import paths as in the repository, so the output is the same.
+	gomod := "module github.com/flowgen-dev/flowgen/examples/connectors\n\ngo 1.26\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	node := filepath.Join(dir, "refund", "node_gen.go")
 	if err := os.Remove(node); err != nil {
 		t.Fatal(err)
@@ -62,7 +67,7 @@ func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
 	}
 
 	r = run(t, "", "gen", dir)
-	if r.exit != exitOK || strings.Count(r.stdout, "wrote ") != 2 || !strings.Contains(r.stderr, "8 connectors, 2 files written, 22 unchanged") {
+	if r.exit != exitOK || strings.Count(r.stdout, "wrote ") != 2 || !strings.Contains(r.stderr, "8 connectors, 2 files written, 23 unchanged") {
 		t.Fatalf("gen: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
 	if r := run(t, "", "gen", "--check", dir); r.exit != exitOK {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/examples/connectors/schemas"
 	"github.com/flowgen-dev/flowgen/runtime"
 )
 
@@ -85,7 +86,7 @@ func decodeCharge(orderID string, body []byte) (Output, error) {
 		ChargeID:    c.ID,
 		OrderID:     orderID,
 		AmountCents: c.Amount,
-		Currency:    ChargeCurrency(strings.ToUpper(c.Currency)),
-		Status:      ChargeStatus(c.Status),
+		Currency:    schemas.ChargeCurrency(strings.ToUpper(c.Currency)),
+		Status:      schemas.ChargeStatus(c.Status),
 	}, nil
 }

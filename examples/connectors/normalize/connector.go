@@ -2,6 +2,8 @@ package normalize
 
 import (
 	"strings"
+
+	"github.com/flowgen-dev/flowgen/examples/connectors/schemas"
 )
 
 // Connector normalises checkout payloads. It holds no state.
@@ -13,10 +15,10 @@ type Connector struct{}
 func (Connector) Run(_ Context, _ Params, in Input) (Output, error) {
 	out := Output{
 		OrderID:       in.OrderID,
-		Customer:      OrderCustomer{ID: in.CustomerID, Email: strings.ToLower(strings.TrimSpace(in.Email))},
+		Customer:      schemas.OrderCustomer{ID: in.CustomerID, Email: strings.ToLower(strings.TrimSpace(in.Email))},
 		TotalCents:    in.TotalCents,
-		Currency:      OrderCurrency(strings.ToUpper(in.Currency)),
-		PaymentMethod: OrderPaymentMethod(in.PaymentMethod),
+		Currency:      schemas.OrderCurrency(strings.ToUpper(in.Currency)),
+		PaymentMethod: schemas.OrderPaymentMethod(in.PaymentMethod),
 		CardToken:     in.CardToken,
 	}
 	index := map[string]int{}
@@ -27,7 +29,7 @@ func (Connector) Run(_ Context, _ Params, in Input) (Output, error) {
 			continue
 		}
 		index[sku] = len(out.Lines)
-		out.Lines = append(out.Lines, OrderLine{SKU: sku, Qty: item.Qty})
+		out.Lines = append(out.Lines, schemas.OrderLine{SKU: sku, Qty: item.Qty})
 	}
 	return out, nil
 }

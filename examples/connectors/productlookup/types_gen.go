@@ -4,8 +4,8 @@
 package productlookup
 
 import (
+	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
-	"regexp"
 )
 
 // Params is generated from the JSON Schema at connector.yaml#/params.
@@ -33,38 +33,8 @@ func (x *Params) Validate() error {
 // ValidateAt records the violations of x, located below path, in v.
 func (x *Params) ValidateAt(v *schematypes.Validator, path string) {}
 
-// OrderLine is generated from the JSON Schema at line.schema.json.
-type OrderLine struct {
-	Qty int64  `json:"qty"`
-	SKU string `json:"sku"`
-}
-
-// UnmarshalJSON decodes x strictly: a missing required property or a value of
-// the wrong type is an error naming its path. Absent optional properties take
-// their schema defaults.
-func (x *OrderLine) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	o.Required("qty", "sku")
-	*x = OrderLine{}
-	schematypes.Field(o, "qty", &x.Qty)
-	schematypes.Field(o, "sku", &x.SKU)
-	return o.Err()
-}
-
-// Validate reports every schema constraint x breaks, each with its path.
-func (x *OrderLine) Validate() error {
-	return schematypes.Validate(x)
-}
-
-// ValidateAt records the violations of x, located below path, in v.
-func (x *OrderLine) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "qty"), x.Qty, int64(1), false)
-	schematypes.Max(v, schematypes.Join(path, "qty"), x.Qty, int64(1000), false)
-	v.Pattern(schematypes.Join(path, "sku"), x.SKU, pattern1)
-}
-
-// Input is OrderLine; the port's schema is a $ref to it.
-type Input = OrderLine
+// Input is schemas.OrderLine; the port's schema is a $ref to it.
+type Input = schemas.OrderLine
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
 type Output struct {
@@ -123,8 +93,3 @@ func DataClass(path string) string {
 	}
 	return ""
 }
-
-// The schemas' patterns, compiled once.
-var (
-	pattern1 = regexp.MustCompile("^[A-Z0-9-]{3,32}$")
-)

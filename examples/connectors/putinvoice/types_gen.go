@@ -4,8 +4,8 @@
 package putinvoice
 
 import (
+	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
-	"regexp"
 )
 
 // Params is generated from the JSON Schema at connector.yaml#/params.
@@ -38,156 +38,8 @@ func (x *Params) ValidateAt(v *schematypes.Validator, path string) {
 	v.Length(schematypes.Join(path, "bucket"), x.Bucket, 3, 63)
 }
 
-// Order is generated from the JSON Schema at order.schema.json.
-//
-// A normalised customer order.
-type Order struct {
-	// Tokenised card from the payment form.
-	CardToken *string       `json:"card_token,omitempty"`
-	Currency  OrderCurrency `json:"currency"`
-	Customer  OrderCustomer `json:"customer"`
-	Lines     []OrderLine   `json:"lines"`
-
-	// Client-supplied order id; stable across retries.
-	OrderID       string             `json:"order_id"`
-	PaymentMethod OrderPaymentMethod `json:"payment_method"`
-	TotalCents    int64              `json:"total_cents"`
-}
-
-// UnmarshalJSON decodes x strictly: a missing required property or a value of
-// the wrong type is an error naming its path. Absent optional properties take
-// their schema defaults.
-func (x *Order) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	o.Required("currency", "customer", "lines", "order_id", "payment_method", "total_cents")
-	*x = Order{}
-	schematypes.Optional(o, "card_token", &x.CardToken)
-	schematypes.Field(o, "currency", &x.Currency)
-	schematypes.Field(o, "customer", &x.Customer)
-	schematypes.Elements(o, "lines", &x.Lines)
-	schematypes.Field(o, "order_id", &x.OrderID)
-	schematypes.Field(o, "payment_method", &x.PaymentMethod)
-	schematypes.Field(o, "total_cents", &x.TotalCents)
-	return o.Err()
-}
-
-// Validate reports every schema constraint x breaks, each with its path.
-func (x *Order) Validate() error {
-	return schematypes.Validate(x)
-}
-
-// ValidateAt records the violations of x, located below path, in v.
-func (x *Order) ValidateAt(v *schematypes.Validator, path string) {
-	x.Currency.ValidateAt(v, schematypes.Join(path, "currency"))
-	x.Customer.ValidateAt(v, schematypes.Join(path, "customer"))
-	v.Items(schematypes.Join(path, "lines"), len(x.Lines), 1, -1)
-	for i := range x.Lines {
-		x.Lines[i].ValidateAt(v, schematypes.Index(schematypes.Join(path, "lines"), i))
-	}
-	v.Length(schematypes.Join(path, "order_id"), x.OrderID, 1, -1)
-	x.PaymentMethod.ValidateAt(v, schematypes.Join(path, "payment_method"))
-	schematypes.Min(v, schematypes.Join(path, "total_cents"), x.TotalCents, int64(0), false)
-}
-
-// OrderCurrency is one of the values the schema enumerates.
-type OrderCurrency string
-
-// The values of OrderCurrency, in schema order.
-const (
-	OrderCurrencyEur OrderCurrency = "EUR"
-	OrderCurrencyUsd OrderCurrency = "USD"
-	OrderCurrencyGbp OrderCurrency = "GBP"
-)
-
-// Values lists every allowed value, in schema order.
-func (OrderCurrency) Values() []OrderCurrency {
-	return []OrderCurrency{OrderCurrencyEur, OrderCurrencyUsd, OrderCurrencyGbp}
-}
-
-// ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x OrderCurrency) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
-}
-
-// OrderCustomer is generated from the JSON Schema at
-// order.schema.json#/properties/customer.
-type OrderCustomer struct {
-	Email string `json:"email"`
-	ID    string `json:"id"`
-}
-
-// UnmarshalJSON decodes x strictly: a missing required property or a value of
-// the wrong type is an error naming its path. Absent optional properties take
-// their schema defaults.
-func (x *OrderCustomer) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	o.Required("email", "id")
-	*x = OrderCustomer{}
-	schematypes.Field(o, "email", &x.Email)
-	schematypes.Field(o, "id", &x.ID)
-	return o.Err()
-}
-
-// Validate reports every schema constraint x breaks, each with its path.
-func (x *OrderCustomer) Validate() error {
-	return schematypes.Validate(x)
-}
-
-// ValidateAt records the violations of x, located below path, in v.
-func (x *OrderCustomer) ValidateAt(v *schematypes.Validator, path string) {}
-
-// OrderLine is generated from the JSON Schema at line.schema.json.
-type OrderLine struct {
-	Qty int64  `json:"qty"`
-	SKU string `json:"sku"`
-}
-
-// UnmarshalJSON decodes x strictly: a missing required property or a value of
-// the wrong type is an error naming its path. Absent optional properties take
-// their schema defaults.
-func (x *OrderLine) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	o.Required("qty", "sku")
-	*x = OrderLine{}
-	schematypes.Field(o, "qty", &x.Qty)
-	schematypes.Field(o, "sku", &x.SKU)
-	return o.Err()
-}
-
-// Validate reports every schema constraint x breaks, each with its path.
-func (x *OrderLine) Validate() error {
-	return schematypes.Validate(x)
-}
-
-// ValidateAt records the violations of x, located below path, in v.
-func (x *OrderLine) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "qty"), x.Qty, int64(1), false)
-	schematypes.Max(v, schematypes.Join(path, "qty"), x.Qty, int64(1000), false)
-	v.Pattern(schematypes.Join(path, "sku"), x.SKU, pattern1)
-}
-
-// OrderPaymentMethod is one of the values the schema enumerates.
-type OrderPaymentMethod string
-
-// The values of OrderPaymentMethod, in schema order.
-const (
-	OrderPaymentMethodCard    OrderPaymentMethod = "card"
-	OrderPaymentMethodInvoice OrderPaymentMethod = "invoice"
-	OrderPaymentMethodManual  OrderPaymentMethod = "manual"
-)
-
-// Values lists every allowed value, in schema order.
-func (OrderPaymentMethod) Values() []OrderPaymentMethod {
-	return []OrderPaymentMethod{OrderPaymentMethodCard, OrderPaymentMethodInvoice, OrderPaymentMethodManual}
-}
-
-// ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x OrderPaymentMethod) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
-}
-
-// Input is Order; the port's schema is a $ref to it.
-type Input = Order
+// Input is schemas.Order; the port's schema is a $ref to it.
+type Input = schemas.Order
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
 type Output struct {
@@ -265,8 +117,3 @@ func DataClass(path string) string {
 	}
 	return ""
 }
-
-// The schemas' patterns, compiled once.
-var (
-	pattern1 = regexp.MustCompile("^[A-Z0-9-]{3,32}$")
-)

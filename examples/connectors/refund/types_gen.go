@@ -3,92 +3,16 @@
 
 package refund
 
-import "github.com/flowgen-dev/flowgen/runtime/schematypes"
+import (
+	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
+	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+)
 
 // Params is empty: the spec declares none.
 type Params struct{}
 
-// Charge is generated from the JSON Schema at charge.schema.json.
-//
-// A captured card payment.
-type Charge struct {
-	AmountCents int64 `json:"amount_cents"`
-
-	// Provider charge id; the same for every retry with the same idempotency key.
-	ChargeID string         `json:"charge_id"`
-	Currency ChargeCurrency `json:"currency"`
-	OrderID  string         `json:"order_id"`
-	Status   ChargeStatus   `json:"status"`
-}
-
-// UnmarshalJSON decodes x strictly: a missing required property or a value of
-// the wrong type is an error naming its path. Absent optional properties take
-// their schema defaults.
-func (x *Charge) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	o.Required("amount_cents", "charge_id", "currency", "order_id", "status")
-	*x = Charge{}
-	schematypes.Field(o, "amount_cents", &x.AmountCents)
-	schematypes.Field(o, "charge_id", &x.ChargeID)
-	schematypes.Field(o, "currency", &x.Currency)
-	schematypes.Field(o, "order_id", &x.OrderID)
-	schematypes.Field(o, "status", &x.Status)
-	return o.Err()
-}
-
-// Validate reports every schema constraint x breaks, each with its path.
-func (x *Charge) Validate() error {
-	return schematypes.Validate(x)
-}
-
-// ValidateAt records the violations of x, located below path, in v.
-func (x *Charge) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "amount_cents"), x.AmountCents, int64(0), false)
-	x.Currency.ValidateAt(v, schematypes.Join(path, "currency"))
-	x.Status.ValidateAt(v, schematypes.Join(path, "status"))
-}
-
-// ChargeCurrency is one of the values the schema enumerates.
-type ChargeCurrency string
-
-// The values of ChargeCurrency, in schema order.
-const (
-	ChargeCurrencyEur ChargeCurrency = "EUR"
-	ChargeCurrencyUsd ChargeCurrency = "USD"
-	ChargeCurrencyGbp ChargeCurrency = "GBP"
-)
-
-// Values lists every allowed value, in schema order.
-func (ChargeCurrency) Values() []ChargeCurrency {
-	return []ChargeCurrency{ChargeCurrencyEur, ChargeCurrencyUsd, ChargeCurrencyGbp}
-}
-
-// ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x ChargeCurrency) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
-}
-
-// ChargeStatus is one of the values the schema enumerates.
-type ChargeStatus string
-
-// The values of ChargeStatus, in schema order.
-const (
-	ChargeStatusSucceeded ChargeStatus = "succeeded"
-	ChargeStatusPending   ChargeStatus = "pending"
-)
-
-// Values lists every allowed value, in schema order.
-func (ChargeStatus) Values() []ChargeStatus {
-	return []ChargeStatus{ChargeStatusSucceeded, ChargeStatusPending}
-}
-
-// ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x ChargeStatus) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
-}
-
-// Input is Charge; the port's schema is a $ref to it.
-type Input = Charge
+// Input is schemas.Charge; the port's schema is a $ref to it.
+type Input = schemas.Charge
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
 type Output struct {

@@ -6,6 +6,7 @@ package features
 import (
 	"encoding/json"
 	"fmt"
+	schemas "github.com/flowgen-dev/flowgen/gen/testdata/features/schemas"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"maps"
 	"regexp"
@@ -118,8 +119,8 @@ func (x *AuditInput) ValidateAt(v *schematypes.Validator, path string) {}
 // Amounts are in minor units.
 type Input struct {
 	// The account money moves from.
-	Account Account `json:"account"`
-	Amount  int64   `json:"amount"`
+	Account schemas.Account `json:"account"`
+	Amount  int64           `json:"amount"`
 
 	// Anything; passed through untouched.
 	Extra     json.RawMessage             `json:"extra,omitempty"`
@@ -201,65 +202,6 @@ func (x *Input) ValidateAt(v *schematypes.Validator, path string) {
 		v.Length(schematypes.Index(schematypes.Join(path, "tags"), i), x.Tags[i], 1, -1)
 	}
 }
-
-// Account is generated from the JSON Schema at account.schema.json.
-//
-// The account money moves from.
-type Account struct {
-	ID    string        `json:"id"`
-	Owner *AccountOwner `json:"owner,omitempty"`
-}
-
-// UnmarshalJSON decodes x strictly: a missing required property or a value of
-// the wrong type is an error naming its path. Absent optional properties take
-// their schema defaults.
-func (x *Account) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	o.Required("id")
-	*x = Account{}
-	schematypes.Field(o, "id", &x.ID)
-	schematypes.Optional(o, "owner", &x.Owner)
-	return o.Err()
-}
-
-// Validate reports every schema constraint x breaks, each with its path.
-func (x *Account) Validate() error {
-	return schematypes.Validate(x)
-}
-
-// ValidateAt records the violations of x, located below path, in v.
-func (x *Account) ValidateAt(v *schematypes.Validator, path string) {
-	v.Length(schematypes.Join(path, "id"), x.ID, 3, -1)
-	if x.Owner != nil {
-		x.Owner.ValidateAt(v, schematypes.Join(path, "owner"))
-	}
-}
-
-// AccountOwner is generated from the JSON Schema at
-// account.schema.json#/properties/owner.
-type AccountOwner struct {
-	Email *string `json:"email,omitempty"`
-	ID    *string `json:"id,omitempty"`
-}
-
-// UnmarshalJSON decodes x strictly: a missing required property or a value of
-// the wrong type is an error naming its path. Absent optional properties take
-// their schema defaults.
-func (x *AccountOwner) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	*x = AccountOwner{}
-	schematypes.Optional(o, "email", &x.Email)
-	schematypes.Optional(o, "id", &x.ID)
-	return o.Err()
-}
-
-// Validate reports every schema constraint x breaks, each with its path.
-func (x *AccountOwner) Validate() error {
-	return schematypes.Validate(x)
-}
-
-// ValidateAt records the violations of x, located below path, in v.
-func (x *AccountOwner) ValidateAt(v *schematypes.Validator, path string) {}
 
 // InputFallbacksItem is exactly one of *CardPayment (method "card"), *Transfer
 // (method "transfer"); no other type implements it.

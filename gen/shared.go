@@ -1,0 +1,147 @@
+package gen
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+)
+
+// sharedPackage is the Go package generated for a directory of JSON Schema
+// files that connectors in other directories refer to. Its types are
+// generated once, from the files alone, so every connector that refers to
+// order.schema.json uses the same Go type and flows can connect them.
+type sharedPackage struct {
+	dir, importPath, name string
+	files                 []string
+	m                     *model
+}
+
+// sharedSet builds each shared package once per generator run.
+type sharedSet struct {
+	pkgs map[string]*sharedPackage
+	errs map[string]error
+}
+
+func newSharedSet() *sharedSet {
+	return &sharedSet{pkgs: map[string]*sharedPackage{}, errs: map[string]error{}}
+}
+
+// sorted lists the packages built, by directory.
+func (ss *sharedSet) sorted() []*sharedPackage {
+	var out []*sharedPackage
+	for _, dir := range sortedKeysOf(ss.pkgs) {
+		out = append(out, ss.pkgs[dir])
+	}
+	return out
+}
+
+// schemaExts are the extensions of schema files in a shared directory.
+var schemaExts = []string{".json", ".yaml", ".yml"}
+
+func (ss *sharedSet) get(dir string) (*sharedPackage, error) {
+	if p, ok := ss.pkgs[dir]; ok {
+		return p, nil
+	}
+	if err, ok := ss.errs[dir]; ok {
+		return nil, err
+	}
+	p, err := buildShared(dir, ss)
+	if err != nil {
+		ss.errs[dir] = err
+		return nil, err
+	}
+	ss.pkgs[dir] = p
+	return p, nil
+}
+
+// buildShared models every schema file of dir and every entry of their
+// $defs, in file and key order.
+func buildShared(dir string, ss *sharedSet) (*sharedPackage, error) {
+	importPath, err := ImportPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("shared schemas in %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("shared schemas: %w", err)
+	}
+	p := &sharedPackage{dir: dir, importPath: importPath, name: packageOf(dir), m: newModel()}
+	p.m.home, p.m.shared = dir, ss
+	for _, e := range entries {
+		if !e.IsDir() && slices.Contains(schemaExts, filepath.Ext(e.Name())) {
+			p.files = append(p.files, e.Name())
+		}
+	}
+	for _, f := range p.files {
+		path := filepath.Join(dir, f)
+		root, err := connectorspec.CompileFile(path, "")
+		if err != nil {
+			return nil, fmt.Errorf("shared schema %s: %w", path, err)
+		}
+		if len(typeNames(root)) == 1 || len(root.OneOf) > 0 {
+			p.m.typeOf(refName(root), "", root)
+		}
+		for _, key := range defsKeys(path) {
+			def, err := connectorspec.CompileFile(path, "/$defs/"+strictyaml.PointerEscape(key))
+			if err != nil {
+				return nil, fmt.Errorf("shared schema %s#/$defs/%s: %w", path, key, err)
+			}
+			p.m.typeOf(refName(def), "", def)
+		}
+	}
+	if len(p.m.problems) > 0 {
+		return nil, fmt.Errorf("shared schemas in %s: %s", dir, strings.Join(p.m.problems, "; "))
+	}
+	return p, nil
+}
+
+// defsKeys lists the $defs entries of a schema file, sorted.
+func defsKeys(path string) []string {
+	data, err := strictyaml.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var r strictyaml.Raw
+	if _, diags := strictyaml.Unmarshal(path, data, &r); diags.HasErrors() {
+		return nil
+	}
+	doc, _ := r.JSON().(map[string]any)
+	defs, _ := doc["$defs"].(map[string]any)
+	return sortedKeysOf(defs)
+}
+
+// ImportPath returns the Go import path of the package in dir, from the
+// go.mod of the module that holds it.
+func ImportPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for root := abs; ; root = filepath.Dir(root) {
+		data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+		if err == nil {
+			mod := modfile.ModulePath(data)
+			if mod == "" {
+				return "", fmt.Errorf("%s has no module line", filepath.Join(root, "go.mod"))
+			}
+			rel, err := filepath.Rel(root, abs)
+			if err != nil {
+				return "", err
+			}
+			if rel == "." {
+				return mod, nil
+			}
+			return mod + "/" + filepath.ToSlash(rel), nil
+		}
+		if filepath.Dir(root) == root {
+			return "", fmt.Errorf("%s is not inside a Go module (no go.mod above it)", abs)
+		}
+	}
+}
