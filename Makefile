@@ -2,7 +2,7 @@
 
 GO        ?= go
 # Golden packages of the generator live under testdata, which ./... skips.
-PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.yaml gen/testdata/*/schemas/types_gen.go)))
+PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.yaml gen/testdata/*/schemas/types_gen.go gen/testdata/flows/doc.go)))
 FUZZTIME  ?= 5s
 # Fuzz targets run briefly by `make test`: package:target pairs.
 FUZZ      := ./connectorspec:FuzzParseSpec ./flowir:FuzzParseFlow ./idemkey:FuzzEncode

@@ -250,4 +250,10 @@ func (e *nodeEmitter) emitNewNode() {
 				Return(Id("impl").Dot("Run").Call(Id("Context").Values(Id("ctx"), Id("ctx")), Id("params"), Id("in"))),
 			))),
 	)
+	e.f.Line()
+	e.f.Comment("NewTypedNode is NewNode with the node's input and output types attached, for")
+	e.f.Comment("flows whose connections the compiler checks (runtime.AddNode, runtime.Connect).")
+	e.f.Func().Id("NewTypedNode").Params(Id("impl").Id("Implementation")).Qual(runtimePkg, "TypedNode").Types(Id(e.in.name), Id(e.out.name)).Block(
+		Return(Qual(runtimePkg, "TypedNode").Types(Id(e.in.name), Id(e.out.name)).Values(Dict{Id("Runner"): Id("NewNode").Call(Id("impl"))})),
+	)
 }

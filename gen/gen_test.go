@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/gen"
 )
 
@@ -71,13 +72,61 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestGoldenFlows does the same for the flows under testdata/flows.
+func TestGoldenFlows(t *testing.T) {
+	for _, f := range flowCases(t) {
+		files := generateFlow(t, f)
+		if *update {
+			if _, err := gen.Write(files); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		for _, g := range files {
+			want, err := os.ReadFile(g.Path)
+			if err != nil || !bytes.Equal(g.Data, want) {
+				t.Errorf("%s differs from the generator's output (%v); run go test ./gen -update and review the diff", g.Path, err)
+			}
+		}
+	}
+}
+
+func flowCases(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/flows/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden flows: %v", err)
+	}
+	return files
+}
+
+func generateFlow(t *testing.T, path string) []gen.Generated {
+	t.Helper()
+	g, diags := flowir.NewLoader().LoadFlow(path)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %v", path, diags)
+	}
+	files, diags := gen.Flow(g)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %v", path, diags)
+	}
+	return files
+}
+
 // TestDeterministic generates each case many times: map iteration order
 // changes between runs in Go, so any dependence on it shows up as a diff.
 func TestDeterministic(t *testing.T) {
+	gens := map[string]func() []gen.Generated{}
 	for _, dir := range cases(t) {
-		first := generate(t, dir)
+		gens[dir] = func() []gen.Generated { return generate(t, dir) }
+	}
+	for _, f := range flowCases(t) {
+		gens[f] = func() []gen.Generated { return generateFlow(t, f) }
+	}
+	for _, generate := range gens {
+		first := generate()
 		for range 20 {
-			again := generate(t, dir)
+			again := generate()
 			for i := range first {
 				if !bytes.Equal(first[i].Data, again[i].Data) {
 					t.Fatalf("%s: output changed between runs", first[i].Path)
@@ -97,6 +146,7 @@ func TestGeneratedPackagesPass(t *testing.T) {
 	for _, dir := range cases(t) {
 		pkgs = append(pkgs, "./"+filepath.ToSlash(dir))
 	}
+	pkgs = append(pkgs, "./testdata/flows")
 	for _, args := range [][]string{append([]string{"vet"}, pkgs...), append([]string{"test", "-count=1"}, pkgs...)} {
 		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
@@ -163,5 +213,35 @@ type Connector struct{}
 				t.Errorf("%s: build output does not mention %q:\n%s", tc.dir, w, out)
 			}
 		}
+	}
+}
+
+// TestTypedWiringRejectsHandEditedEdges removes the Reshape the generator
+// put on an edge between different Go types: the flow no longer compiles.
+func TestTypedWiringRejectsHandEditedEdges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds packages with the go command")
+	}
+	src := "../examples/flows/order_fulfilment_gen.go"
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "runtime.Reshape[upsertorder.Output, slackpost.Input](saveNode.Out(\"out\"))", "saveNode.Out(\"out\")", 1)
+	if edited == string(data) {
+		t.Fatal("the generated flow has no Reshape on save -> notify any more; update this test")
+	}
+	abs, _ := filepath.Abs(src)
+	replacement := filepath.Join(t.TempDir(), "flow.go")
+	overlay := filepath.Join(t.TempDir(), "overlay.json")
+	os.WriteFile(replacement, []byte(edited), 0o644)
+	js, _ := json.Marshal(map[string]any{"Replace": map[string]string{abs: replacement}})
+	os.WriteFile(overlay, js, 0o644)
+	out, err := exec.Command("go", "build", "-overlay", overlay, "../examples/flows").CombinedOutput()
+	if err == nil {
+		t.Fatal("an edge between upsertorder.Output and slackpost.Input compiled without Reshape")
+	}
+	if !strings.Contains(string(out), "In[slackpost.Input] of notifyNode.In() does not match") {
+		t.Errorf("build error does not name the edge's types:\n%s", out)
 	}
 }

@@ -8,14 +8,18 @@ import (
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/gen"
 )
 
 const genUsage = `Usage: flowgen gen [--check] [PATH...]
 
-Generates typed Go code for every ConnectorSpec under the PATHs (default ".",
-searched recursively like flowgen validate): node_gen.go and types_gen.go next
-to each spec. A connector package declares one go:generate line,
+Generates typed Go code for every ConnectorSpec and Flow under the PATHs
+(default ".", searched recursively like flowgen validate): node_gen.go,
+types_gen.go and, with fixtures, fixtures_gen_test.go next to each spec; a
+types_gen.go in each directory of schema files specs share; and
+<flow>_gen.go next to each flow, whose NewX constructor wires the flow's
+nodes with typed connections. A connector package declares one go:generate line,
 
 	//go:generate go tool flowgen gen
 
@@ -42,7 +46,7 @@ func runGen(e *env, args []string) int {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	specFiles, _, diags, err := collect(paths)
+	specFiles, flowFiles, diags, err := collect(paths)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen gen: %v\n", err)
 		return exitUsage
@@ -58,6 +62,16 @@ func runGen(e *env, args []string) int {
 		diags.Append(ds)
 		files = append(files, out...)
 	}
+	for _, f := range flowFiles {
+		g, ds := flowir.NewLoader().LoadFlow(f)
+		diags.Append(ds)
+		if g == nil || ds.HasErrors() {
+			continue
+		}
+		out, ds := gen.Flow(g)
+		diags.Append(ds)
+		files = append(files, out...)
+	}
 	files = uniqueFiles(files)
 	diags.Sort()
 	if len(diags) > 0 {
@@ -70,8 +84,8 @@ func runGen(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "flowgen gen: %s; nothing written\n", countErrors(diags))
 		return exitProblems
 	}
-	if len(specFiles) == 0 {
-		fmt.Fprintf(e.stderr, "flowgen gen: no ConnectorSpec found under %v\n", paths)
+	if len(specFiles)+len(flowFiles) == 0 {
+		fmt.Fprintf(e.stderr, "flowgen gen: no ConnectorSpec or Flow found under %v\n", paths)
 		return exitUsage
 	}
 	if *check {
@@ -98,7 +112,7 @@ func runGen(e *env, args []string) int {
 	for _, p := range written {
 		fmt.Fprintf(e.stdout, "wrote %s\n", filepath.ToSlash(p))
 	}
-	fmt.Fprintf(e.stderr, "flowgen gen: %d connectors, %d files written, %d unchanged\n", len(specFiles), len(written), len(files)-len(written))
+	fmt.Fprintf(e.stderr, "flowgen gen: %d connectors, %d flows, %d files written, %d unchanged\n", len(specFiles), len(flowFiles), len(written), len(files)-len(written))
 	return exitOK
 }
 

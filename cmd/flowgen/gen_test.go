@@ -14,7 +14,7 @@ func TestExamplesAreGenerated(t *testing.T) {
 	if r.exit != exitOK {
 		t.Fatalf("exit %d: examples are out of date (run go generate ./...):\n%s%s", r.exit, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "25 generated files up to date") {
+	if !strings.Contains(r.stderr, "27 generated files up to date") {
 		t.Errorf("summary: %q", r.stderr)
 	}
 }
@@ -67,7 +67,7 @@ func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
 	}
 
 	r = run(t, "", "gen", dir)
-	if r.exit != exitOK || strings.Count(r.stdout, "wrote ") != 2 || !strings.Contains(r.stderr, "8 connectors, 2 files written, 23 unchanged") {
+	if r.exit != exitOK || strings.Count(r.stdout, "wrote ") != 2 || !strings.Contains(r.stderr, "8 connectors, 0 flows, 2 files written, 23 unchanged") {
 		t.Fatalf("gen: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
 	if r := run(t, "", "gen", "--check", dir); r.exit != exitOK {
@@ -93,5 +93,19 @@ func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
 	leftovers, _ := filepath.Glob(filepath.Join(dir, "*", ".*.tmp"))
 	if len(leftovers) > 0 {
 		t.Errorf("temporary files left behind: %v", leftovers)
+	}
+}
+
+// TestGenReportsPortTypeMismatch: a flow whose edge joins incompatible
+// ports is reported as DAG201 by gen itself, and nothing is generated.
+func TestGenReportsPortTypeMismatch(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, "../../testdata/invalid/DAG201-port-type-mismatch", dir)
+	r := run(t, "", "gen", dir)
+	if r.exit != exitProblems || !strings.Contains(r.stdout, "error DAG201") || !strings.Contains(r.stdout, "\tfix: ") {
+		t.Fatalf("exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	if gen, _ := filepath.Glob(filepath.Join(dir, "*_gen.go")); len(gen) > 0 {
+		t.Errorf("gen wrote %v for a flow with errors", gen)
 	}
 }

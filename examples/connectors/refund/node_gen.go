@@ -373,3 +373,9 @@ func NewNode(impl Implementation) runtime.Runner {
 		return impl.Run(Context{ctx, ctx}, params, in)
 	})
 }
+
+// NewTypedNode is NewNode with the node's input and output types attached, for
+// flows whose connections the compiler checks (runtime.AddNode, runtime.Connect).
+func NewTypedNode(impl Implementation) runtime.TypedNode[Input, Output] {
+	return runtime.TypedNode[Input, Output]{Runner: NewNode(impl)}
+}

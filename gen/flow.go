@@ -1,0 +1,372 @@
+package gen
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/flowir"
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+)
+
+// goTypeID is a Go type by identity: aliases resolved to what they name.
+type goTypeID struct{ pkg, name string }
+
+// nodePort is the Go type at a node port: how generated code writes it
+// and what it is.
+type nodePort struct {
+	code *jen.Statement
+	id   goTypeID
+}
+
+// flowGen writes the constructor of one flow.
+type flowGen struct {
+	g      *flowir.Graph
+	shared *sharedSet
+	plans  map[*connectorspec.Spec]*plan
+	diags  diag.List
+	name   string // Go name of the flow, from its id
+}
+
+// FlowFile names the file generated for the flow at path: its base name
+// in snake case with a _gen.go suffix, next to it.
+func FlowFile(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	base = strings.NewReplacer("-", "_", ".", "_", " ", "_").Replace(strings.ToLower(base))
+	return filepath.Join(filepath.Dir(path), base+"_gen.go")
+}
+
+// Flow generates the typed constructor of a flow loaded without errors:
+// NewX builds the runtime.Flow from the implementations in XConnectors,
+// connecting nodes with runtime.Connect so that an edge between different
+// Go types does not compile; edges whose schemas flowir proved compatible
+// but whose Go types differ go through runtime.Reshape.
+func Flow(g *flowir.Graph) ([]Generated, diag.List) {
+	fg := &flowGen{g: g, shared: newSharedSet(), plans: map[*connectorspec.Spec]*plan{}, name: goName(g.Flow.ID)}
+	f := jen.NewFile(packageOf(filepath.Dir(g.Flow.File)))
+	f.HeaderComment(Header)
+	f.HeaderComment("Source: " + filepath.Base(g.Flow.File) + " (" + g.Flow.ID + " " + g.Flow.Version + ").")
+	f.ImportName(runtimePkg, "runtime")
+	fg.emit(f)
+	if fg.diags.HasErrors() {
+		return nil, fg.diags
+	}
+	data, err := render(f)
+	if err != nil {
+		var l diag.List
+		l.Add(diag.Pos{File: g.Flow.File, Line: 1, Col: 1}, diag.GEN001, "report this as a flowgen bug with the flow attached", "generating flow: %v", err)
+		return nil, l
+	}
+	return []Generated{{Path: FlowFile(g.Flow.File), Data: data}}, nil
+}
+
+func (fg *flowGen) plan(s *connectorspec.Spec) *plan {
+	if p, ok := fg.plans[s]; ok {
+		return p
+	}
+	p := newPlan(s, fg.shared)
+	fg.diags.Append(p.diags)
+	fg.plans[s] = p
+	return p
+}
+
+// connectorPort is the type of a connector node's input or output.
+func (fg *flowGen) connectorPort(s *connectorspec.Spec, output bool) nodePort {
+	p := fg.plan(s)
+	pkg, err := ImportPath(filepath.Dir(s.File))
+	if err != nil {
+		fg.diags.Add(s.Pos, diag.GEN001, "keep connectors inside a Go module", "%v", err)
+	}
+	t := p.in
+	if output {
+		t = p.out
+	}
+	id := goTypeID{pkg, t.name}
+	for _, a := range p.m.aliases {
+		if a.name == t.name {
+			id = goTypeID{a.targetPkg, a.target}
+			if a.targetPkg == "" {
+				id.pkg = pkg
+			}
+		}
+	}
+	return nodePort{code: jen.Qual(pkg, t.name), id: id}
+}
+
+func (fg *flowGen) connectorPkg(s *connectorspec.Spec) string {
+	pkg, _ := ImportPath(filepath.Dir(s.File))
+	return pkg
+}
+
+var rawType = nodePort{code: jen.Qual(jsonPkg, "RawMessage"), id: goTypeID{jsonPkg, "RawMessage"}}
+
+// inType and outType resolve node port types; control nodes take theirs
+// from what flows into them.
+func (fg *flowGen) inType(n *flowir.GraphNode, depth int) nodePort {
+	switch n.Kind() {
+	case flowir.KindConnector:
+		return fg.connectorPort(n.Spec, false)
+	case flowir.KindSwitch, flowir.KindCheckpoint, flowir.KindForEach:
+		if depth > len(fg.g.Nodes) {
+			return rawType
+		}
+		for _, e := range fg.g.Edges {
+			if e.To == n {
+				return fg.outType(e.From, depth+1)
+			}
+		}
+	}
+	return rawType
+}
+
+func (fg *flowGen) outType(n *flowir.GraphNode, depth int) nodePort {
+	switch n.Kind() {
+	case flowir.KindConnector:
+		return fg.connectorPort(n.Spec, true)
+	case flowir.KindSwitch, flowir.KindCheckpoint:
+		return fg.inType(n, depth)
+	case flowir.KindForEach:
+		if n.Body != nil {
+			o := fg.outType(n.Body, depth+1)
+			return nodePort{code: jen.Index().Add(o.code), id: goTypeID{"[]" + o.id.pkg, o.id.name}}
+		}
+	}
+	return rawType
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+func (fg *flowGen) emit(f *jen.File) {
+	flow := fg.g.Flow
+	connectors := fg.name + "Connectors"
+	var fields []jen.Code
+	defaults := jen.Dict{}
+	undo := map[string]*connectorspec.Spec{}
+	for _, n := range fg.g.Nodes {
+		if n.Kind() != flowir.KindConnector || n.Spec == nil {
+			continue
+		}
+		pkg := fg.connectorPkg(n.Spec)
+		fields = append(fields, jen.Comment(fmt.Sprintf("%s runs node %s (%s).", goName(n.Alias), n.Alias, n.Spec.ID)),
+			jen.Id(goName(n.Alias)).Qual(pkg, "Implementation"))
+		defaults[jen.Id(goName(n.Alias))] = jen.Op("&").Qual(pkg, "Connector").Values()
+		f.ImportName(pkg, packageOf(filepath.Dir(n.Spec.File)))
+		if c := n.Spec.Compensation; c != nil {
+			u, err := fg.resolve(c.Connector)
+			if err != nil {
+				fg.diags.Add(c.At("connector"), diag.DAG206, "load the compensator's spec alongside this one", "cannot resolve compensator %q: %v", c.Connector, err)
+				continue
+			}
+			undo[n.Alias] = u
+			upkg := fg.connectorPkg(u)
+			fields = append(fields, jen.Comment(fmt.Sprintf("%sUndo compensates node %s (%s).", goName(n.Alias), n.Alias, u.ID)),
+				jen.Id(goName(n.Alias)+"Undo").Qual(upkg, "Implementation"))
+			defaults[jen.Id(goName(n.Alias)+"Undo")] = jen.Op("&").Qual(upkg, "Connector").Values()
+			f.ImportName(upkg, packageOf(filepath.Dir(u.File)))
+		}
+	}
+	f.Add(docComment("", fmt.Sprintf("%s are the implementations the nodes of flow %s run, by node.", connectors, flow.ID)))
+	f.Type().Id(connectors).Struct(fields...)
+	f.Line()
+	f.Comment(fmt.Sprintf("Default%s uses each connector package's zero Connector.", connectors))
+	f.Func().Id("Default" + connectors).Params().Id(connectors).Block(
+		jen.Return(jen.Id(connectors).Values(defaults)),
+	)
+	f.Line()
+
+	var body []jen.Code
+	body = append(body, jen.Id("b").Op(":=").Qual(runtimePkg, "NewBuilder").Call(jen.Lit(flow.ID)))
+	vars := map[*flowir.GraphNode]string{}
+	// Bodies of forEach nodes are added before their forEach.
+	order := make([]*flowir.GraphNode, 0, len(fg.g.Nodes))
+	for _, n := range fg.g.Nodes {
+		if n.BodyOf != nil {
+			order = append(order, n)
+		}
+	}
+	for _, n := range fg.g.Nodes {
+		if n.BodyOf == nil {
+			order = append(order, n)
+		}
+	}
+	used := map[*flowir.GraphNode]bool{}
+	for _, e := range fg.g.Edges {
+		used[e.From], used[e.To] = true, true
+	}
+	for _, n := range fg.g.Nodes {
+		if n.Body != nil {
+			used[n.Body] = true
+		}
+		if _, ok := undo[n.Alias]; ok {
+			used[n] = true
+		}
+	}
+	for _, n := range order {
+		v := lowerFirst(goName(n.Alias)) + "Node"
+		vars[n] = v
+		stmts := fg.addNode(n, v, vars, undo)
+		if !used[n] && len(stmts) == 1 {
+			stmts[0] = stripAssign(stmts[0])
+		}
+		body = append(body, stmts...)
+	}
+	for _, e := range fg.g.Edges {
+		body = append(body, fg.connect(e, vars))
+	}
+	body = append(body, jen.Return(jen.Id("b").Dot("Build").Call()))
+	f.Add(docComment("", fmt.Sprintf("New%s builds flow %s (%s) from c. Connections are typed: an edge between different Go types does not compile.", fg.name, flow.ID, filepath.Base(flow.File))))
+	f.Func().Id("New"+fg.name).Params(jen.Id("c").Id(connectors)).Params(jen.Op("*").Qual(runtimePkg, "Flow"), jen.Error()).Block(body...)
+}
+
+func (fg *flowGen) resolve(ref string) (*connectorspec.Spec, error) {
+	for _, n := range fg.g.Nodes {
+		if n.Spec != nil && n.Uses == ref {
+			return n.Spec, nil
+		}
+	}
+	return catalogOf(fg.g).Resolve(ref)
+}
+
+// catalogOf is the catalogue of every spec a flow's nodes resolved to,
+// plus the specs next to them, for resolving compensators.
+func catalogOf(g *flowir.Graph) *connectorspec.Catalog {
+	l := flowir.NewLoader()
+	for _, n := range g.Nodes {
+		if n.Spec != nil {
+			l.LoadSpecs(filepath.Dir(filepath.Dir(n.Spec.File)))
+		}
+	}
+	return l.Catalog
+}
+
+func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.GraphNode]string, undo map[string]*connectorspec.Spec) []jen.Code {
+	switch n.Kind() {
+	case flowir.KindConnector:
+		pkg := fg.connectorPkg(n.Spec)
+		opts := jen.Dict{}
+		if n.Params.Value != nil {
+			params, err := strictyaml.CanonicalJSON(n.Params.JSON())
+			if err == nil {
+				opts[jen.Id("Params")] = jen.Qual(jsonPkg, "RawMessage").Call(jen.Lit(compactJSON(params)))
+			}
+		}
+		if n.Timeout > 0 {
+			opts[jen.Id("Timeout")] = durationCode(time.Duration(n.Timeout))
+		}
+		out := []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddNode").Call(jen.Id("b"), jen.Lit(n.Alias),
+			jen.Qual(pkg, "NewTypedNode").Call(jen.Id("c").Dot(goName(n.Alias))), jen.Qual(runtimePkg, "NodeOptions").Values(opts))}
+		if u, ok := undo[n.Alias]; ok {
+			out = append(out, jen.Qual(runtimePkg, "Compensate").Call(jen.Id("b"), jen.Id(v),
+				jen.Qual(fg.connectorPkg(u), "NewTypedNode").Call(jen.Id("c").Dot(goName(n.Alias)+"Undo")),
+				stringSlice(n.Spec.Compensation.UndoKey)))
+		}
+		return out
+	case flowir.KindSwitch:
+		sw := n.Switch
+		var cases []jen.Code
+		for _, c := range sw.Cases {
+			eq, _ := strictyaml.CanonicalJSON(c.Equals.JSON())
+			cases = append(cases, jen.Values(jen.Dict{jen.Id("Label"): jen.Lit(c.Label), jen.Id("Equals"): jen.Qual(jsonPkg, "RawMessage").Call(jen.Lit(compactJSON(eq)))}))
+		}
+		d := jen.Dict{jen.Id("On"): jen.Lit(sw.On), jen.Id("Cases"): jen.Index().Qual(runtimePkg, "Case").Values(cases...)}
+		if sw.Default != "" {
+			d[jen.Id("Default")] = jen.Lit(sw.Default)
+		}
+		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddSwitch").Types(fg.inType(n, 0).code).Call(jen.Id("b"), jen.Lit(n.Alias), jen.Qual(runtimePkg, "Switch").Values(d))}
+	case flowir.KindCheckpoint:
+		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddCheckpoint").Types(fg.inType(n, 0).code).Call(jen.Id("b"), jen.Lit(n.Alias),
+			jen.Qual(runtimePkg, "Checkpoint").Values(jen.Dict{jen.Id("Prompt"): jen.Lit(n.Checkpoint.Prompt)}))}
+	case flowir.KindForEach:
+		fe := n.ForEach
+		d := jen.Dict{jen.Id("Items"): jen.Lit(fe.Items)}
+		switch fe.Aggregate {
+		case flowir.AggregateAny:
+			d[jen.Id("Aggregate")] = jen.Qual(runtimePkg, "AggregateAny")
+		case flowir.AggregateQuorum:
+			d[jen.Id("Aggregate")] = jen.Qual(runtimePkg, "AggregateQuorum")
+			d[jen.Id("Quorum")] = jen.Lit(fe.Quorum)
+		}
+		if n.Body == nil {
+			return nil
+		}
+		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddForEach").Types(fg.inType(n, 0).code, fg.inType(n.Body, 0).code, fg.outType(n.Body, 0).code).
+			Call(jen.Id("b"), jen.Lit(n.Alias), jen.Id(vars[n.Body]), jen.Qual(runtimePkg, "ForEach").Values(d))}
+	case flowir.KindSubflow:
+		var inputs []string
+		for _, in := range n.Subflow.Inputs {
+			alias, _, _ := strings.Cut(in, ".")
+			inputs = append(inputs, alias)
+		}
+		child := ""
+		if n.Child != nil {
+			child = n.Child.Flow.ID
+		}
+		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddSubflow").Call(jen.Id("b"), jen.Lit(n.Alias),
+			jen.Qual(runtimePkg, "Subflow").Values(jen.Dict{jen.Id("Flow"): jen.Lit(child), jen.Id("Inputs"): stringSlice(inputs)}))}
+	}
+	fg.diags.Add(n.Pos, diag.GEN001, "use a connector, switch, forEach, checkpoint or subflow node",
+		"node %q: %s nodes are not generated yet", n.Alias, n.Kind())
+	return nil
+}
+
+// stripAssign drops the variable of a node nothing refers to: the call
+// after " := ".
+func stripAssign(c jen.Code) jen.Code {
+	st, ok := c.(*jen.Statement)
+	if !ok || len(*st) < 3 {
+		return c
+	}
+	rest := (*st)[2:]
+	return &rest
+}
+
+func stringSlice(ss []string) jen.Code {
+	var lits []jen.Code
+	for _, s := range ss {
+		lits = append(lits, jen.Lit(s))
+	}
+	return jen.Index().String().Values(lits...)
+}
+
+func compactJSON(b []byte) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+// connect writes one edge: Connect when both ends have the same Go type,
+// Connect through Reshape when only their schemas agree.
+func (fg *flowGen) connect(e *flowir.GraphEdge, vars map[*flowir.GraphNode]string) jen.Code {
+	from, to := fg.outType(e.From, 0), fg.inType(e.To, 0)
+	port := e.FromPort
+	if port == "" {
+		port = "out"
+	}
+	out := jen.Id(vars[e.From]).Dot("Out").Call(jen.Lit(port))
+	if from.id != to.id {
+		out = jen.Qual(runtimePkg, "Reshape").Types(from.code, to.code).Call(out)
+	}
+	opts := jen.Dict{}
+	if e.Delivery != flowtype.AtLeastOnce {
+		opts[jen.Id("Delivery")] = jen.Qual(runtimePkg, e.Delivery.String())
+		if e.Delivery == flowtype.ExactlyOnce && e.To.Spec != nil && e.To.Spec.Idempotency != nil && e.To.Spec.Idempotency.TTL > 0 {
+			opts[jen.Id("DedupeTTL")] = durationCode(time.Duration(e.To.Spec.Idempotency.TTL))
+		}
+	}
+	return jen.Qual(runtimePkg, "Connect").Call(jen.Id("b"), out, jen.Id(vars[e.To]).Dot("In").Call(), jen.Qual(runtimePkg, "EdgeOptions").Values(opts))
+}
