@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dave/jennifer/jen"
+	"golang.org/x/tools/go/packages"
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/diag"
@@ -33,6 +34,10 @@ type flowGen struct {
 	plans  map[*connectorspec.Spec]*plan
 	diags  diag.List
 	name   string // Go name of the flow, from its id
+
+	pkg     *packages.Package // the flow's own package, for inline nodes
+	pkgErr  error
+	inlines map[*flowir.GraphNode]*inlineFunc
 }
 
 // FlowFile names the file generated for the flow at path: its base name
@@ -49,7 +54,7 @@ func FlowFile(path string) string {
 // Go types does not compile; edges whose schemas flowir proved compatible
 // but whose Go types differ go through runtime.Reshape.
 func Flow(g *flowir.Graph) ([]Generated, diag.List) {
-	fg := &flowGen{g: g, shared: newSharedSet(), plans: map[*connectorspec.Spec]*plan{}, name: goName(g.Flow.ID)}
+	fg := &flowGen{g: g, shared: newSharedSet(), plans: map[*connectorspec.Spec]*plan{}, name: goName(g.Flow.ID), inlines: map[*flowir.GraphNode]*inlineFunc{}}
 	f := jen.NewFile(packageOf(filepath.Dir(g.Flow.File)))
 	f.HeaderComment(Header)
 	f.HeaderComment("Source: " + filepath.Base(g.Flow.File) + " (" + g.Flow.ID + " " + g.Flow.Version + ").")
@@ -113,6 +118,10 @@ func (fg *flowGen) inType(n *flowir.GraphNode, depth int) nodePort {
 	switch n.Kind() {
 	case flowir.KindConnector:
 		return fg.connectorPort(n.Spec, false)
+	case flowir.KindInline:
+		if f, ok := fg.inline(n); ok {
+			return f.in
+		}
 	case flowir.KindSwitch, flowir.KindCheckpoint, flowir.KindForEach:
 		if depth > len(fg.g.Nodes) {
 			return rawType
@@ -130,6 +139,10 @@ func (fg *flowGen) outType(n *flowir.GraphNode, depth int) nodePort {
 	switch n.Kind() {
 	case flowir.KindConnector:
 		return fg.connectorPort(n.Spec, true)
+	case flowir.KindInline:
+		if f, ok := fg.inline(n); ok {
+			return f.out
+		}
 	case flowir.KindSwitch, flowir.KindCheckpoint:
 		return fg.inType(n, depth)
 	case flowir.KindForEach:
@@ -273,6 +286,21 @@ func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.Graph
 				stringSlice(n.Spec.Compensation.UndoKey)))
 		}
 		return out
+	case flowir.KindInline:
+		f, ok := fg.inline(n)
+		if !ok {
+			return nil
+		}
+		helper := "Inline"
+		if f.context {
+			helper = "InlineContext"
+		}
+		opts := jen.Dict{}
+		if n.Timeout > 0 {
+			opts[jen.Id("Timeout")] = durationCode(time.Duration(n.Timeout))
+		}
+		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddNode").Call(jen.Id("b"), jen.Lit(n.Alias),
+			jen.Qual(runtimePkg, helper).Call(jen.Lit(f.name), jen.Id(f.name)), jen.Qual(runtimePkg, "NodeOptions").Values(opts))}
 	case flowir.KindSwitch:
 		sw := n.Switch
 		var cases []jen.Code
@@ -332,6 +360,13 @@ func stripAssign(c jen.Code) jen.Code {
 	return &rest
 }
 
+func typeName(id goTypeID) string {
+	if id.pkg == "" {
+		return id.name
+	}
+	return id.pkg + "." + id.name
+}
+
 func stringSlice(ss []string) jen.Code {
 	var lits []jen.Code
 	for _, s := range ss {
@@ -358,7 +393,17 @@ func (fg *flowGen) connect(e *flowir.GraphEdge, vars map[*flowir.GraphNode]strin
 		port = "out"
 	}
 	out := jen.Id(vars[e.From]).Dot("Out").Call(jen.Lit(port))
-	if from.id != to.id {
+	failed := func(n *flowir.GraphNode) bool {
+		f, seen := fg.inlines[n]
+		return n.Kind() == flowir.KindInline && seen && f == nil
+	}
+	if failed(e.From) || failed(e.To) {
+		// The function's own diagnostic says what is wrong.
+	} else if from.id != to.id && (e.From.Kind() == flowir.KindInline || e.To.Kind() == flowir.KindInline) {
+		// No schema proves the two compatible: only the same Go type will do.
+		fg.diags.Add(e.At("from"), diag.GEN001, "make the inline function take or return exactly the type at the other end",
+			"edge %s.%s -> %s joins Go types %s and %s", e.From.Alias, port, e.To.Alias, typeName(from.id), typeName(to.id))
+	} else if from.id != to.id {
 		out = jen.Qual(runtimePkg, "Reshape").Types(from.code, to.code).Call(out)
 	}
 	opts := jen.Dict{}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,5 +244,30 @@ func TestTypedWiringRejectsHandEditedEdges(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "In[slackpost.Input] of notifyNode.In() does not match") {
 		t.Errorf("build error does not name the edge's types:\n%s", out)
+	}
+}
+
+// TestInlineNodeDiagnostics: inline nodes are checked against the flow's
+// Go package with go/packages, each problem positioned in the flow file.
+func TestInlineNodeDiagnostics(t *testing.T) {
+	g, diags := flowir.NewLoader().LoadFlow("testdata/inlinebad/flow.yaml")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	files, diags := gen.Flow(g)
+	if files != nil {
+		t.Error("files generated for a flow with errors")
+	}
+	var got []string
+	for _, d := range diags {
+		got = append(got, fmt.Sprintf("%d:%d %s %s", d.Pos.Line, d.Pos.Col, d.Code, d.Message))
+	}
+	want := []string{
+		"10:11 GEN001 go:Missing: package inlinebad has no function Missing",
+		"12:11 GEN001 go:WrongSignature (funcs.go:6) has signature func(s string) string, which a node cannot call",
+		"18:12 GEN001 edge slug.out -> other joins Go types github.com/flowgen-dev/flowgen/gen/testdata/pure.Output and int",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,4 +155,18 @@ func (b *Builder) Build() (*Flow, error) {
 	}
 	f := b.flow
 	return &f, nil
+}
+
+// Inline makes a node of a pure Go function of the flow's package (a flow
+// node with uses: go:Name): Pure and Strict, no capabilities, no key. The
+// function's parameter and result types are the node's ports.
+func Inline[I, O any](name string, fn func(I) (O, error)) TypedNode[I, O] {
+	return InlineContext(name, func(_ context.Context, in I) (O, error) { return fn(in) })
+}
+
+// InlineContext is Inline for a function that takes a context first, to
+// observe cancellation.
+func InlineContext[I, O any](name string, fn func(context.Context, I) (O, error)) TypedNode[I, O] {
+	info := NodeInfo{ID: "go:" + name, Version: "0.0.0", Effects: Pure, Determinism: Strict}
+	return TypedNode[I, O]{Typed(info, func(ctx *Context, _ struct{}, in I) (O, error) { return fn(ctx, in) })}
 }

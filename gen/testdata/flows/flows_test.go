@@ -63,3 +63,35 @@ func TestParentWaitsForReviewThenRunsTheChild(t *testing.T) {
 		t.Fatalf("after the review: %+v %s", st, st.Result["nested"])
 	}
 }
+
+func TestInlineNodesRun(t *testing.T) {
+	flow, err := NewDemoInline(DefaultDemoInlineConnectors())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := runtime.New(store, runtime.Options{Owner: "test"})
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	job, err := e.Start(ctx, "demo.inline", json.RawMessage(`{"title": "Größe zählt"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		if did, err := e.Step(ctx); err != nil {
+			t.Fatal(err)
+		} else if !did {
+			break
+		}
+	}
+	st, err := e.Status(ctx, job)
+	if err != nil || st.State != runtime.StateSucceeded || string(st.Result["count"]) != `{"runes":10}` {
+		t.Fatalf("status %+v (%v): %s", st, err, st.Result["count"])
+	}
+}
