@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -89,5 +90,51 @@ func TestKillReleasesParkedCheckpoint(t *testing.T) {
 	}
 	if st, _ := e.Status(ctx, job); st.State != StateKilled {
 		t.Fatalf("killed job with a parked checkpoint: %+v", st)
+	}
+}
+
+// TestCleanShutdownReleasesLeases: a worker that stops (Run returns) hands
+// its jobs over at once instead of making the next worker wait out the
+// lease; on both backends.
+func TestCleanShutdownReleasesLeases(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRigOn(t, b)
+			e := New(r.store, Options{Owner: "leaving", LeaseTTL: time.Hour})
+			if err := e.Register(approvalFlow()); err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			job, err := e.Start(ctx, "approval", json.RawMessage(`{"order":"o-2"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- e.Run(ctx, 2) }()
+			for { // until the job parks at its checkpoint
+				var l store.Lease
+				err := r.store.View(context.Background(), func(tx store.ReadTx) (err error) { l, err = tx.Lease(job[:]); return })
+				if err == nil && l.Owner == "leaving" {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			acquire := func() error {
+				return r.store.Update(context.Background(), func(tx store.Tx) error {
+					_, err := tx.AcquireLease(job[:], "arriving", time.Minute)
+					return err
+				})
+			}
+			if err := acquire(); !errors.Is(err, store.ErrLeaseHeld) {
+				t.Fatalf("while the first worker runs, another took its lease: %v", err)
+			}
+			stop()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if err := acquire(); err != nil {
+				t.Fatalf("after a clean shutdown the lease is still held: %v", err)
+			}
+		})
 	}
 }

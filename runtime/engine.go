@@ -64,6 +64,10 @@ type Engine struct {
 
 	mu    sync.RWMutex
 	flows map[string]*compiled
+
+	// held is the last lease taken per job (string(job) -> store.Lease),
+	// released when Run stops so other workers need not wait out the TTL.
+	held sync.Map
 }
 
 // New returns an engine on s.
@@ -266,7 +270,23 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 		}()
 	}
 	wg.Wait()
+	e.releaseLeases()
 	return nil
+}
+
+// releaseLeases ends this engine's job leases after its workers stopped:
+// a worker that shuts down cleanly hands its jobs over at once.
+func (e *Engine) releaseLeases() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.held.Range(func(job, l any) bool {
+		err := e.store.Update(ctx, func(tx store.Tx) error { return tx.ReleaseLease(l.(store.Lease)) })
+		if err != nil {
+			e.log.Warn("releasing a lease at shutdown; it expires by itself", "err", err)
+		}
+		e.held.Delete(job)
+		return true
+	})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -127,7 +127,11 @@ func (e *Engine) lease(tx store.Tx, job []byte) (store.Lease, error) {
 	if l, err := tx.Lease(job); err == nil && l.Owner == e.opts.Owner && l.Expires.After(e.now().Add(e.opts.LeaseTTL/2)) {
 		return l, nil
 	}
-	return tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
+	l, err := tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
+	if err == nil {
+		e.held.Store(string(job), l)
+	}
+	return l, err
 }
 
 // process runs an already reserved message through the step protocol.

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
 
 // TestExamplesAreGenerated is the drift check CI relies on: the generated
@@ -107,5 +113,77 @@ func TestGenReportsPortTypeMismatch(t *testing.T) {
 	}
 	if gen, _ := filepath.Glob(filepath.Join(dir, "*_gen.go")); len(gen) > 0 {
 		t.Errorf("gen wrote %v for a flow with errors", gen)
+	}
+}
+
+// TestRunExecutesAGeneratedFlow: flowgen run compiles the flow's package
+// into a throwaway program and runs one job on the embedded store.
+func TestRunExecutesAGeneratedFlow(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "jobs.db")
+	input := filepath.Join(dir, "in.json")
+	os.WriteFile(input, []byte(`{"title": "Hello Runner"}`), 0o644)
+
+	r := run(t, "", "run", "--store", store, "--input", input, "../../gen/testdata/flows/inline.yaml")
+	if r.exit != exitOK || !strings.Contains(r.stdout, `"state": "succeeded"`) || !strings.Contains(r.stdout, `"runes": 12`) {
+		t.Fatalf("run: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+
+	// A job that parks at a checkpoint is still running at the timeout;
+	// it stays in the store for inspect and signal.
+	r = run(t, `{"title": "Wait For Me"}`, "run", "--store", store, "--input", "-", "--timeout", "1s", "../../gen/testdata/flows/parent.yaml")
+	if r.exit != exitProblems || !strings.Contains(r.stderr, "is still running after 1s") || !strings.Contains(r.stdout, `"state": "running"`) {
+		t.Fatalf("parked job: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+
+	if r := run(t, "", "run", "--store", store, "--input", filepath.Join(dir, "missing.json"), "../../gen/testdata/flows/inline.yaml"); r.exit != exitUsage || !strings.Contains(r.stderr, "missing.json") {
+		t.Errorf("missing input: exit %d %s", r.exit, r.stderr)
+	}
+	if r := run(t, "", "run", "../../gen/testdata/flows/inline.yaml"); r.exit != exitUsage {
+		t.Errorf("no --input: exit %d", r.exit)
+	}
+}
+
+// TestWorkerFinishesAJobAfterASignal: run parks a job at its checkpoint on
+// PostgreSQL, signal approves it, and a flowgen worker process finishes it
+// (the subflow included) and stops cleanly when interrupted.
+func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
+	url := pgtest.FreshSchema(t)
+	r := run(t, `{"title": "Signed Off"}`, "run", "--store", url, "--input", "-", "--timeout", "1s", "../../gen/testdata/flows/parent.yaml")
+	if r.exit != exitProblems || !strings.Contains(r.stdout, `"state": "running"`) {
+		t.Fatalf("run: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	var started struct{ Job string }
+	if err := json.Unmarshal([]byte(r.stdout), &started); err != nil || started.Job == "" {
+		t.Fatalf("run output: %v\n%s", err, r.stdout)
+	}
+	if r := run(t, "", "signal", "--store", url, "--approve", "--by", "editor", started.Job, "review"); r.exit != exitOK {
+		t.Fatalf("signal: exit %d %s", r.exit, r.stderr)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"worker", "--store", url, "--workers", "2", "../../gen/testdata/flows/parent.yaml"}, nil, &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := run(t, "", "inspect", "--store", url, "--json", started.Job)
+		if strings.Contains(r.stdout, `"state":"succeeded"`) || strings.Contains(r.stdout, `"state": "succeeded"`) {
+			if !strings.Contains(r.stdout, "signed-off") {
+				t.Errorf("the subflow's result is missing:\n%s", r.stdout)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("the worker did not finish the job; inspect:\n%s\nworker:\n%s", r.stdout, stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stop()
+	if code := <-done; code != exitOK || !strings.Contains(stderr.String(), "worker: stopped") {
+		t.Errorf("worker exit %d:\n%s", code, stderr.String())
 	}
 }

@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/localrun"
 	"github.com/flowgen-dev/flowgen/runtime/store"
-	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
-	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 )
 
 // defaultStore is the embedded store file used when --store is not given.
@@ -49,25 +48,20 @@ Flags:
 func storeFlag(fs *flag.FlagSet) func(ctx context.Context) (store.Store, error) {
 	path := fs.String("store", "", storeFlagHelp)
 	return func(ctx context.Context) (store.Store, error) {
-		p := *path
-		if p == "" {
-			p = os.Getenv("FLOWGEN_STORE")
-		}
-		if p == "" {
-			p = defaultStore
-		}
-		if isDatabaseURL(p) {
-			return pgstore.Open(ctx, p, pgstore.Options{})
-		}
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("store %s: %w", p, err)
-		}
-		return boltstore.Open(p, boltstore.Options{})
+		return localrun.OpenStore(ctx, resolveStore(*path), false)
 	}
 }
 
-func isDatabaseURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+// resolveStore applies the --store defaults: $FLOWGEN_STORE, else the
+// embedded file in the working directory.
+func resolveStore(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if env := os.Getenv("FLOWGEN_STORE"); env != "" {
+		return env
+	}
+	return defaultStore
 }
 
 func runInspect(e *env, args []string) int {

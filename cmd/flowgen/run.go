@@ -43,6 +43,8 @@ func commands() []command {
 		{"show", "validate, then describe connectors and flows", showUsage, runShow},
 		{"init", "scaffold a new connector package", initUsage, runInit},
 		{"gen", "generate typed Go code from ConnectorSpecs (go generate)", genUsage, runGen},
+		{"run", "run one job of a generated flow and print its result", runUsage, runRun},
+		{"worker", "run workers for generated flows until interrupted", workerUsage, runWorker},
 		{"idemkey", "compute a canonical idempotency key from key fields", idemkeyUsage, runIdemkey},
 		{"canonical", "print a spec or flow in its canonical JSON form", canonicalUsage, runCanonical},
 		{"schema", "print the JSON Schema of the ConnectorSpec or Flow format", schemaUsage, runSchema},
