@@ -95,3 +95,36 @@ func TestInlineNodesRun(t *testing.T) {
 		t.Fatalf("status %+v (%v): %s", st, err, st.Result["count"])
 	}
 }
+
+func TestFanOutOverSplitLines(t *testing.T) {
+	flow, err := NewDemoFanout(DefaultDemoFanoutConnectors())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := runtime.New(store, runtime.Options{Owner: "test"})
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	job, err := e.Start(ctx, "demo.fanout", json.RawMessage(`{"text": "Hello World\n¡¿?!\nSecond Line"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		if did, err := e.Step(ctx); err != nil {
+			t.Fatal(err)
+		} else if !did {
+			break
+		}
+	}
+	// The middle line has no ASCII word and fails; the quorum of 1 holds.
+	st, err := e.Status(ctx, job)
+	if err != nil || st.State != runtime.StateSucceeded || string(st.Result["each"]) != `[{"slug":"hello-world"},null,{"slug":"second-line"}]` {
+		t.Fatalf("status %+v (%v): %s", st, err, st.Result["each"])
+	}
+}
