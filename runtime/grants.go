@@ -15,7 +15,13 @@ import (
 type Grants struct {
 	// Store backs KV and dedupe.
 	Store store.Store
-	// BlobDir backs blob read and write.
+	// Blobs backs blob read and write (s3blobs for S3-compatible storage);
+	// when nil, BlobDir does.
+	Blobs interface {
+		BlobReader
+		BlobWriter
+	}
+	// BlobDir backs blob read and write on local disk.
 	BlobDir string
 	// Transport carries HTTP; http.DefaultTransport when nil.
 	Transport http.RoundTripper
@@ -56,8 +62,17 @@ func (g Grants) For(info NodeInfo) Capabilities {
 			caps.Dedupe = NewStoreDedupe(g.Store, nil)
 		}
 	}
-	if g.BlobDir != "" {
-		b := &DiskBlobs{dir: g.BlobDir}
+	var blobs interface {
+		BlobReader
+		BlobWriter
+	}
+	switch {
+	case g.Blobs != nil:
+		blobs = g.Blobs
+	case g.BlobDir != "":
+		blobs = &DiskBlobs{dir: g.BlobDir}
+	}
+	if b := blobs; b != nil {
 		if has(flowtype.BlobRead) || has(flowtype.BlobReadHash) {
 			caps.BlobRead = b
 		}

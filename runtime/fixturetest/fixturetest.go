@@ -38,6 +38,12 @@ type Env struct {
 	// Secrets resolves secret handles; by default a handle h resolves to
 	// "fixture-secret:" + h.
 	Secrets runtime.Secrets
+	// Blobs backs blob.read and blob.write (for example s3blobs on a test
+	// server); by default a temporary directory does.
+	Blobs interface {
+		runtime.BlobReader
+		runtime.BlobWriter
+	}
 }
 
 // Setup is implemented by a connector (usually in a hand-written
@@ -112,7 +118,7 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
 	if secrets == nil {
 		secrets = placeholderSecrets{}
 	}
-	grants := runtime.Grants{Store: st, BlobDir: t.TempDir(), Transport: tape, Secrets: secrets, DB: env.DB, Seed: 1}
+	grants := runtime.Grants{Store: st, Blobs: env.Blobs, BlobDir: t.TempDir(), Transport: tape, Secrets: secrets, DB: env.DB, Seed: 1}
 	caps := grants.For(info)
 	if caps.Clock != nil {
 		caps.Clock = fixedClock{}
