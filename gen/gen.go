@@ -48,11 +48,12 @@ type Generated struct {
 
 // plan is the model of one connector and where its problems are.
 type plan struct {
-	spec    *connectorspec.Spec
-	m       *model
-	in, out typeRef
-	params  typeRef
-	diags   diag.List
+	spec            *connectorspec.Spec
+	m               *model
+	in, out         typeRef
+	inPort, outPort string
+	params          typeRef
+	diags           diag.List
 }
 
 // newPlan builds the type model of s, reporting what Go cannot express.
@@ -84,7 +85,7 @@ func newPlan(s *connectorspec.Spec, shared *sharedSet) *plan {
 		t := root(portType(name, "Input", name == inPort), name, "inputs/"+name, s.Inputs[name].Pos,
 			"", func() any { return s.InputSchema(name) })
 		if name == inPort {
-			p.in = t
+			p.in, p.inPort = t, name
 		}
 	}
 	outs := sortedKeysOf(s.Outputs)
@@ -92,7 +93,7 @@ func newPlan(s *connectorspec.Spec, shared *sharedSet) *plan {
 		t := root(portType(name, "Output", len(outs) == 1), name, "outputs/"+name, s.Outputs[name].Pos,
 			"", func() any { return s.OutputSchema(name) })
 		if len(outs) == 1 {
-			p.out = t
+			p.out, p.outPort = t, name
 		}
 	}
 	if len(outs) > 1 {
@@ -170,7 +171,7 @@ func Connector(s *connectorspec.Spec) ([]Generated, diag.List) {
 		return nil, internalError(s, "manifest", err)
 	}
 	nf := newFile(pkg, s)
-	ne := &nodeEmitter{f: nf, spec: s, in: p.in, out: p.out, m: p.m}
+	ne := &nodeEmitter{f: nf, spec: s, in: p.in, out: p.out, inPort: p.inPort, outPort: p.outPort, m: p.m}
 	ne.emit(manifest)
 	node, err := render(nf)
 	if err != nil {

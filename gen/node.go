@@ -24,11 +24,14 @@ const (
 // nodeEmitter writes the node file: metadata, the idempotency key
 // function, the manifest, the capability-gated context and NewNode.
 type nodeEmitter struct {
-	f        *File
-	spec     *connectorspec.Spec
-	in, out  typeRef
-	m        *model
-	problems []string
+	f       *File
+	spec    *connectorspec.Spec
+	in, out typeRef
+	m       *model
+	// inPort and outPort name the ports the node reads and writes, the
+	// prefixes of their paths in DataClass.
+	inPort, outPort string
+	problems        []string
 }
 
 func (e *nodeEmitter) emit(manifest []byte) {
@@ -199,6 +202,7 @@ func (e *nodeEmitter) emitInfo() {
 		Id("KeySchema"):    Id("KeySchema"),
 		Id("Capabilities"): Id("Capabilities").Call(),
 		Id("Egress"):       Id("Egress").Call(),
+		Id("Redact"):       Id("redact"),
 	}
 	if keys := e.keyFields(); len(keys) > 0 {
 		var lits []Code
@@ -207,6 +211,17 @@ func (e *nodeEmitter) emitInfo() {
 		}
 		d[Id("KeyFields")] = Index().String().Values(lits...)
 	}
+	e.f.Comment("redact removes the values whose data class is not public from the")
+	e.f.Comment("decoding and validation errors of part, so they stay out of job state and logs.")
+	e.f.Func().Id("redact").Params(Id("part").String(), Err().Error()).Error().Block(
+		Switch(Id("part")).Block(
+			Case(Lit("params")).Block(Return(Qual(schematypesPkg, "Redact").Call(Err(), Lit("params"), Id("DataClass")))),
+			Case(Lit("input")).Block(Return(Qual(schematypesPkg, "Redact").Call(Err(), Lit(e.inPort), Id("DataClass")))),
+			Case(Lit("output")).Block(Return(Qual(schematypesPkg, "Redact").Call(Err(), Lit(e.outPort), Id("DataClass")))),
+		),
+		Return(Err()),
+	)
+	e.f.Line()
 	e.f.Comment("Info is what the runtime needs to know about the connector.")
 	e.f.Func().Id("Info").Params().Qual(runtimePkg, "NodeInfo").Block(Return(Qual(runtimePkg, "NodeInfo").Values(d)))
 	e.f.Line()

@@ -499,14 +499,11 @@ func (e *typesEmitter) emitSealed(sd *sealedDef) {
 	for i, v := range sd.variants {
 		cases = append(cases, Case(Lit(sd.values[i])).Block(Id("v").Op("=").New(Id(v))))
 	}
-	quoted := make([]string, len(sd.values))
-	for i, v := range sd.values {
-		quoted[i] = fmt.Sprintf("%q", v)
+	var allowed []Code
+	for _, v := range sd.values {
+		allowed = append(allowed, Lit(v))
 	}
-	cases = append(cases, Default().Block(Return(Nil(), Op("&").Qual(schematypesPkg, "FieldError").Values(Dict{
-		Id("Path"): Lit(sd.tag),
-		Id("Msg"):  Qual("fmt", "Sprintf").Call(Lit("%q is not one of "+strings.Join(quoted, ", ")), Id("tag")),
-	}))))
+	cases = append(cases, Default().Block(Return(Nil(), Qual(schematypesPkg, "NotOneOf").Call(append([]Code{Lit(sd.tag), Id("tag")}, allowed...)...))))
 	e.f.Comment(fmt.Sprintf("Decode%s decodes the variant that data's %q property names.", sd.name, sd.tag))
 	e.f.Func().Id("Decode"+sd.name).Params(Id("data").Index().Byte()).Params(Id(sd.name), Error()).Block(
 		List(Id("tag"), Err()).Op(":=").Qual(schematypesPkg, "Discriminator").Call(Id("data"), Lit(sd.tag)),

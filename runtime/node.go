@@ -98,6 +98,11 @@ type NodeInfo struct {
 	Egress []string
 	// Timeout bounds one attempt; zero means the engine default.
 	Timeout time.Duration
+	// Redact, when set, removes the values whose data class is not public
+	// from a decoding or validation error of part ("params", "input" or
+	// "output") before the error reaches job state and logs. Generated
+	// nodes set it from their data-class table.
+	Redact func(part string, err error) error
 }
 
 // Runner is a node at the runtime boundary: JSON in, JSON out. Generated
@@ -125,10 +130,10 @@ func (t typedRunner[P, I, O]) Info() NodeInfo { return t.info }
 func (t typedRunner[P, I, O]) Run(ctx *Context, params, input json.RawMessage) (json.RawMessage, error) {
 	var p P
 	var in I
-	if err := decodeValid(params, &p, "params"); err != nil {
+	if err := t.decodeValid(params, &p, "params"); err != nil {
 		return nil, err
 	}
-	if err := decodeValid(input, &in, "input"); err != nil {
+	if err := t.decodeValid(input, &in, "input"); err != nil {
 		return nil, err
 	}
 	out, err := t.run(ctx, p, in)
@@ -137,7 +142,7 @@ func (t typedRunner[P, I, O]) Run(ctx *Context, params, input json.RawMessage) (
 	}
 	if v, ok := any(&out).(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
-			return nil, NewError(SchemaMismatch, fmt.Errorf("output breaks its schema (a bug in the node): %w", err))
+			return nil, NewError(SchemaMismatch, fmt.Errorf("output breaks its schema (a bug in the node): %w", t.redact("output", err)))
 		}
 	}
 	b, err := json.Marshal(out)
@@ -147,18 +152,25 @@ func (t typedRunner[P, I, O]) Run(ctx *Context, params, input json.RawMessage) (
 	return b, nil
 }
 
-func decodeValid(data json.RawMessage, dst any, what string) error {
+func (t typedRunner[P, I, O]) redact(part string, err error) error {
+	if t.info.Redact == nil {
+		return err
+	}
+	return t.info.Redact(part, err)
+}
+
+func (t typedRunner[P, I, O]) decodeValid(data json.RawMessage, dst any, what string) error {
 	if _, strict := dst.(json.Unmarshaler); strict && (len(data) == 0 || string(data) == "null") {
 		data = json.RawMessage("{}") // generated types report missing required fields
 	}
 	if len(data) > 0 && string(data) != "null" {
 		if err := json.Unmarshal(data, dst); err != nil {
-			return NewError(SchemaMismatch, fmt.Errorf("decode %s: %w", what, err))
+			return NewError(SchemaMismatch, fmt.Errorf("decode %s: %w", what, t.redact(what, err)))
 		}
 	}
 	if v, ok := dst.(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
-			return NewError(SchemaMismatch, fmt.Errorf("%s: %w", what, err))
+			return NewError(SchemaMismatch, fmt.Errorf("%s: %w", what, t.redact(what, err)))
 		}
 	}
 	return nil

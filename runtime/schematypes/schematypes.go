@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,16 +27,23 @@ import (
 
 // FieldError is one problem with one value, located by its path from the
 // value being decoded or validated ("lines[2].qty"; empty for the root).
+// Value is the offending value as printed, kept apart from Msg so that
+// Redact can remove it; empty when the message shows no value.
 type FieldError struct {
-	Path string
-	Msg  string
+	Path  string
+	Value string
+	Msg   string
 }
 
 func (e *FieldError) Error() string {
-	if e.Path == "" {
-		return e.Msg
+	msg := e.Msg
+	if e.Value != "" {
+		msg = e.Value + " " + msg
 	}
-	return e.Path + ": " + e.Msg
+	if e.Path == "" {
+		return msg
+	}
+	return e.Path + ": " + msg
 }
 
 // Join returns the path of property name inside path.
@@ -57,7 +65,7 @@ func Key(path, k string) string { return path + "[" + strconv.Quote(k) + "]" }
 func under(path string, err error) error {
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		return &FieldError{Path: joinPaths(path, fe.Path), Msg: fe.Msg}
+		return &FieldError{Path: joinPaths(path, fe.Path), Value: fe.Value, Msg: fe.Msg}
 	}
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
@@ -238,6 +246,25 @@ func Discriminator(data []byte, name string) (string, error) {
 	return s, nil
 }
 
+// NotOneOf is the error for a value outside an enumeration or a oneOf
+// discriminator's values.
+func NotOneOf[T any](path string, value T, allowed ...T) error {
+	shown := make([]string, len(allowed))
+	for i, a := range allowed {
+		shown[i] = show(a)
+	}
+	return &FieldError{Path: path, Value: show(value), Msg: "is not one of " + strings.Join(shown, ", ")}
+}
+
+// show prints a value as JSON would: strings (and named string types)
+// quoted, numbers and booleans bare.
+func show(v any) string {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
+		return strconv.Quote(rv.String())
+	}
+	return fmt.Sprint(v)
+}
+
 // Validator collects constraint violations; the zero value is ready.
 type Validator struct {
 	errs []error
@@ -266,7 +293,7 @@ func (v *Validator) Length(path, s string, min, max int) {
 // Pattern checks that s matches re (which holds the schema's pattern).
 func (v *Validator) Pattern(path, s string, re *regexp.Regexp) {
 	if !re.MatchString(s) {
-		v.Errorf(path, "%q does not match pattern %s", s, re)
+		v.errs = append(v.errs, &FieldError{Path: path, Value: strconv.Quote(s), Msg: "does not match pattern " + re.String()})
 	}
 }
 
@@ -290,7 +317,7 @@ func Min[N Number](v *Validator, path string, x, min N, exclusive bool) {
 		if exclusive {
 			kw = "exclusiveMinimum"
 		}
-		v.Errorf(path, "%v is less than %s %v", x, kw, min)
+		v.errs = append(v.errs, &FieldError{Path: path, Value: fmt.Sprint(x), Msg: fmt.Sprintf("is less than %s %v", kw, min)})
 	}
 }
 
@@ -301,7 +328,7 @@ func Max[N Number](v *Validator, path string, x, max N, exclusive bool) {
 		if exclusive {
 			kw = "exclusiveMaximum"
 		}
-		v.Errorf(path, "%v is more than %s %v", x, kw, max)
+		v.errs = append(v.errs, &FieldError{Path: path, Value: fmt.Sprint(x), Msg: fmt.Sprintf("is more than %s %v", kw, max)})
 	}
 }
 
@@ -312,7 +339,7 @@ func OneOf[T comparable](v *Validator, path string, x T, allowed ...T) {
 			return
 		}
 	}
-	v.Errorf(path, "%v is not one of %v", x, allowed)
+	v.errs = append(v.errs, NotOneOf(path, x, allowed...))
 }
 
 // Validatable is a generated type with constraints.
@@ -380,4 +407,56 @@ func Entries[T any](o *Object, name string, dst *map[string]T) {
 		*dst = out
 		return nil
 	})
+}
+
+// Redact returns err with the value removed from every field error whose
+// data class is not "public": classOf gives the x-data-class declared at a
+// path (generated DataClass functions), looked up as prefix + "." + the
+// error's path with indexes and keys as "[]"; an undeclared path takes its
+// nearest declared ancestor's class, and no class at all counts as not
+// public. Messages stay; only values go, replaced by their class.
+func Redact(err error, prefix string, classOf func(path string) string) error {
+	if err == nil {
+		return nil
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range joined.Unwrap() {
+			out = append(out, Redact(e, prefix, classOf))
+		}
+		return errors.Join(out...)
+	}
+	fe, ok := err.(*FieldError)
+	if !ok || fe.Value == "" {
+		return err
+	}
+	class := classAt(joinPaths(prefix, elementPath.ReplaceAllString(fe.Path, "[]")), classOf)
+	if class == "public" {
+		return fe
+	}
+	if class == "" {
+		class = "unclassified"
+	}
+	return &FieldError{Path: fe.Path, Value: "[" + class + "]", Msg: fe.Msg}
+}
+
+var elementPath = regexp.MustCompile(`\[(\d+|"(?:[^"\\]|\\.)*")\]`)
+
+// classAt finds the class declared at path or its nearest ancestor.
+func classAt(path string, classOf func(string) string) string {
+	for path != "" {
+		if c := classOf(path); c != "" {
+			return c
+		}
+		cut := max(strings.LastIndexByte(path, '.'), strings.LastIndex(path, "[]"))
+		if cut <= 0 {
+			return ""
+		}
+		if strings.HasSuffix(path, "[]") {
+			path = path[:len(path)-2]
+		} else {
+			path = path[:cut]
+		}
+	}
+	return ""
 }

@@ -108,7 +108,7 @@ func TestValidatorCollectsEveryViolation(t *testing.T) {
 		"tags: 0 items is fewer than minItems 1",
 		"n: 3 is less than exclusiveMinimum 3",
 		"f: 2.6 is more than maximum 2.5",
-		"mode: x is not one of [a b]",
+		`mode: "x" is not one of "a", "b"`,
 	}, "\n")
 	if err := v.Err(); err == nil || err.Error() != want {
 		t.Errorf("got\n%v\nwant\n%s", err, want)
@@ -116,5 +116,33 @@ func TestValidatorCollectsEveryViolation(t *testing.T) {
 	var ok Validator
 	if ok.Err() != nil {
 		t.Error("empty validator reports an error")
+	}
+}
+
+func TestRedact(t *testing.T) {
+	classes := map[string]string{"in": "internal", "in.email": "pii.email", "in.lines[].sku": "public", "in.tags": "public"}
+	classOf := func(p string) string { return classes[p] }
+	var v Validator
+	v.Pattern("email", "ada@example.com", regexp.MustCompile(`^x$`))
+	v.Pattern("lines[3].sku", "abc", regexp.MustCompile(`^x$`))
+	OneOf(&v, `tags["k"]`, "zz", "a")
+	Min(&v, "unlisted.deep", int64(1), 2, false)
+	v.Length("email", "", 1, -1) // no value in the message: untouched
+	got := Redact(v.Err(), "in", classOf).Error()
+	want := strings.Join([]string{
+		"email: [pii.email] does not match pattern ^x$",
+		`lines[3].sku: "abc" does not match pattern ^x$`,
+		`tags["k"]: "zz" is not one of "a"`,
+		"unlisted.deep: [internal] is less than minimum 2",
+		"email: length 0 is less than minLength 1",
+	}, "\n")
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if Redact(nil, "in", classOf) != nil {
+		t.Error("Redact(nil) is not nil")
+	}
+	if got := Redact(&FieldError{Path: "x", Value: "1", Msg: "bad"}, "", func(string) string { return "" }).Error(); got != "x: [unclassified] bad" {
+		t.Errorf("unclassified: %s", got)
 	}
 }

@@ -6,6 +6,7 @@ package pricelist
 import (
 	"context"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"net/http"
 	"time"
 )
@@ -51,6 +52,20 @@ func RetryPolicy() runtime.RetryPolicy {
 	}
 }
 
+// redact removes the values whose data class is not public from the
+// decoding and validation errors of part, so they stay out of job state and logs.
+func redact(part string, err error) error {
+	switch part {
+	case "params":
+		return schematypes.Redact(err, "params", DataClass)
+	case "input":
+		return schematypes.Redact(err, "in", DataClass)
+	case "output":
+		return schematypes.Redact(err, "out", DataClass)
+	}
+	return err
+}
+
 // Info is what the runtime needs to know about the connector.
 func Info() runtime.NodeInfo {
 	return runtime.NodeInfo{
@@ -60,6 +75,7 @@ func Info() runtime.NodeInfo {
 		Egress:       Egress(),
 		ID:           ID,
 		KeySchema:    KeySchema,
+		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
 		Version:      Version,

@@ -143,7 +143,7 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 		"tags[1]: length 0 is less than minLength 1",
 		"endpoint: length 5 is less than minLength 8",
 		"ratio: 1 is more than exclusiveMaximum 1",
-		"mode: turbo is not one of [fast safe]",
+		`mode: "turbo" is not one of "fast", "safe"`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations:\n got %q\nwant %q", got, want)
@@ -246,5 +246,37 @@ func TestDataClassesAndManifest(t *testing.T) {
 	}
 	if m.ID != ID || m.Inputs["in"].Defs["account.schema"] == nil {
 		t.Errorf("manifest does not bundle the schema files: %s", Manifest())
+	}
+}
+
+// TestErrorsKeepNonPublicValuesOut: what reaches job state and logs through
+// NewNode names every problem, but shows only public values.
+func TestErrorsKeepNonPublicValuesOut(t *testing.T) {
+	node := NewNode(Connector{})
+	ctx := runtime.NewContext(context.Background(), "", 1, runtime.Capabilities{})
+	in := patch(t, patch(t, patch(t, validInput, `"request_id": "REQ-1"`), `"amount": 0`),
+		`"fallbacks": [{"method": "transfer", "iban": "DE00SECRET"}]`)
+	_, err := node.Run(ctx, json.RawMessage(`{"endpoint": "https://api.pay.example"}`), json.RawMessage(in))
+	if err == nil {
+		t.Fatal("bad input accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`request_id: "REQ-1" does not match pattern`,                    // public: shown
+		"amount: [financial.amount] is less than minimum 1",             // redacted, class named
+		"fallbacks[0].iban: [financial.account] does not match pattern", // by the element's class
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not contain %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "DE00SECRET") {
+		t.Errorf("a financial value leaked into the error: %s", msg)
+	}
+	// Validate itself, for the connector's own code and tests, shows all.
+	var direct Input
+	json.Unmarshal([]byte(in), &direct)
+	if !strings.Contains(direct.Validate().Error(), `"DE00SECRET"`) {
+		t.Error("Validate hides values from the connector's own code")
 	}
 }

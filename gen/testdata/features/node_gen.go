@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/flowgen-dev/flowgen/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"net/http"
 	"time"
 )
@@ -64,6 +65,20 @@ func RetryPolicy() runtime.RetryPolicy {
 	}
 }
 
+// redact removes the values whose data class is not public from the
+// decoding and validation errors of part, so they stay out of job state and logs.
+func redact(part string, err error) error {
+	switch part {
+	case "params":
+		return schematypes.Redact(err, "params", DataClass)
+	case "input":
+		return schematypes.Redact(err, "in", DataClass)
+	case "output":
+		return schematypes.Redact(err, "out", DataClass)
+	}
+	return err
+}
+
 // Info is what the runtime needs to know about the connector.
 func Info() runtime.NodeInfo {
 	return runtime.NodeInfo{
@@ -74,6 +89,7 @@ func Info() runtime.NodeInfo {
 		ID:           ID,
 		KeyFields:    []string{"request_id", "account.id", "account.owner.id"},
 		KeySchema:    KeySchema,
+		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
 		Version:      Version,

@@ -5,7 +5,6 @@ package features
 
 import (
 	"encoding/json"
-	"fmt"
 	schemas "github.com/flowgen-dev/flowgen/gen/testdata/features/schemas"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"maps"
@@ -223,10 +222,7 @@ func DecodeInputFallbacksItem(data []byte) (InputFallbacksItem, error) {
 	case "transfer":
 		v = new(Transfer)
 	default:
-		return nil, &schematypes.FieldError{
-			Msg:  fmt.Sprintf("%q is not one of \"card\", \"transfer\"", tag),
-			Path: "method",
-		}
+		return nil, schematypes.NotOneOf("method", tag, "card", "transfer")
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, err
@@ -362,10 +358,7 @@ func DecodeInputPayment(data []byte) (InputPayment, error) {
 	case "transfer":
 		v = new(Transfer)
 	default:
-		return nil, &schematypes.FieldError{
-			Msg:  fmt.Sprintf("%q is not one of \"card\", \"transfer\"", tag),
-			Path: "method",
-		}
+		return nil, schematypes.NotOneOf("method", tag, "card", "transfer")
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, err
