@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -36,6 +37,7 @@ func Parse(path string, data []byte) (*Spec, diag.List) {
 	}
 	s.File = path
 	checkHeader(&diags, s.Source, s.APIVersion, s.Kind, Kind)
+	s.Fixtures = append(s.Fixtures, fixtureFiles(path, &diags)...)
 	docs := newSchemaDocs(&diags)
 	s.compiled = compileAll(&s, docs, &diags)
 	c := checker{spec: &s, docs: docs, diags: &diags, dir: filepath.Dir(path)}
@@ -101,6 +103,41 @@ func compileAll(s *Spec, docs *schemaDocs, diags *diag.List) map[string]*jsonsch
 	}
 	for _, name := range sortedKeys(s.Outputs) {
 		compile("outputs/"+name, s.Outputs[name])
+	}
+	return out
+}
+
+// FixtureDir is the directory next to a spec whose files each hold one more
+// fixture (a YAML or JSON object with the fields of a fixtures: entry), for
+// fixtures too large to keep in the spec. They follow the spec's own
+// fixtures, in file name order, and are checked the same way.
+const FixtureDir = "fixtures"
+
+// fixtureFiles loads the fixtures in the FixtureDir next to specPath.
+func fixtureFiles(specPath string, diags *diag.List) []Fixture {
+	dir := filepath.Join(filepath.Dir(specPath), FixtureDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // no directory: no extra fixtures
+	}
+	var out []Fixture
+	for _, e := range entries {
+		ext := filepath.Ext(e.Name())
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		data, err := strictyaml.ReadFile(path)
+		if err != nil {
+			diags.Add(diag.Pos{File: path}, diag.FMT001, "", "cannot read fixture: %v", err)
+			continue
+		}
+		var fx Fixture
+		root, ds := strictyaml.Unmarshal(path, data, &fx)
+		diags.Append(ds)
+		if root != nil && !ds.HasErrors() {
+			out = append(out, fx)
+		}
 	}
 	return out
 }

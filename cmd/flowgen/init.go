@@ -19,9 +19,10 @@ const initUsage = `Usage: flowgen init connector ID [--dir DIR] [--provider NAME
 
 Scaffolds a connector package for the dotted connector id ID (for example
 payments.charge) in DIR (default: the id's last segment, under the current
-directory): connector.yaml with one input, one output and a fixture; doc.go
-with the go:generate line; and connector.go, whose Run compiles and returns
-a "not implemented" error until you write it. The generated files are
+directory): connector.yaml with one input, one output and a fixture;
+fixtures/, with a second fixture in a file of its own; doc.go with the
+go:generate line; and connector.go, whose Run compiles and returns a "not
+implemented" error until you write it. The generated files are
 written right away, so the package builds at once. Existing files are never
 overwritten: init fails and writes nothing if any would be.
 
@@ -69,9 +70,11 @@ func runInit(e *env, args []string) int {
 			return exitUsage
 		}
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		fmt.Fprintf(e.stderr, "flowgen init: %v\n", err)
-		return exitUsage
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+			fmt.Fprintf(e.stderr, "flowgen init: %v\n", err)
+			return exitUsage
+		}
 	}
 	if _, err := gen.Write(files); err != nil {
 		fmt.Fprintf(e.stderr, "flowgen init: %v\n", err)

@@ -45,7 +45,7 @@ func TestInitScaffoldsAConnectorAuthorsCanBuild(t *testing.T) {
 	if r.exit != exitOK {
 		t.Fatalf("init: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
-	for _, f := range []string{"connector.yaml", "doc.go", "connector.go", "node_gen.go", "types_gen.go", "fixtures_gen_test.go"} {
+	for _, f := range []string{"connector.yaml", "doc.go", "connector.go", "fixtures/another-id.yaml", "node_gen.go", "types_gen.go", "fixtures_gen_test.go"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("init did not write %s", f)
 		}
@@ -68,8 +68,8 @@ func TestInitScaffoldsAConnectorAuthorsCanBuild(t *testing.T) {
 	if out, err := goCmd("generate", "./..."); err != nil || !strings.Contains(out, "0 files written, 3 unchanged") {
 		t.Fatalf("go generate through the tool block: %v\n%s", err, out)
 	}
-	if out, err := goCmd("test", "./..."); err != nil {
-		t.Fatalf("go test after writing Run: %v\n%s", err, out)
+	if out, err := goCmd("test", "-v", "./..."); err != nil || !strings.Contains(out, "--- PASS: TestFixtures/another-id") {
+		t.Fatalf("go test after writing Run (both fixtures should pass): %v\n%s", err, out)
 	}
 
 	if r := run(t, "", "init", "connector", "payments.capture_fee", "--dir", dir); r.exit != exitUsage || !strings.Contains(r.stderr, "already exists; nothing written") {
