@@ -5,7 +5,7 @@ GO        ?= go
 PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.yaml gen/testdata/*/schemas/types_gen.go gen/testdata/flows/doc.go)))
 FUZZTIME  ?= 5s
 # Fuzz targets run briefly by `make test`: package:target pairs.
-FUZZ      := ./connectorspec:FuzzParseSpec ./flowir:FuzzParseFlow ./idemkey:FuzzEncode
+FUZZ      := ./connectorspec:FuzzParseSpec ./flowir:FuzzParseFlow ./idemkey:FuzzEncode ./gen:FuzzGenerate
 
 .PHONY: help build test unit fuzz chaos lint bench bench-postgres demo verify
 
