@@ -326,6 +326,9 @@ func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.Graph
 	case flowir.KindForEach:
 		fe := n.ForEach
 		d := jen.Dict{jen.Id("Items"): jen.Lit(fe.Items)}
+		if fe.Concurrency > 0 {
+			d[jen.Id("Concurrency")] = jen.Lit(fe.Concurrency)
+		}
 		switch fe.Aggregate {
 		case flowir.AggregateAny:
 			d[jen.Id("Aggregate")] = jen.Qual(runtimePkg, "AggregateAny")

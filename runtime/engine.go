@@ -220,6 +220,9 @@ type task struct {
 	// InputRef replaces Input when it was too large to travel inline: the
 	// sha256 of the input stored under blobs/.
 	InputRef string `cbor:"15,keyasint,omitempty"`
+	// Window is the forEach concurrency limit a body activation runs
+	// under (0: none): finishing starts element Window+finished-1.
+	Window int `cbor:"16,keyasint,omitempty"`
 }
 
 func (e *Engine) publish(tx store.Tx, job JobID, t task) error {

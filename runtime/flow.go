@@ -90,6 +90,10 @@ type ForEach struct {
 	// output array.
 	Aggregate Aggregate
 	Quorum    int
+	// Concurrency bounds the body activations in flight at once (0: all
+	// elements at once). Elements start in order; each finished one starts
+	// the next.
+	Concurrency int
 }
 
 // Aggregate is a forEach join policy.

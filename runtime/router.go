@@ -25,7 +25,7 @@ func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) 
 	}
 	n := c.byAlias[t.Node]
 	if n.ForEach != nil && t.JoinOf == "" {
-		return fanOut(t, n.ForEach, res.Output)
+		return fanOut(tx, job, t, n.ForEach, res.Output)
 	}
 	var out []task
 	for _, edge := range c.out[t.Node] {
@@ -42,8 +42,10 @@ func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) 
 }
 
 // fanOut starts one body activation per element, each in its own
-// dimension; an empty array goes straight to the join.
-func fanOut(t task, fe *ForEach, input json.RawMessage) ([]task, error) {
+// dimension; an empty array goes straight to the join. With a concurrency
+// limit it starts that many and keeps the elements, so that each finished
+// body starts the next (reportToJoin).
+func fanOut(tx store.Tx, job JobID, t task, fe *ForEach, input json.RawMessage) ([]task, error) {
 	items, err := lookupArray(input, fe.Items)
 	if err != nil {
 		return nil, err
@@ -51,16 +53,33 @@ func fanOut(t task, fe *ForEach, input json.RawMessage) ([]task, error) {
 	if len(items) == 0 {
 		return []task{joinTask(t)}, nil
 	}
+	total, window := len(items), 0
+	if fe.Concurrency > 0 && fe.Concurrency < total {
+		window = fe.Concurrency
+		all, err := json.Marshal(items)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Put(jobKey(job, "items", t.Act), all); err != nil {
+			return nil, err
+		}
+		items = items[:window]
+	}
 	out := make([]task, len(items))
 	for i, item := range items {
-		dim := t.Dim + "/" + strconv.Itoa(i)
-		out[i] = task{
-			Flow: t.Flow, Node: fe.Do, Dim: dim, Input: item,
-			Act:  fe.Do + "@" + dim + "<" + t.Node,
-			Join: t.Act, Index: i, Expect: len(items),
-		}
+		out[i] = bodyTask(t.Flow, t.Act, t.Dim, t.Node, fe.Do, i, item, total, window)
 	}
 	return out, nil
+}
+
+// bodyTask is the activation of a forEach body for element i.
+func bodyTask(flow, forEachAct, dim, forEachNode, do string, i int, item json.RawMessage, expect, window int) task {
+	d := dim + "/" + strconv.Itoa(i)
+	return task{
+		Flow: flow, Node: do, Dim: d, Input: item,
+		Act:  do + "@" + d + "<" + forEachNode,
+		Join: forEachAct, Index: i, Expect: expect, Window: window,
+	}
 }
 
 func joinTask(forEach task) task {
@@ -75,6 +94,20 @@ func (e *Engine) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
 		return nil, err
 	}
 	if n < int64(t.Expect) {
+		// Under a concurrency limit each finished body starts the next
+		// element, so Window stay in flight until the last has started.
+		if next := t.Window + int(n) - 1; t.Window > 0 && next < t.Expect {
+			raw, err := tx.Get(jobKey(job, "items", t.Join))
+			if err != nil {
+				return nil, fmt.Errorf("forEach %s: elements: %w", t.Join, err)
+			}
+			var items []json.RawMessage
+			if err := json.Unmarshal(raw, &items); err != nil || next >= len(items) {
+				return nil, fmt.Errorf("forEach %s: element %d of %d: %v", t.Join, next, len(items), err)
+			}
+			forEachNode := t.Join[:strings.IndexByte(t.Join, '@')]
+			return []task{bodyTask(t.Flow, t.Join, parentDim(t.Dim), forEachNode, t.Node, next, items[next], t.Expect, t.Window)}, nil
+		}
 		return nil, nil
 	}
 	forEach := task{Flow: t.Flow, Node: t.Join[:strings.IndexByte(t.Join, '@')], Dim: parentDim(t.Dim), Act: t.Join}

@@ -58,7 +58,10 @@ func NewOrdersFulfilment(c OrdersFulfilmentConnectors) (*runtime.Flow, error) {
 		Timeout: 5 * time.Second,
 	})
 	normalizeNode := runtime.AddNode(b, "normalize", normalize.NewTypedNode(c.Normalize), runtime.NodeOptions{})
-	checkStockNode := runtime.AddForEach[normalize.Output, productlookup.Input, productlookup.Output](b, "check_stock", lookupNode, runtime.ForEach{Items: "lines"})
+	checkStockNode := runtime.AddForEach[normalize.Output, productlookup.Input, productlookup.Output](b, "check_stock", lookupNode, runtime.ForEach{
+		Concurrency: 8,
+		Items:       "lines",
+	})
 	routeNode := runtime.AddSwitch[normalize.Output](b, "route", runtime.Switch{
 		Cases: []runtime.Case{{
 			Equals: json.RawMessage("\"card\""),
