@@ -187,3 +187,35 @@ func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
 		t.Errorf("worker exit %d:\n%s", code, stderr.String())
 	}
 }
+
+func TestKeygenSignVerify(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("FLOWGEN_KEY_PASSWORD", "pw")
+	if r := run(t, "", "keygen", "--out", dir); r.exit != exitOK {
+		t.Fatalf("keygen: %+v", r)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "flowgen.key")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("private key mode: %v %v", info, err)
+	}
+	if r := run(t, "", "keygen", "--out", dir); r.exit != exitUsage || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("keygen over existing keys: %+v", r)
+	}
+	a, b := filepath.Join(dir, "a.zip"), filepath.Join(dir, "b.json")
+	os.WriteFile(a, []byte("zip"), 0o644)
+	os.WriteFile(b, []byte("{}"), 0o644)
+	if r := run(t, "", "sign", "--key", filepath.Join(dir, "flowgen.key"), a); r.exit != exitOK {
+		t.Fatalf("sign: %+v", r)
+	}
+	r := run(t, "", "verify", "--key", filepath.Join(dir, "flowgen.pub"), a, b)
+	if r.exit != exitProblems || !strings.Contains(r.stdout, "OK      "+a) || !strings.Contains(r.stdout, "MISSING "+b) {
+		t.Fatalf("verify: %+v", r)
+	}
+	os.WriteFile(a, []byte("zap"), 0o644)
+	if r := run(t, "", "verify", "--key", filepath.Join(dir, "flowgen.pub"), a); r.exit != exitProblems || !strings.Contains(r.stdout, "BAD     "+a) {
+		t.Fatalf("verify tampered: %+v", r)
+	}
+	t.Setenv("FLOWGEN_KEY_PASSWORD", "wrong")
+	if r := run(t, "", "sign", "--key", filepath.Join(dir, "flowgen.key"), b); r.exit != exitUsage {
+		t.Errorf("sign with the wrong password: %+v", r)
+	}
+}

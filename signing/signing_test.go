@@ -1,0 +1,121 @@
+package signing
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSignVerify(t *testing.T) {
+	for _, password := range []string{"", "correct horse"} {
+		priv, pub, err := GenerateKey([]byte(password))
+		if err != nil {
+			t.Fatal(err)
+		}
+		encrypted := bytes.Contains(priv, []byte("ENCRYPTED SIGSTORE PRIVATE KEY"))
+		if encrypted != (password != "") {
+			t.Errorf("password %q: encrypted=%v", password, encrypted)
+		}
+		s, err := LoadSigner(priv, []byte(password))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := []byte("artifact bytes")
+		sig, err := s.Sign(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Verify(pub, data, sig); err != nil {
+			t.Errorf("own signature: %v", err)
+		}
+		if err := Verify(pub, []byte("artifact bytez"), sig); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("tampered data: %v", err)
+		}
+		_, otherPub, _ := GenerateKey(nil)
+		if err := Verify(otherPub, data, sig); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("other key: %v", err)
+		}
+		if err := Verify(pub, data, []byte("%%%")); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("garbage signature: %v", err)
+		}
+		if got, _ := s.PublicKey(); !bytes.Equal(got, pub) {
+			t.Error("PublicKey differs from the generated one")
+		}
+	}
+	priv, _, _ := GenerateKey([]byte("right"))
+	if _, err := LoadSigner(priv, []byte("wrong")); err == nil {
+		t.Error("an encrypted key opened with the wrong password")
+	}
+}
+
+// cosignPath finds stock cosign: $FLOWGEN_COSIGN, else where .ci/cosign.sh
+// caches it.
+func cosignPath(t *testing.T) string {
+	if p := os.Getenv("FLOWGEN_COSIGN"); p != "" {
+		return p
+	}
+	home, _ := os.UserCacheDir()
+	p := filepath.Join(home, "flowgen", "cosign-"+CosignVersion, "cosign")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("stock cosign is not at %s: run .ci/cosign.sh (CI does) or set FLOWGEN_COSIGN", p)
+	}
+	return p
+}
+
+// CosignVersion is the cosign .ci/cosign.sh builds for the interop test.
+const CosignVersion = "v2.6.5"
+
+// TestStockCosignVerifies: what Sign produces, stock cosign verifies
+// offline with the public key, and rejects for other bytes; and a key
+// cosign generated signs blobs we verify.
+func TestStockCosignVerifies(t *testing.T) {
+	cosign := cosignPath(t)
+	dir := t.TempDir()
+	priv, pub, err := GenerateKey([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadSigner(priv, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, sigFile, pubFile := filepath.Join(dir, "artifact.zip"), filepath.Join(dir, "artifact.zip.sig"), filepath.Join(dir, "flowgen.pub")
+	data := bytes.Repeat([]byte("zip"), 10000)
+	sig, _ := s.Sign(data)
+	os.WriteFile(blob, data, 0o644)
+	os.WriteFile(sigFile, sig, 0o644)
+	os.WriteFile(pubFile, pub, 0o644)
+	verify := func() (string, error) {
+		cmd := exec.Command(cosign, "verify-blob", "--key", pubFile, "--signature", sigFile, "--insecure-ignore-tlog", blob)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := verify(); err != nil || !strings.Contains(out, "Verified OK") {
+		t.Fatalf("cosign rejected our signature: %v\n%s", err, out)
+	}
+	os.WriteFile(blob, append(data, '!'), 0o644)
+	if out, err := verify(); err == nil {
+		t.Fatalf("cosign accepted a signature over other bytes:\n%s", out)
+	}
+
+	// The other way: cosign's own encrypted key signs, we verify.
+	cmd := exec.Command(cosign, "generate-key-pair", "--output-key-prefix", filepath.Join(dir, "cosign"))
+	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD=pw")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+	}
+	cosignKey, _ := os.ReadFile(filepath.Join(dir, "cosign.key"))
+	cosignPub, _ := os.ReadFile(filepath.Join(dir, "cosign.pub"))
+	theirs, err := LoadSigner(cosignKey, []byte("pw"))
+	if err != nil {
+		t.Fatalf("a cosign key does not load: %v", err)
+	}
+	sig, _ = theirs.Sign(data)
+	if err := Verify(cosignPub, data, sig); err != nil {
+		t.Fatal(err)
+	}
+}
