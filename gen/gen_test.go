@@ -57,18 +57,7 @@ func TestGolden(t *testing.T) {
 				}
 				return
 			}
-			for _, f := range files {
-				want, err := os.ReadFile(f.Path)
-				if err != nil {
-					t.Fatalf("%v (run go test ./gen -update)", err)
-				}
-				if !bytes.Equal(f.Data, want) {
-					t.Errorf("%s differs from the generator's output; run go test ./gen -update and review the diff", f.Path)
-				}
-				if !bytes.HasPrefix(f.Data, []byte("// "+gen.Header+"\n")) {
-					t.Errorf("%s does not start with the generated-code header", f.Path)
-				}
-			}
+			compareGolden(t, files)
 		})
 	}
 }
@@ -83,11 +72,20 @@ func TestGoldenFlows(t *testing.T) {
 			}
 			continue
 		}
-		for _, g := range files {
-			want, err := os.ReadFile(g.Path)
-			if err != nil || !bytes.Equal(g.Data, want) {
-				t.Errorf("%s differs from the generator's output (%v); run go test ./gen -update and review the diff", g.Path, err)
-			}
+		compareGolden(t, files)
+	}
+}
+
+// compareGolden checks generated files against the ones on disk.
+func compareGolden(t *testing.T, files []gen.Generated) {
+	t.Helper()
+	for _, f := range files {
+		want, err := os.ReadFile(f.Path)
+		if err != nil || !bytes.Equal(f.Data, want) {
+			t.Errorf("%s differs from the generator's output (%v); run go test ./gen -update and review the diff", f.Path, err)
+		}
+		if !bytes.HasPrefix(f.Data, []byte("// "+gen.Header+"\n")) {
+			t.Errorf("%s does not start with the generated-code header", f.Path)
 		}
 	}
 }

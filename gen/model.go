@@ -2,11 +2,11 @@ package gen
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -511,14 +511,7 @@ func ratLiteral(r *big.Rat, k kind) (int64, float64, bool) {
 	return 0, f, false
 }
 
-func sortedKeysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeysOf[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // classesOf records the data classes inside a schema whose types live
 // elsewhere, so the connector's DataClass table still covers every path.

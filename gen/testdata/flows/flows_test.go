@@ -69,30 +69,9 @@ func TestInlineNodesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	e := runtime.New(store, runtime.Options{Owner: "test"})
-	if err := e.Register(flow); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	job, err := e.Start(ctx, "demo.inline", json.RawMessage(`{"title": "Größe zählt"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 1000 {
-		if did, err := e.Step(ctx); err != nil {
-			t.Fatal(err)
-		} else if !did {
-			break
-		}
-	}
-	st, err := e.Status(ctx, job)
-	if err != nil || st.State != runtime.StateSucceeded || string(st.Result["count"]) != `{"runes":10}` {
-		t.Fatalf("status %+v (%v): %s", st, err, st.Result["count"])
+	st := runJob(t, `{"title": "Größe zählt"}`, flow)
+	if st.State != runtime.StateSucceeded || string(st.Result["count"]) != `{"runes":10}` {
+		t.Fatalf("status %+v: %s", st, st.Result["count"])
 	}
 }
 
@@ -101,17 +80,30 @@ func TestFanOutOverSplitLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The middle line has no ASCII word and fails; the quorum of 1 holds.
+	st := runJob(t, `{"text": "Hello World\n¡¿?!\nSecond Line"}`, flow)
+	if st.State != runtime.StateSucceeded || string(st.Result["each"]) != `[{"slug":"hello-world"},null,{"slug":"second-line"}]` {
+		t.Fatalf("status %+v: %s", st, st.Result["each"])
+	}
+}
+
+// runJob runs one job of flow (registered with the others) to the end on a
+// fresh embedded store and returns its status.
+func runJob(t *testing.T, input string, flow *runtime.Flow, others ...*runtime.Flow) runtime.JobStatus {
+	t.Helper()
 	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { store.Close() })
 	e := runtime.New(store, runtime.Options{Owner: "test"})
-	if err := e.Register(flow); err != nil {
-		t.Fatal(err)
+	for _, f := range append([]*runtime.Flow{flow}, others...) {
+		if err := e.Register(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx := context.Background()
-	job, err := e.Start(ctx, "demo.fanout", json.RawMessage(`{"text": "Hello World\n¡¿?!\nSecond Line"}`))
+	job, err := e.Start(ctx, flow.Name, json.RawMessage(input))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +114,9 @@ func TestFanOutOverSplitLines(t *testing.T) {
 			break
 		}
 	}
-	// The middle line has no ASCII word and fails; the quorum of 1 holds.
 	st, err := e.Status(ctx, job)
-	if err != nil || st.State != runtime.StateSucceeded || string(st.Result["each"]) != `[{"slug":"hello-world"},null,{"slug":"second-line"}]` {
-		t.Fatalf("status %+v (%v): %s", st, err, st.Result["each"])
+	if err != nil {
+		t.Fatal(err)
 	}
+	return st
 }
