@@ -110,7 +110,11 @@ func runGen(e *env, args []string) int {
 		return exitUsage
 	}
 	for _, p := range written {
-		fmt.Fprintf(e.stdout, "wrote %s\n", filepath.ToSlash(p))
+		verb := "wrote"
+		if _, err := os.Stat(p); os.IsNotExist(err) {
+			verb = "removed"
+		}
+		fmt.Fprintf(e.stdout, "%s %s\n", verb, filepath.ToSlash(p))
 	}
 	fmt.Fprintf(e.stderr, "flowgen gen: %d connectors, %d flows, %d files written, %d unchanged\n", len(specFiles), len(flowFiles), len(written), len(files)-len(written))
 	return exitOK

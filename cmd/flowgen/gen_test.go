@@ -80,9 +80,28 @@ func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
 		t.Fatalf("--check after gen: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
 
+	// A spec that loses its fixtures loses its generated fixture test.
+	refundSpec := filepath.Join(dir, "refund", "connector.yaml")
+	data, _ := os.ReadFile(refundSpec)
+	cut := strings.Index(string(data), "\nfixtures:")
+	os.WriteFile(refundSpec, data[:cut+1], 0o644)
+	handWritten := filepath.Join(dir, "normalize", "fixtures_gen_test.go")
+	if r := run(t, "", "gen", "--check", dir); r.exit != exitProblems || !strings.Contains(r.stdout, "refund/fixtures_gen_test.go") {
+		t.Fatalf("--check after removing fixtures: exit %d\n%s", r.exit, r.stdout)
+	}
+	if r := run(t, "", "gen", dir); r.exit != exitOK {
+		t.Fatalf("gen after removing fixtures: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "refund", "fixtures_gen_test.go")); !os.IsNotExist(err) {
+		t.Error("the stale fixture test was not removed")
+	}
+	if _, err := os.Stat(handWritten); err != nil {
+		t.Error("a fixture test that is still generated was removed")
+	}
+
 	// A spec with an error: diagnostics, and no file of any spec is touched.
 	spec := filepath.Join(dir, "normalize", "connector.yaml")
-	data, _ := os.ReadFile(spec)
+	data, _ = os.ReadFile(spec)
 	bad := strings.Replace(string(data), "effects: Pure", "effects: Pur", 1)
 	if err := os.WriteFile(spec, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
