@@ -69,7 +69,10 @@ func newPlan(s *connectorspec.Spec, shared *sharedSet) *plan {
 		t := p.m.root(name, class, doc, schemaOf(sch))
 		for _, msg := range p.m.problems[before:] {
 			fix := "simplify the schema to what the generator supports (see docs/codegen.md), or describe the value as a JSON string"
-			if strings.HasPrefix(msg, "shared schemas") {
+			switch {
+			case strings.Contains(msg, "need a directory of their own"):
+				fix = "move the shared schema files into a directory without specs, such as schemas/, and update the $refs"
+			case strings.HasPrefix(msg, "shared schemas"):
 				fix = "keep the spec and the schema files it refers to inside one Go module (run go mod init at its root)"
 			}
 			p.diags.Add(r, diag.GEN001, fix, "%s: %s", port, msg)

@@ -275,3 +275,33 @@ func TestInlineNodeDiagnostics(t *testing.T) {
 		t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestSharedSchemasNeedTheirOwnDirectory: a connector that refers to a
+// schema file beside another connector gets GEN001, not two generators
+// writing the same types_gen.go.
+func TestSharedSchemasNeedTheirOwnDirectory(t *testing.T) {
+	dir := t.TempDir()
+	spec := func(id, ref string) string {
+		return "apiVersion: flowgen.dev/v1\nkind: ConnectorSpec\nid: " + id + "\nversion: 1.0.0\nprovider: flowgen\nsummary: S.\n" +
+			"effects: Pure\ndeterminism: BestEffort\ninputs:\n  in: {$ref: " + ref + "}\noutputs:\n  out: {$ref: " + ref + "}\n"
+	}
+	files := map[string]string{
+		"go.mod":              "module example.com/s\n\ngo 1.26\n",
+		"b/thing.schema.json": `{"type": "object", "x-data-class": "public", "properties": {"id": {"type": "string", "x-data-class": "public"}}}`,
+		"b/connector.yaml":    spec("demo.b", "thing.schema.json"),
+		"a/connector.yaml":    spec("demo.a", "../b/thing.schema.json"),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(data), 0o644)
+	}
+	s, diags := connectorspec.Load(filepath.Join(dir, "a", "connector.yaml"))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	got := gen.Check(s)
+	if !got.HasErrors() || got[0].Code != "GEN001" || !strings.Contains(got[0].Message, "need a directory of their own") || !strings.Contains(got[0].Fix, "schemas/") {
+		t.Fatalf("diagnostics: %v", got)
+	}
+}

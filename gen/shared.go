@@ -10,6 +10,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
@@ -75,9 +76,21 @@ func buildShared(dir string, ss *sharedSet) (*sharedPackage, error) {
 	p := &sharedPackage{dir: dir, importPath: importPath, name: packageOf(dir), m: newModel()}
 	p.m.home, p.m.shared = dir, ss
 	for _, e := range entries {
-		if !e.IsDir() && slices.Contains(schemaExts, filepath.Ext(e.Name())) {
-			p.files = append(p.files, e.Name())
+		if e.IsDir() || !slices.Contains(schemaExts, filepath.Ext(e.Name())) {
+			continue
 		}
+		// Flows beside the schemas are not schemas; a connector beside them
+		// would generate its own types_gen.go there.
+		if data, err := strictyaml.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+			switch flowir.FileKind(data) {
+			case connectorspec.Kind:
+				return nil, fmt.Errorf("shared schemas in %s: the directory also holds the connector %s; schema files several connectors use need a directory of their own (like schemas/)", dir, e.Name())
+			case "":
+			default:
+				continue
+			}
+		}
+		p.files = append(p.files, e.Name())
 	}
 	for _, f := range p.files {
 		path := filepath.Join(dir, f)
