@@ -150,19 +150,29 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 }
 
 type run struct {
-	ctx       context.Context
-	dir       string
-	spec      *connectorspec.Spec
-	specDiags diag.List
-	opts      Options
-	report    *Report
-	sbomPath  string
+	specFailed bool
+	ctx        context.Context
+	dir        string
+	spec       *connectorspec.Spec
+	specDiags  diag.List
+	opts       Options
+	report     *Report
+	sbomPath   string
 }
 
+// needsValidSpec are the checks that build or run the connector, which a
+// spec with errors cannot support.
+var needsValidSpec = map[string]bool{"generated": true, "static-analysis": true, "fixtures": true, "determinism": true, "sbom": true}
+
 func (c *run) do(ch *Check) {
+	if c.specFailed && needsValidSpec[ch.Name] {
+		ch.Outcome, ch.Summary = Warn, "skipped: the spec has errors (see spec)"
+		return
+	}
 	switch ch.Name {
 	case "spec":
 		c.specCheck(ch)
+		c.specFailed = ch.Outcome == Fail
 	case "generated":
 		c.generated(ch)
 	case "static-analysis":

@@ -129,6 +129,10 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := node.Run(runtime.NewContext(ctx, key, 1, caps), fx.Params, fx.Input)
+	if tape.repeated > 0 && info.RetryOwner != runtime.RetryConnector {
+		t.Errorf("the connector repeated its last request %d time(s) by itself, but its spec makes the retry owner %s: retries must have one owner (declare retry.owner: connector, or stop retrying in Run)",
+			tape.repeated, info.RetryOwner)
+	}
 	for _, problem := range tape.problems() {
 		t.Error(problem)
 	}
@@ -187,6 +191,9 @@ type cassette struct {
 	next      int
 	key       string
 	errs      []string
+	// repeated counts requests beyond the recording that repeat the last
+	// recorded one: a retry made by the connector itself.
+	repeated int
 }
 
 // RoundTrip answers with the next recorded response, or refuses a request
@@ -203,6 +210,9 @@ func (c *cassette) RoundTrip(req *http.Request) (*http.Response, error) {
 		body = buf.Bytes()
 	}
 	if c.next >= len(c.exchanges) {
+		if n := len(c.exchanges); n > 0 && strings.EqualFold(c.exchanges[n-1].Request.Method, req.Method) && c.expand(c.exchanges[n-1].Request.URL) == req.URL.String() {
+			c.repeated++
+		}
 		msg := fmt.Sprintf("unexpected request %s %s: the fixture records %d exchange(s)", req.Method, req.URL, len(c.exchanges))
 		c.errs = append(c.errs, msg)
 		return nil, runtime.Errorf(runtime.Permanent, "%s", msg)
