@@ -6,7 +6,8 @@
 // Checks in this version: spec (validation and generator diagnostics),
 // generated (checked-in code matches the spec), static-analysis
 // (connectorvet), fixtures (the spec's fixtures through the node, recorded
-// HTTP replayed), determinism (Strict and Stable connectors: fixtures
+// HTTP replayed), duplicate-delivery (effectful connectors: each input
+// delivered 2-10 times, one effect per idempotency key), determinism (Strict and Stable connectors: fixtures
 // repeated under GOMAXPROCS 1 and 4 in shuffled order), egress (every
 // recorded request goes to an allowlisted host), contract-coverage
 // (network connectors have success, auth, rate-limit and server-error
@@ -104,7 +105,7 @@ type Options struct {
 }
 
 // checkNames lists the checks in the order they run.
-var checkNames = []string{"spec", "generated", "static-analysis", "fixtures", "determinism", "egress", "contract-coverage", "sbom", "signature"}
+var checkNames = []string{"spec", "generated", "static-analysis", "fixtures", "duplicate-delivery", "determinism", "egress", "contract-coverage", "sbom", "signature"}
 
 // Run certifies the connector package in dir.
 func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
@@ -162,7 +163,7 @@ type run struct {
 
 // needsValidSpec are the checks that build or run the connector, which a
 // spec with errors cannot support.
-var needsValidSpec = map[string]bool{"generated": true, "static-analysis": true, "fixtures": true, "determinism": true, "sbom": true}
+var needsValidSpec = map[string]bool{"generated": true, "static-analysis": true, "fixtures": true, "duplicate-delivery": true, "determinism": true, "sbom": true}
 
 func (c *run) do(ch *Check) {
 	if c.specFailed && needsValidSpec[ch.Name] {
@@ -178,13 +179,19 @@ func (c *run) do(ch *Check) {
 	case "static-analysis":
 		c.analysis(ch)
 	case "fixtures":
-		c.goTest(ch, "-count=1")
+		c.goTest(ch, "TestFixtures", "-count=1")
+	case "duplicate-delivery":
+		if c.spec.Effects != flowtype.Effectful {
+			ch.Outcome, ch.Summary = Pass, fmt.Sprintf("not required: the connector is %s", c.spec.Effects)
+			return
+		}
+		c.goTest(ch, "TestDuplicateDelivery", "-count=1", "-v")
 	case "determinism":
 		if c.spec.Determinism > flowtype.Stable {
 			ch.Outcome, ch.Summary = Pass, fmt.Sprintf("not required: the connector declares %s", c.spec.Determinism)
 			return
 		}
-		c.goTest(ch, "-count=3", "-cpu=1,4", "-shuffle=on")
+		c.goTest(ch, "TestFixtures", "-count=3", "-cpu=1,4", "-shuffle=on")
 	case "egress":
 		c.egress(ch)
 	case "contract-coverage":
@@ -282,13 +289,13 @@ func (c *run) analysis(ch *Check) {
 	ch.Outcome, ch.Summary = Pass, "no nondeterminism or capability bypass found"
 }
 
-// goTest runs the package's generated fixture test with extra flags.
-func (c *run) goTest(ch *Check, flags ...string) {
+// goTest runs one of the package's generated fixture tests with flags.
+func (c *run) goTest(ch *Check, test string, flags ...string) {
 	if len(c.spec.Fixtures) == 0 {
 		ch.Outcome, ch.Summary = Fail, "the spec has no fixtures"
 		return
 	}
-	args := append([]string{"test", "-run", "^TestFixtures$"}, flags...)
+	args := append([]string{"test", "-run", "^" + test + "$"}, flags...)
 	args = append(args, ".")
 	cmd := exec.CommandContext(c.ctx, "go", args...)
 	cmd.Dir = c.dir
@@ -299,6 +306,11 @@ func (c *run) goTest(ch *Check, flags ...string) {
 		return
 	}
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures pass (go %s)", len(c.spec.Fixtures), strings.Join(args, " "))
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "deliveries of") {
+			ch.Summary = strings.TrimSpace(line[strings.Index(line, ": ")+2:]) + ", one effect per idempotency key"
+		}
+	}
 }
 
 func tail(s string, n int) []string {

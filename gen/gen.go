@@ -28,6 +28,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/flowtype"
 )
 
 // Names of the files generated for a connector, next to its spec.
@@ -224,6 +225,21 @@ func emitFixtures(f *jen.File, s *connectorspec.Spec) {
 	f.Func().Id("TestFixtures").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
 		jen.Id("impl").Op(":=").Op("&").Id("Connector").Values(),
 		jen.Qual(fixturetestPkg, "Run").Call(jen.Id("t"), jen.Id("NewNode").Call(jen.Id("impl")), jen.Id("impl"), jen.Id("Manifest").Call()),
+	)
+	hasOutput := false
+	for _, fx := range s.Fixtures {
+		hasOutput = hasOutput || fx.Error == nil
+	}
+	if s.Effects != flowtype.Effectful || !hasOutput {
+		return
+	}
+	f.Line()
+	f.Comment("TestDuplicateDelivery delivers each fixture's input several times, shuffled,")
+	f.Comment("as a redelivering broker would, and fails if any idempotency key causes more")
+	f.Comment("than one effect at the provider (fixturetest.Duplicates).")
+	f.Func().Id("TestDuplicateDelivery").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
+		jen.Id("impl").Op(":=").Op("&").Id("Connector").Values(),
+		jen.Qual(fixturetestPkg, "Duplicates").Call(jen.Id("t"), jen.Id("NewNode").Call(jen.Id("impl")), jen.Id("impl"), jen.Id("Manifest").Call()),
 	)
 }
 

@@ -114,18 +114,7 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
 		t.Fatalf("fixture input: %v", err)
 	}
 	tape := &cassette{exchanges: fx.HTTP, key: key}
-	secrets := env.Secrets
-	if secrets == nil {
-		secrets = placeholderSecrets{}
-	}
-	grants := runtime.Grants{Store: st, Blobs: env.Blobs, BlobDir: t.TempDir(), Transport: tape, Secrets: secrets, DB: env.DB, Seed: 1}
-	caps := grants.For(info)
-	if caps.Clock != nil {
-		caps.Clock = fixedClock{}
-	}
-	if caps.RNG != nil {
-		caps.RNG = runtime.NewSeededRNG(1)
-	}
+	caps := capabilities(t, info, env, st, tape)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := node.Run(runtime.NewContext(ctx, key, 1, caps), fx.Params, fx.Input)
@@ -146,6 +135,25 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
 			t.Errorf("output differs from the fixture:\n%s", diff)
 		}
 	}
+}
+
+// capabilities backs a node's declared capabilities for a fixture run:
+// the store, the env's extras, transport for HTTP, a fixed clock and a
+// seeded random source.
+func capabilities(t *testing.T, info runtime.NodeInfo, env Env, st *boltstore.Store, transport http.RoundTripper) runtime.Capabilities {
+	secrets := env.Secrets
+	if secrets == nil {
+		secrets = placeholderSecrets{}
+	}
+	grants := runtime.Grants{Store: st, Blobs: env.Blobs, BlobDir: t.TempDir(), Transport: transport, Secrets: secrets, DB: env.DB, Seed: 1}
+	caps := grants.For(info)
+	if caps.Clock != nil {
+		caps.Clock = fixedClock{}
+	}
+	if caps.RNG != nil {
+		caps.RNG = runtime.NewSeededRNG(1)
+	}
+	return caps
 }
 
 func checkError(t *testing.T, err error, kind, retryAfter string) {

@@ -16,3 +16,11 @@ func TestFixtures(t *testing.T) {
 	impl := &Connector{}
 	fixturetest.Run(t, NewNode(impl), impl, Manifest())
 }
+
+// TestDuplicateDelivery delivers each fixture's input several times, shuffled,
+// as a redelivering broker would, and fails if any idempotency key causes more
+// than one effect at the provider (fixturetest.Duplicates).
+func TestDuplicateDelivery(t *testing.T) {
+	impl := &Connector{}
+	fixturetest.Duplicates(t, NewNode(impl), impl, Manifest())
+}
