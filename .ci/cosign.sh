@@ -3,7 +3,7 @@
 # the test that checks our signatures with it (signing.TestStockCosignVerifies).
 set -euo pipefail
 
-COSIGN_VERSION=v2.6.5 # keep in step with signing.CosignVersion
+COSIGN_VERSION=v2.6.5 # keep in step with testutil.CosignVersion
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/flowgen/cosign-$COSIGN_VERSION"
 if [ -x "$cache/cosign" ]; then
   echo "cosign $COSIGN_VERSION cached in $cache"

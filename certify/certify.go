@@ -3,15 +3,20 @@
 // behind it and how long it took, as canonical JSON. `flowgen certify` runs
 // it locally; the registry runs it, unchanged, on publish.
 //
-// Checks in this version: spec (validation and generator diagnostics),
-// generated (checked-in code matches the spec), static-analysis
-// (connectorvet), fixtures (the spec's fixtures through the node, recorded
-// HTTP replayed), duplicate-delivery (effectful connectors: each input
-// delivered 2-10 times, one effect per idempotency key), determinism (Strict and Stable connectors: fixtures
-// repeated under GOMAXPROCS 1 and 4 in shuffled order), egress (every
-// recorded request goes to an allowlisted host), contract-coverage
-// (network connectors have success, auth, rate-limit and server-error
-// fixtures), sbom (SPDX 2.3, validated) and signature.
+// Checks, in order: spec (validation and generator diagnostics), generated
+// (checked-in code matches the spec), artifact (the connector packs into a
+// deterministic Go module zip; its digest identifies what was certified),
+// static-analysis (connectorvet), fixtures (the spec's fixtures through the
+// node, recorded HTTP replayed), duplicate-delivery (effectful connectors:
+// each input delivered 2-10 times, one effect per idempotency key),
+// determinism (Strict and Stable connectors: fixtures repeated under
+// GOMAXPROCS 1 and 4 in shuffled order), egress (every recorded request goes
+// to an allowlisted host), contract-coverage (network connectors have
+// success, auth, rate-limit and server-error fixtures), sbom (SPDX 2.3,
+// validated) and signature (artifact, SBOM and report signed).
+//
+// [Verify] checks a certification directory written by Run: the three
+// signatures and that the report, SBOM and artifact name the same digest.
 package certify
 
 import (
@@ -36,6 +41,7 @@ import (
 	"golang.org/x/tools/go/analysis/checker"
 	"golang.org/x/tools/go/packages"
 
+	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/connectorvet"
 	"github.com/flowgen-dev/flowgen/diag"
@@ -71,8 +77,13 @@ type Report struct {
 	Connector string `json:"connector"`
 	Version   string `json:"version"`
 	// ManifestDigest is the sha256 of the connector's manifest (the spec
-	// with its schemas bundled), which identifies what was certified.
-	ManifestDigest string            `json:"manifest_digest"`
+	// with its schemas bundled).
+	ManifestDigest string `json:"manifest_digest"`
+	// Module, ModuleVersion and ArtifactDigest identify the artifact that
+	// was certified (package artifact); empty when it could not be built.
+	Module         string            `json:"module,omitempty"`
+	ModuleVersion  string            `json:"module_version,omitempty"`
+	ArtifactDigest string            `json:"artifact_digest,omitempty"`
 	Checks         []Check           `json:"checks"`
 	Tools          map[string]string `json:"tools"`
 	Started        time.Time         `json:"started"`
@@ -102,10 +113,20 @@ type Options struct {
 	Now func() time.Time
 	// Tool names this flowgen in the report and SBOM.
 	Tool string
+	// Module is passed to artifact.Build.
+	Module string
 }
 
+// The files a run with Out writes (each with FILE.sig when signed).
+const (
+	ArtifactFile         = "artifact.zip"
+	ArtifactManifestFile = "artifact.json"
+	SBOMFile             = "sbom.spdx.json"
+	ReportFile           = "report.json"
+)
+
 // checkNames lists the checks in the order they run.
-var checkNames = []string{"spec", "generated", "static-analysis", "fixtures", "duplicate-delivery", "determinism", "egress", "contract-coverage", "sbom", "signature"}
+var checkNames = []string{"spec", "generated", "artifact", "static-analysis", "fixtures", "duplicate-delivery", "determinism", "egress", "contract-coverage", "sbom", "signature"}
 
 // Run certifies the connector package in dir.
 func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
@@ -120,7 +141,10 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("certify: %s: %v", specPath, diags.Err())
 	}
-	manifest, _ := json.Marshal(spec)
+	manifest, err := gen.Manifest(spec)
+	if err != nil {
+		manifest, _ = json.Marshal(spec) // the spec check reports why
+	}
 	sum := sha256.Sum256(manifest)
 	r := &Report{
 		Connector: spec.ID, Version: spec.Version, ManifestDigest: hex.EncodeToString(sum[:]),
@@ -163,7 +187,7 @@ type run struct {
 
 // needsValidSpec are the checks that build or run the connector, which a
 // spec with errors cannot support.
-var needsValidSpec = map[string]bool{"generated": true, "static-analysis": true, "fixtures": true, "duplicate-delivery": true, "determinism": true, "sbom": true}
+var needsValidSpec = map[string]bool{"generated": true, "artifact": true, "static-analysis": true, "fixtures": true, "duplicate-delivery": true, "determinism": true, "sbom": true}
 
 func (c *run) do(ch *Check) {
 	if c.specFailed && needsValidSpec[ch.Name] {
@@ -176,6 +200,8 @@ func (c *run) do(ch *Check) {
 		c.specFailed = ch.Outcome == Fail
 	case "generated":
 		c.generated(ch)
+	case "artifact":
+		c.packageArtifact(ch)
 	case "static-analysis":
 		c.analysis(ch)
 	case "fixtures":
@@ -200,10 +226,10 @@ func (c *run) do(ch *Check) {
 		c.sbom(ch)
 	case "signature":
 		if c.opts.Signer == nil {
-			ch.Outcome, ch.Summary = Warn, "no signing key given: the SBOM and report are unsigned"
+			ch.Outcome, ch.Summary = Warn, "no signing key given: the artifact, SBOM and report are unsigned"
 			return
 		}
-		ch.Outcome, ch.Summary = Pass, "the SBOM and the report are signed (report.json.sig, sbom.spdx.json.sig)"
+		ch.Outcome, ch.Summary = Pass, "the artifact, the SBOM and the report are signed (artifact.zip.sig, sbom.spdx.json.sig, report.json.sig)"
 	}
 }
 
@@ -383,8 +409,35 @@ func (c *run) contract(ch *Check) {
 	ch.Outcome, ch.Summary = Pass, "success, auth, rate-limit and server-error answers have fixtures"
 }
 
+// packageArtifact builds the module zip that the rest of the report is
+// about and, with Out, writes it (artifact.zip, artifact.json).
+func (c *run) packageArtifact(ch *Check) {
+	a, err := artifact.Build(c.dir, artifact.Options{Module: c.opts.Module})
+	if err != nil {
+		ch.Outcome, ch.Summary = Fail, err.Error()
+		return
+	}
+	m := a.Manifest
+	c.report.Module, c.report.ModuleVersion, c.report.ArtifactDigest = m.Module, m.Version, m.Digest
+	if c.opts.Out != "" {
+		mj, err := m.JSON()
+		if err == nil {
+			err = c.write(filepath.Join(c.opts.Out, ArtifactFile), a.Zip)
+		}
+		if err == nil {
+			err = c.write(filepath.Join(c.opts.Out, ArtifactManifestFile), mj)
+		}
+		if err != nil {
+			ch.Outcome, ch.Summary = Fail, err.Error()
+			return
+		}
+	}
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("module %s@%s, %d files, %d bytes", m.Module, m.Version, len(m.Files), m.Size)
+	ch.Evidence = []string{m.Digest}
+}
+
 func (c *run) sbom(ch *Check) {
-	doc, err := sbom.Generate(c.dir, sbom.Options{Name: c.spec.ID, Version: c.spec.Version, Digest: c.report.ManifestDigest, Created: c.report.Started, Tool: c.opts.Tool})
+	doc, err := sbom.Generate(c.dir, sbom.Options{Name: c.spec.ID, Version: c.spec.Version, Digest: strings.TrimPrefix(c.report.ArtifactDigest, "sha256:"), Created: c.report.Started, Tool: c.opts.Tool})
 	if err == nil {
 		err = sbom.Validate(doc)
 	}
@@ -398,7 +451,7 @@ func (c *run) sbom(ch *Check) {
 			ch.Outcome, ch.Summary = Fail, err.Error()
 			return
 		}
-		c.sbomPath = filepath.Join(c.opts.Out, "sbom.spdx.json")
+		c.sbomPath = filepath.Join(c.opts.Out, SBOMFile)
 		if err := c.write(c.sbomPath, b.Bytes()); err != nil {
 			ch.Outcome, ch.Summary = Fail, err.Error()
 			return
@@ -430,7 +483,7 @@ func (c *run) writeReport() error {
 	if err != nil {
 		return err
 	}
-	return c.write(filepath.Join(c.opts.Out, "report.json"), data)
+	return c.write(filepath.Join(c.opts.Out, ReportFile), data)
 }
 
 // CanonicalJSON renders the report with sorted keys, the form that is

@@ -1,13 +1,16 @@
 package certify
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
@@ -63,9 +66,56 @@ func TestExampleConnectorIsCertifiedAndSigned(t *testing.T) {
 		}
 	}
 	report, _ := os.ReadFile(filepath.Join(out, "report.json"))
-	if !strings.Contains(string(report), `"manifest_digest": "`+r.ManifestDigest+`"`) {
-		t.Errorf("report does not carry the digest:\n%s", report)
+	if !strings.Contains(string(report), `"artifact_digest": "`+r.ArtifactDigest+`"`) || !strings.HasPrefix(r.ArtifactDigest, "sha256:") {
+		t.Errorf("report does not carry the artifact digest %q:\n%s", r.ArtifactDigest, report)
 	}
+	verifyCertification(t, out, pub)
+}
+
+// verifyCertification: Verify accepts what Run wrote, stock cosign verifies
+// the three signatures offline, and a changed artifact or a swapped report
+// is caught and named.
+func verifyCertification(t *testing.T, out string, pub []byte) {
+	v, err := Verify(out, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.OK() || len(v.Verified) != 3 {
+		t.Fatalf("Verify: verified %v, problems %v", v.Verified, v.Problems)
+	}
+	pubPath := filepath.Join(t.TempDir(), "pub.pem")
+	os.WriteFile(pubPath, pub, 0o644)
+	cosign := testutil.CosignPath(t)
+	for _, f := range []string{ArtifactFile, SBOMFile, ReportFile} {
+		p := filepath.Join(out, f)
+		cmd := exec.Command(cosign, "verify-blob", "--key", pubPath, "--signature", p+".sig", "--insecure-ignore-tlog", p)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("cosign verify-blob %s: %v\n%s", f, err, b)
+		}
+	}
+
+	zipPath := filepath.Join(out, ArtifactFile)
+	orig, _ := os.ReadFile(zipPath)
+	os.WriteFile(zipPath, append(bytes.Clone(orig), 0), 0o644)
+	v, _ = Verify(out, pub)
+	if want := []string{"artifact.zip: signature does not match", "artifact.zip is sha256:", "report.json certifies artifact"}; !containsAll(v.Problems, want) {
+		t.Errorf("a changed artifact: problems %q, want each of %q", v.Problems, want)
+	}
+	os.WriteFile(zipPath, orig, 0o644)
+	os.Remove(filepath.Join(out, ReportFile+".sig"))
+	if v, _ = Verify(out, pub); v.OK() || !containsAll(v.Problems, []string{"report.json: no signature"}) {
+		t.Errorf("an unsigned report: %q", v.Problems)
+	}
+}
+
+func containsAll(problems, want []string) bool {
+	all := strings.Join(problems, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestBrokenConnectorsFailTheRightCheck: each deliberately broken

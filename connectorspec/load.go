@@ -40,6 +40,7 @@ func Parse(path string, data []byte) (*Spec, diag.List) {
 	s.Fixtures = append(s.Fixtures, fixtureFiles(path, &diags)...)
 	docs := newSchemaDocs(&diags)
 	s.compiled = compileAll(&s, docs, &diags)
+	s.schemaFiles = sortedKeys(docs.docs)
 	c := checker{spec: &s, docs: docs, diags: &diags, dir: filepath.Dir(path)}
 	c.run()
 	diags.Sort()

@@ -68,7 +68,8 @@ type Spec struct {
 	// File is the path the spec was loaded from.
 	File string `json:"-"`
 
-	compiled map[string]*jsonschema.Schema // "inputs/in", "outputs/out", "params"
+	compiled    map[string]*jsonschema.Schema // "inputs/in", "outputs/out", "params"
+	schemaFiles []string                      // absolute paths, sorted
 }
 
 // CapabilityRequest names a capability and the semver range of it the
@@ -177,6 +178,11 @@ type Response struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 	Body        strictyaml.Raw    `json:"body,omitzero"`
 }
+
+// SchemaFiles lists, as sorted absolute paths, every JSON Schema file the
+// spec's $refs reached while it was loaded: the files an artifact must carry
+// for the spec to load again elsewhere.
+func (s *Spec) SchemaFiles() []string { return s.schemaFiles }
 
 // InputSchema returns the compiled schema of an input port, or nil.
 func (s *Spec) InputSchema(port string) *jsonschema.Schema { return s.compiled["inputs/"+port] }

@@ -172,7 +172,7 @@ func Connector(s *connectorspec.Spec) ([]Generated, diag.List) {
 		return nil, internalError(s, "types", err)
 	}
 
-	manifest, err := manifestJSON(s)
+	manifest, err := Manifest(s)
 	if err != nil {
 		return nil, internalError(s, "manifest", err)
 	}

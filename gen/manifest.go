@@ -10,10 +10,11 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
-// manifestJSON renders the spec as canonical JSON with every schema file it
-// refers to bundled under the referring schema's $defs, so the manifest is
-// self-contained: certification and the registry read it without the files.
-func manifestJSON(s *connectorspec.Spec) ([]byte, error) {
+// Manifest renders the spec as canonical JSON with every schema file it
+// refers to bundled under $defs: the self-contained description of a
+// connector that generated code embeds and certification and the registry
+// read without the schema files.
+func Manifest(s *connectorspec.Spec) ([]byte, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, err

@@ -77,19 +77,34 @@ func (s *Signer) PublicKey() ([]byte, error) {
 	return cryptoutils.MarshalPublicKeyToPEM(pub)
 }
 
-// Verify checks a base64 signature of data against a PEM public key.
-func Verify(pubPEM, data, sigB64 []byte) error {
+// CheckPublicKey reports whether pubPEM is an ECDSA public key that Verify
+// can use.
+func CheckPublicKey(pubPEM []byte) error {
+	_, err := loadVerifier(pubPEM)
+	return err
+}
+
+func loadVerifier(pubPEM []byte) (signature.Verifier, error) {
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pubPEM)
 	if err != nil {
-		return fmt.Errorf("public key: %w", err)
+		return nil, fmt.Errorf("public key: %w", err)
 	}
 	ec, ok := pub.(*ecdsa.PublicKey)
 	if !ok {
-		return fmt.Errorf("public key: want ECDSA, got %T", pub)
+		return nil, fmt.Errorf("public key: want ECDSA, got %T", pub)
 	}
 	v, err := signature.LoadECDSAVerifier(ec, crypto.SHA256)
 	if err != nil {
-		return fmt.Errorf("public key: %w", err)
+		return nil, fmt.Errorf("public key: %w", err)
+	}
+	return v, nil
+}
+
+// Verify checks a base64 signature of data against a PEM public key.
+func Verify(pubPEM, data, sigB64 []byte) error {
+	v, err := loadVerifier(pubPEM)
+	if err != nil {
+		return err
 	}
 	sig, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(sigB64)))
 	if err != nil {

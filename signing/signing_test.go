@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 )
 
 func TestSignVerify(t *testing.T) {
@@ -52,28 +54,11 @@ func TestSignVerify(t *testing.T) {
 	}
 }
 
-// cosignPath finds stock cosign: $FLOWGEN_COSIGN, else where .ci/cosign.sh
-// caches it.
-func cosignPath(t *testing.T) string {
-	if p := os.Getenv("FLOWGEN_COSIGN"); p != "" {
-		return p
-	}
-	home, _ := os.UserCacheDir()
-	p := filepath.Join(home, "flowgen", "cosign-"+CosignVersion, "cosign")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("stock cosign is not at %s: run .ci/cosign.sh (CI does) or set FLOWGEN_COSIGN", p)
-	}
-	return p
-}
-
-// CosignVersion is the cosign .ci/cosign.sh builds for the interop test.
-const CosignVersion = "v2.6.5"
-
 // TestStockCosignVerifies: what Sign produces, stock cosign verifies
 // offline with the public key, and rejects for other bytes; and a key
 // cosign generated signs blobs we verify.
 func TestStockCosignVerifies(t *testing.T) {
-	cosign := cosignPath(t)
+	cosign := testutil.CosignPath(t)
 	dir := t.TempDir()
 	priv, pub, err := GenerateKey([]byte("pw"))
 	if err != nil {

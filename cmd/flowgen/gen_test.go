@@ -242,7 +242,36 @@ func TestKeygenSignVerify(t *testing.T) {
 func TestCertifyPrintsEachCheck(t *testing.T) {
 	r := run(t, "", "certify", "--out", t.TempDir(), "../../certify/testdata/strictclock")
 	if r.exit != exitProblems || !strings.Contains(r.stdout, "FAIL static-analysis") || !strings.Contains(r.stdout, "PASS fixtures") ||
-		!strings.Contains(r.stdout, "NOT certified") || !strings.Contains(r.stderr, "[3/10] static-analysis") {
+		!strings.Contains(r.stdout, "NOT certified") || !strings.Contains(r.stderr, "[4/11] static-analysis") {
 		t.Fatalf("certify: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+}
+
+func TestPackageCertifyVerify(t *testing.T) {
+	dir := t.TempDir()
+	if r := run(t, "", "keygen", "--out", dir); r.exit != exitOK {
+		t.Fatalf("keygen: %+v", r)
+	}
+	pkgOut := filepath.Join(dir, "pkg")
+	r := run(t, "", "package", "--out", pkgOut, "../../examples/connectors/normalize")
+	if r.exit != exitOK || !strings.Contains(r.stdout, "sha256:") {
+		t.Fatalf("package: %+v", r)
+	}
+	digest := strings.Fields(strings.Split(r.stdout, "\n")[1])[0]
+
+	cert := filepath.Join(dir, "cert")
+	if r := run(t, "", "certify", "--key", filepath.Join(dir, "flowgen.key"), "--out", cert, "../../examples/connectors/normalize"); r.exit != exitOK {
+		t.Fatalf("certify: %+v", r)
+	}
+	r = run(t, "", "verify", "--key", filepath.Join(dir, "flowgen.pub"), cert)
+	if r.exit != exitOK || !strings.Contains(r.stdout, "CERTIFIED") || !strings.Contains(r.stdout, digest) {
+		t.Fatalf("verify CERT_DIR (want the packaged digest %s): %+v", digest, r)
+	}
+	os.Remove(filepath.Join(cert, "sbom.spdx.json"))
+	if r := run(t, "", "verify", "--key", filepath.Join(dir, "flowgen.pub"), cert); r.exit != exitProblems || !strings.Contains(r.stdout, "sbom.spdx.json") {
+		t.Fatalf("verify without the SBOM: %+v", r)
+	}
+	if r := run(t, "", "package", "../../certify/testdata/noidemkey"); r.exit != exitProblems || !strings.Contains(r.stderr, "connector.yaml:") {
+		t.Fatalf("package of a broken spec: %+v", r)
 	}
 }

@@ -48,6 +48,7 @@ func commands() []command {
 		{"keygen", "generate an ECDSA P-256 signing key pair", keygenUsage, runKeygen},
 		{"sign", "sign files (cosign verify-blob compatible)", signUsage, runSign},
 		{"verify", "verify files against their signatures", verifyUsage, runVerify},
+		{"package", "pack a connector into its module zip artifact", packageUsage, runPackage},
 		{"certify", "run the certification checks on a connector package", certifyUsage, runCertify},
 		{"idemkey", "compute a canonical idempotency key from key fields", idemkeyUsage, runIdemkey},
 		{"canonical", "print a spec or flow in its canonical JSON form", canonicalUsage, runCanonical},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/flowgen-dev/flowgen/certify"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
@@ -33,10 +34,14 @@ An encrypted KEY is opened with $` + passwordEnv + `.
 Flags:
 `
 
-const verifyUsage = `Usage: flowgen verify --key PUB FILE...
+const verifyUsage = `Usage: flowgen verify --key PUB FILE|CERT_DIR...
 
 Checks FILE.sig against each FILE and the public key PUB; names every file
 whose signature is missing or does not match.
+
+A CERT_DIR (what flowgen certify --key writes) is checked as a whole: the
+signatures of artifact.zip, sbom.spdx.json and report.json, that the report
+and the SBOM name the digest of artifact.zip, and that no check failed.
 
 Exit status: 0 all verified, 1 a signature is missing or wrong, 2 usage or I/O error.
 
@@ -138,6 +143,25 @@ func runVerify(e *env, args []string) int {
 	}
 	bad := 0
 	for _, f := range files {
+		if info, err := os.Stat(f); err == nil && info.IsDir() {
+			v, err := certify.Verify(f, pub)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "flowgen verify: %s: %v\n", *key, err)
+				return exitUsage
+			}
+			for _, name := range v.Verified {
+				fmt.Fprintf(e.stdout, "OK      %s\n", filepath.Join(f, name))
+			}
+			for _, p := range v.Problems {
+				fmt.Fprintf(e.stdout, "BAD     %s: %s\n", f, p)
+			}
+			if v.OK() {
+				fmt.Fprintf(e.stdout, "CERTIFIED %s %s: %s@%s %s\n", v.Report.Connector, v.Report.Version, v.Report.Module, v.Report.ModuleVersion, v.Report.ArtifactDigest)
+			} else {
+				bad++
+			}
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "flowgen verify: %v\n", err)

@@ -25,3 +25,22 @@ func AddSeedFiles(f *testing.F, globs ...string) {
 		}
 	}
 }
+
+// CosignVersion is the stock cosign .ci/cosign.sh builds for the interop
+// tests.
+const CosignVersion = "v2.6.5"
+
+// CosignPath finds stock cosign: $FLOWGEN_COSIGN, else where .ci/cosign.sh
+// caches it. The test fails (never skips) when it is absent.
+func CosignPath(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("FLOWGEN_COSIGN"); p != "" {
+		return p
+	}
+	home, _ := os.UserCacheDir()
+	p := filepath.Join(home, "flowgen", "cosign-"+CosignVersion, "cosign")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("stock cosign is not at %s: run .ci/cosign.sh (CI does) or set FLOWGEN_COSIGN", p)
+	}
+	return p
+}

@@ -1,0 +1,503 @@
+// Package artifact packages a connector as a Go module zip (golang.org/x/mod/zip)
+// with a manifest, the unit that is certified, signed, published and pulled.
+//
+// An artifact's identity is the sha256 of its zip. Building is deterministic:
+// the same connector directory gives the same bytes, whatever the file
+// modification times, the checkout path or the machine.
+//
+// A connector directory that is the root of its own module is zipped as that
+// module. A connector that lives inside a larger module (as the examples do)
+// becomes a standalone module: its go.mod is synthesized from the enclosing
+// module's (same go version and requirements, plus a requirement on the
+// enclosing module itself for the packages it imports from there), and the
+// schema files its spec refers to outside the directory travel in the zip
+// under [ExternalDir], so that [Extract] can lay the spec out again and it
+// loads unchanged.
+package artifact
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
+	modzip "golang.org/x/mod/zip"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/gen"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+)
+
+// Format names the manifest layout; readers refuse other values.
+const Format = "flowgen.dev/artifact/v1"
+
+// ExternalDir is the directory inside the zip that holds the schema files the
+// spec refers to outside the connector directory.
+const ExternalDir = "_flowgen/external"
+
+// ModulePrefix is the module path prefix given to a connector that is not the
+// root of its own module: payments.charge 1.4.0 becomes
+// flowgen.dev/connectors/payments/charge, and 2.1.0
+// flowgen.dev/connectors/payments/charge/v2 (semantic import versioning).
+const ModulePrefix = "flowgen.dev/connectors"
+
+// UnpublishedVersion is the version a synthesized go.mod requires the
+// enclosing module at when that module has no version of its own; consumers
+// replace it (a go.mod replace directive or a go.work) with the real one.
+const UnpublishedVersion = "v0.0.0-00010101000000-000000000000"
+
+// skipDirs are never packaged: certification output and VCS metadata.
+var skipDirs = map[string]bool{"certification": true, ".git": true, ".hg": true, ".svn": true, ".bzr": true}
+
+// Manifest describes an artifact. It is stored and served beside the zip
+// and is what the registry indexes and pull policies read.
+type Manifest struct {
+	Format string `json:"format"`
+	// Module and Version are the Go module identity (Version is "v" plus the
+	// spec's version).
+	Module  string `json:"module"`
+	Version string `json:"version"`
+	// Connector is the spec's id and ConnectorVersion its version.
+	Connector        string `json:"connector"`
+	ConnectorVersion string `json:"connector_version"`
+	// Digest is "sha256:" and the hex sha256 of the zip; Size its length.
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+	// Dir is where the module goes, relative to the root that Extract
+	// recreates (the module's own directory name, or deeper when external
+	// schemas sit beside a parent).
+	Dir string `json:"dir"`
+	// Files lists every file in the zip (module-relative) with its sha256.
+	Files []File `json:"files"`
+	// Spec is the connector's manifest: the spec as canonical JSON with its
+	// schemas bundled.
+	Spec json.RawMessage `json:"spec"`
+}
+
+// File is one packaged file.
+type File struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Artifact is a packaged connector.
+type Artifact struct {
+	Zip      []byte
+	Manifest Manifest
+}
+
+// Options steer Build.
+type Options struct {
+	// Module overrides the module path of a connector that is not the root
+	// of its own module (default ModulePrefix/<id with dots as slashes>).
+	// It must agree with go.mod when the directory is a module root.
+	Module string
+}
+
+// Build packages the connector in dir. It fails, naming the problem, when
+// the spec does not load, when a file cannot go into a module zip, or when
+// the module path is invalid; nothing is written anywhere.
+func Build(dir string, opts Options) (*Artifact, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	specPath := filepath.Join(abs, "connector.yaml")
+	spec, diags := connectorspec.Load(specPath)
+	if spec == nil || diags.HasErrors() {
+		return nil, fmt.Errorf("package %s: the spec has errors:\n%v", dir, diags.Err())
+	}
+	specJSON, err := gen.Manifest(spec)
+	if err != nil {
+		return nil, fmt.Errorf("package %s: manifest: %w", dir, err)
+	}
+	files, err := moduleFiles(abs)
+	if err != nil {
+		return nil, fmt.Errorf("package %s: %w", dir, err)
+	}
+	mod, err := moduleIdentity(abs, spec, opts, files)
+	if err != nil {
+		return nil, fmt.Errorf("package %s: %w", dir, err)
+	}
+	layoutDir, externals, err := externalFiles(abs, spec.SchemaFiles())
+	if err != nil {
+		return nil, fmt.Errorf("package %s: %w", dir, err)
+	}
+	for _, f := range externals {
+		files[f.path] = f.data
+	}
+	names := slices.Sorted(maps.Keys(files))
+	zfiles := make([]modzip.File, 0, len(names))
+	m := Manifest{Format: Format, Module: mod.Path, Version: mod.Version, Connector: spec.ID,
+		ConnectorVersion: spec.Version, Dir: layoutDir, Spec: specJSON}
+	for _, name := range names {
+		data := files[name]
+		zfiles = append(zfiles, memFile{name: name, data: data})
+		sum := sha256.Sum256(data)
+		m.Files = append(m.Files, File{Path: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))})
+	}
+	var buf bytes.Buffer
+	if err := modzip.Create(&buf, mod, zfiles); err != nil {
+		return nil, fmt.Errorf("package %s: %w", dir, err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	m.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	m.Size = int64(buf.Len())
+	return &Artifact{Zip: buf.Bytes(), Manifest: m}, nil
+}
+
+// Digest returns the artifact digest ("sha256:<hex>") of zip bytes.
+func Digest(zipData []byte) string {
+	sum := sha256.Sum256(zipData)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// moduleFiles reads every file under dir that belongs in the module, keyed
+// by slash path: nested modules, certification output and VCS metadata are
+// left out, as are the go.mod and go.sum of an enclosing module (which
+// moduleIdentity supplies).
+func moduleFiles(dir string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "." {
+				return nil
+			}
+			if skipDirs[d.Name()] || strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+				return filepath.SkipDir // a nested module is not ours
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: only regular files can be packaged", p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files[rel] = data
+		return nil
+	})
+	return files, err
+}
+
+// moduleIdentity decides the module path and version, synthesizing go.mod
+// and go.sum into files when dir is not a module root.
+func moduleIdentity(dir string, spec *connectorspec.Spec, opts Options, files map[string][]byte) (module.Version, error) {
+	version := "v" + spec.Version
+	if gomod, ok := files["go.mod"]; ok {
+		path := modfile.ModulePath(gomod)
+		if path == "" {
+			return module.Version{}, fmt.Errorf("%s: no module line", filepath.Join(dir, "go.mod"))
+		}
+		if opts.Module != "" && opts.Module != path {
+			return module.Version{}, fmt.Errorf("--module %s disagrees with go.mod, which says %s", opts.Module, path)
+		}
+		mv := module.Version{Path: path, Version: version}
+		if err := module.Check(path, version); err != nil {
+			return mv, fmt.Errorf("%w (a module at major version 2 or later ends its path in /vN)", err)
+		}
+		return mv, nil
+	}
+	root, err := enclosingModule(dir)
+	if err != nil {
+		return module.Version{}, err
+	}
+	path := opts.Module
+	if path == "" {
+		path = ModulePrefix + "/" + strings.ReplaceAll(spec.ID, ".", "/")
+		if major := semver.Major(version); major != "v0" && major != "v1" {
+			path += "/" + major // semantic import versioning
+		}
+	}
+	if err := module.Check(path, version); err != nil {
+		return module.Version{}, err
+	}
+	gomodPath := filepath.Join(root, "go.mod")
+	data, err := os.ReadFile(gomodPath)
+	if err != nil {
+		return module.Version{}, err
+	}
+	parent, err := modfile.ParseLax(gomodPath, data, nil)
+	if err != nil {
+		return module.Version{}, err
+	}
+	out := &modfile.File{}
+	if err := out.AddModuleStmt(path); err != nil {
+		return module.Version{}, err
+	}
+	if parent.Go != nil {
+		if err := out.AddGoStmt(parent.Go.Version); err != nil {
+			return module.Version{}, err
+		}
+	}
+	if err := out.AddRequire(parent.Module.Mod.Path, UnpublishedVersion); err != nil {
+		return module.Version{}, err
+	}
+	for _, r := range parent.Require {
+		out.AddNewRequire(r.Mod.Path, r.Mod.Version, r.Indirect)
+	}
+	out.Cleanup()
+	out.SetRequireSeparateIndirect(out.Require)
+	gomod, err := out.Format()
+	if err != nil {
+		return module.Version{}, err
+	}
+	files["go.mod"] = gomod
+	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {
+		files["go.sum"] = sum
+	}
+	return module.Version{Path: path, Version: version}, nil
+}
+
+// enclosingModule returns the directory of the go.mod above dir.
+func enclosingModule(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("%s is not inside a Go module (no go.mod above it)", dir)
+		}
+	}
+}
+
+type external struct {
+	path string
+	data []byte
+}
+
+// externalFiles maps the schema files outside dir into ExternalDir, laid out
+// relative to the deepest directory that holds them and dir, and returns
+// dir's place in that layout.
+func externalFiles(dir string, schemaFiles []string) (string, []external, error) {
+	var outside []string
+	for _, f := range schemaFiles {
+		if rel, err := filepath.Rel(dir, f); err != nil || strings.HasPrefix(rel, "..") {
+			outside = append(outside, f)
+		}
+	}
+	base := filepath.Base(dir)
+	if len(outside) == 0 {
+		return base, nil, nil
+	}
+	root := dir
+	for _, f := range outside {
+		for !within(root, f) {
+			root = filepath.Dir(root)
+		}
+	}
+	layoutDir, _ := filepath.Rel(root, dir)
+	var out []external
+	for _, f := range outside {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", nil, err
+		}
+		rel, _ := filepath.Rel(root, f)
+		out = append(out, external{path: path.Join(ExternalDir, filepath.ToSlash(rel)), data: data})
+	}
+	return filepath.ToSlash(layoutDir), out, nil
+}
+
+func within(root, f string) bool {
+	rel, err := filepath.Rel(root, f)
+	return err == nil && !strings.HasPrefix(rel, "..")
+}
+
+// Extract unpacks an artifact under root: the module at root/Manifest.Dir and
+// the external schema files where the spec expects them. It checks the zip
+// against the manifest's digest and file list first and refuses paths that
+// would leave root. It returns the connector directory.
+func Extract(a *Artifact, root string) (string, error) {
+	if got := Digest(a.Zip); got != a.Manifest.Digest {
+		return "", fmt.Errorf("artifact digest %s does not match the manifest's %s", got, a.Manifest.Digest)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(a.Zip), int64(len(a.Zip)))
+	if err != nil {
+		return "", fmt.Errorf("artifact zip: %w", err)
+	}
+	dir := filepath.Join(root, filepath.FromSlash(a.Manifest.Dir))
+	if !within(root, dir) || a.Manifest.Dir == "" {
+		return "", fmt.Errorf("artifact manifest: dir %q leaves the extraction root", a.Manifest.Dir)
+	}
+	want := map[string]File{}
+	for _, f := range a.Manifest.Files {
+		want[f.Path] = f
+	}
+	prefix := a.Manifest.Module + "@" + a.Manifest.Version + "/"
+	for _, zf := range zr.File {
+		name, ok := strings.CutPrefix(zf.Name, prefix)
+		if !ok {
+			return "", fmt.Errorf("artifact zip: %s is outside %s", zf.Name, prefix)
+		}
+		if err := module.CheckFilePath(name); err != nil {
+			return "", fmt.Errorf("artifact zip: %w", err)
+		}
+		data, err := readZipFile(zf)
+		if err != nil {
+			return "", err
+		}
+		sum := sha256.Sum256(data)
+		if w, ok := want[name]; !ok || w.SHA256 != hex.EncodeToString(sum[:]) {
+			return "", fmt.Errorf("artifact zip: %s does not match the manifest's file list", name)
+		}
+		delete(want, name)
+		target := filepath.Join(dir, filepath.FromSlash(name))
+		if ext, ok := strings.CutPrefix(name, ExternalDir+"/"); ok {
+			target = filepath.Join(root, filepath.FromSlash(ext))
+		}
+		if !within(root, target) {
+			return "", fmt.Errorf("artifact zip: %s leaves the extraction root", name)
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(target, data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	if len(want) > 0 {
+		return "", fmt.Errorf("artifact zip: %d file(s) of the manifest are missing, e.g. %s", len(want), slices.Sorted(maps.Keys(want))[0])
+	}
+	return dir, nil
+}
+
+// maxFileSize bounds one file in an artifact (the module zip limit).
+const maxFileSize = modzip.MaxZipFile
+
+func readZipFile(zf *zip.File) ([]byte, error) {
+	if zf.UncompressedSize64 > maxFileSize {
+		return nil, fmt.Errorf("artifact zip: %s is too large", zf.Name)
+	}
+	rc, err := zf.Open()
+	if err != nil {
+		return nil, fmt.Errorf("artifact zip: %s: %w", zf.Name, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("artifact zip: %s: %w", zf.Name, err)
+	}
+	return data, nil
+}
+
+// Write stores the artifact as NAME.zip and NAME.json (the manifest, canonical
+// JSON) in dir, each through a temporary file and rename so that a reader
+// never sees half of either. It returns both paths.
+func Write(a *Artifact, dir, name string) (zipPath, manifestPath string, err error) {
+	mj, err := a.Manifest.JSON()
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	zipPath, manifestPath = filepath.Join(dir, name+".zip"), filepath.Join(dir, name+".json")
+	if err := writeAtomic(zipPath, a.Zip); err != nil {
+		return "", "", err
+	}
+	if err := writeAtomic(manifestPath, mj); err != nil {
+		return "", "", err
+	}
+	return zipPath, manifestPath, nil
+}
+
+// Read loads an artifact written by Write and checks its digest.
+func Read(zipPath, manifestPath string) (*Artifact, error) {
+	z, err := os.ReadFile(zipPath)
+	if err != nil {
+		return nil, err
+	}
+	mj, err := os.ReadFile(manifestPath)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(mj, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", manifestPath, err)
+	}
+	if m.Format != Format {
+		return nil, fmt.Errorf("%s: format %q, want %q", manifestPath, m.Format, Format)
+	}
+	if got := Digest(z); got != m.Digest {
+		return nil, fmt.Errorf("%s: digest %s, but the manifest %s says %s", zipPath, got, manifestPath, m.Digest)
+	}
+	return &Artifact{Zip: z, Manifest: m}, nil
+}
+
+// JSON renders the manifest as canonical JSON (sorted keys), the form that is
+// stored and signed.
+func (m Manifest) JSON() ([]byte, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return strictyaml.CanonicalJSON(v)
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// memFile is a zip entry held in memory, with a fixed mode and no
+// modification time so that the zip depends only on content.
+type memFile struct {
+	name string
+	data []byte
+}
+
+func (f memFile) Path() string                 { return f.name }
+func (f memFile) Lstat() (os.FileInfo, error)  { return memInfo(f), nil }
+func (f memFile) Open() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(f.data)), nil }
+
+type memInfo memFile
+
+func (i memInfo) Name() string       { return path.Base(i.name) }
+func (i memInfo) Size() int64        { return int64(len(i.data)) }
+func (i memInfo) Mode() fs.FileMode  { return 0o644 }
+func (i memInfo) ModTime() time.Time { return time.Time{} }
+func (i memInfo) IsDir() bool        { return false }
+func (i memInfo) Sys() any           { return nil }
