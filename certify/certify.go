@@ -49,6 +49,7 @@ import (
 	"github.com/flowgen-dev/flowgen/gen"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 	flowrt "github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/fixturetest"
 	"github.com/flowgen-dev/flowgen/sbom"
 	"github.com/flowgen-dev/flowgen/signing"
 )
@@ -81,13 +82,17 @@ type Report struct {
 	ManifestDigest string `json:"manifest_digest"`
 	// Module, ModuleVersion and ArtifactDigest identify the artifact that
 	// was certified (package artifact); empty when it could not be built.
-	Module         string            `json:"module,omitempty"`
-	ModuleVersion  string            `json:"module_version,omitempty"`
-	ArtifactDigest string            `json:"artifact_digest,omitempty"`
-	Checks         []Check           `json:"checks"`
-	Tools          map[string]string `json:"tools"`
-	Started        time.Time         `json:"started"`
-	Finished       time.Time         `json:"finished"`
+	Module         string `json:"module,omitempty"`
+	ModuleVersion  string `json:"module_version,omitempty"`
+	ArtifactDigest string `json:"artifact_digest,omitempty"`
+	// ReplayHash summarizes the determinism replay: the sha256 over every
+	// fixture's replay hash, the same in every run (Strict and Stable
+	// connectors only).
+	ReplayHash string            `json:"replay_hash,omitempty"`
+	Checks     []Check           `json:"checks"`
+	Tools      map[string]string `json:"tools"`
+	Started    time.Time         `json:"started"`
+	Finished   time.Time         `json:"finished"`
 }
 
 // Passed reports whether no check failed.
@@ -217,7 +222,7 @@ func (c *run) do(ch *Check) {
 			ch.Outcome, ch.Summary = Pass, fmt.Sprintf("not required: the connector declares %s", c.spec.Determinism)
 			return
 		}
-		c.goTest(ch, "TestFixtures", "-count=3", "-cpu=1,4", "-shuffle=on")
+		c.determinism(ch)
 	case "egress":
 		c.egress(ch)
 	case "contract-coverage":
@@ -316,27 +321,80 @@ func (c *run) analysis(ch *Check) {
 }
 
 // goTest runs one of the package's generated fixture tests with flags.
-func (c *run) goTest(ch *Check, test string, flags ...string) {
+// goTest runs one generated test of the connector package and returns its
+// output; ok is false (and ch failed, with the output's tail as evidence)
+// when it fails.
+func (c *run) goTest(ch *Check, test string, flags ...string) (out string, ok bool) {
 	if len(c.spec.Fixtures) == 0 {
 		ch.Outcome, ch.Summary = Fail, "the spec has no fixtures"
-		return
+		return "", false
 	}
 	args := append([]string{"test", "-run", "^" + test + "$"}, flags...)
 	args = append(args, ".")
 	cmd := exec.CommandContext(c.ctx, "go", args...)
 	cmd.Dir = c.dir
-	out, err := cmd.CombinedOutput()
+	b, err := cmd.CombinedOutput()
 	if err != nil {
 		ch.Outcome, ch.Summary = Fail, fmt.Sprintf("go %s failed", strings.Join(args, " "))
-		ch.Evidence = tail(string(out), 20)
-		return
+		ch.Evidence = tail(string(b), 20)
+		return string(b), false
 	}
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures pass (go %s)", len(c.spec.Fixtures), strings.Join(args, " "))
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(string(b), "\n") {
 		if strings.Contains(line, "deliveries of") {
 			ch.Summary = strings.TrimSpace(line[strings.Index(line, ": ")+2:]) + ", one effect per idempotency key"
 		}
 	}
+	return string(b), true
+}
+
+// determinism replays the fixtures three times under GOMAXPROCS 1 and 4 in
+// shuffled order and compares each fixture's replay hash across the runs
+// (fixturetest.ReplayHashMarker): byte-identical results for Strict,
+// canonical-JSON-identical for Stable.
+func (c *run) determinism(ch *Check) {
+	const runs = 3 * 2 // -count=3 × -cpu=1,4
+	out, ok := c.goTest(ch, "TestFixtures", "-count=3", "-cpu=1,4", "-shuffle=on", "-v")
+	if !ok {
+		return
+	}
+	hashes := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+2 < len(f); i++ {
+			if f[i] == fixturetest.ReplayHashMarker {
+				hashes[f[i+1]] = append(hashes[f[i+1]], f[i+2])
+			}
+		}
+	}
+	what := "byte-identical"
+	if c.spec.Determinism != flowtype.Strict {
+		what = "canonically equal"
+	}
+	combined := sha256.New()
+	var diverged []string
+	for _, name := range slices.Sorted(maps.Keys(hashes)) {
+		hs := hashes[name]
+		distinct := slices.Compact(slices.Sorted(slices.Values(hs)))
+		if len(distinct) > 1 || len(hs) != runs {
+			diverged = append(diverged, fmt.Sprintf("fixture %q: %d replay hashes in %d runs: %s", name, len(distinct), len(hs), strings.Join(distinct, ", ")))
+			continue
+		}
+		fmt.Fprintf(combined, "%s %s\n", name, distinct[0])
+		ch.Evidence = append(ch.Evidence, fmt.Sprintf("fixture %q: %s", name, distinct[0]))
+	}
+	if len(hashes) != len(c.spec.Fixtures) {
+		diverged = append(diverged, fmt.Sprintf("%d of %d fixtures logged a replay hash", len(hashes), len(c.spec.Fixtures)))
+	}
+	if len(diverged) > 0 {
+		ch.Outcome, ch.Summary = Fail, "a fixture's requests or result changed between runs (want "+what+")"
+		ch.Evidence = diverged
+		return
+	}
+	c.report.ReplayHash = fmt.Sprintf("sha256:%x", combined.Sum(nil))
+	ch.Evidence = append(ch.Evidence, "pins: "+fixturetest.Pins)
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures replay %s in %d runs (go test -count=3 -cpu=1,4 -shuffle=on); replay hash %s",
+		len(hashes), what, runs, c.report.ReplayHash)
 }
 
 func tail(s string, n int) []string {

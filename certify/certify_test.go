@@ -46,7 +46,8 @@ func TestExampleConnectorIsCertifiedAndSigned(t *testing.T) {
 			t.Errorf("%s failed: %s %v", c.Name, c.Summary, c.Evidence)
 		}
 	}
-	if c := outcomes(r)["determinism"]; !strings.Contains(c.Summary, "-cpu=1,4") {
+	if c := outcomes(r)["determinism"]; !strings.Contains(c.Summary, "-cpu=1,4") || !strings.Contains(c.Summary, "byte-identical in 6 runs") ||
+		!strings.HasPrefix(r.ReplayHash, "sha256:") || !strings.Contains(strings.Join(c.Evidence, "\n"), "pins: clock fixed at") {
 		t.Errorf("determinism did not replay under GOMAXPROCS 1 and 4: %+v", c)
 	}
 	if len(progress) != 2*len(checkNames) {
@@ -131,6 +132,8 @@ func TestBrokenConnectorsFailTheRightCheck(t *testing.T) {
 		{"testdata/maporder", "static-analysis", "connector.go:9:2: maporder: ranging over a map", true},
 		{"testdata/noidemkey", "spec", "error DAG004: effectful connector broken.no_key has no idempotency key", true},
 		{"testdata/doublecharge", "duplicate-delivery", "(fixture charged) saw 8 effects at the provider", true},
+		// Only the replay hash sees a request header that follows GOMAXPROCS.
+		{"testdata/schedheader", "determinism", `fixture "rate": 2 replay hashes in 6 runs`, true},
 		{"testdata/doubleretry", "fixtures", "the connector repeated its last request 1 time(s) by itself, but its spec makes the retry owner orchestrator", true},
 		// The host is refused at run time too, so the fixture fails with it.
 		{"testdata/badhost", "egress", `requests evil.example, which is not in egress [api.good.example]`, false},

@@ -11,19 +11,24 @@ package fixturetest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
@@ -113,7 +118,7 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
 	if err != nil {
 		t.Fatalf("fixture input: %v", err)
 	}
-	tape := &cassette{exchanges: fx.HTTP, key: key}
+	tape := &cassette{exchanges: fx.HTTP, key: key, sent: sha256.New()}
 	caps := capabilities(t, info, env, st, tape)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -125,6 +130,7 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
 	for _, problem := range tape.problems() {
 		t.Error(problem)
 	}
+	t.Logf("%s %s %s", ReplayHashMarker, fx.Name, replayHash(info.Determinism, tape.sent.Sum(nil), out, err))
 	switch {
 	case fx.Error != nil:
 		checkError(t, err, fx.Error.Kind, fx.Error.RetryAfter)
@@ -135,6 +141,40 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
 			t.Errorf("output differs from the fixture:\n%s", diff)
 		}
 	}
+}
+
+// ReplayHashMarker starts the line each fixture run logs (visible with -v):
+// "replay-hash FIXTURE sha256:HEX". The hash covers every request the node
+// sent (method, URL, headers, body) and its result: the output bytes
+// exactly for a Strict connector, their canonical JSON for a Stable or
+// weaker one, or the error's kind and message. Certification compares it
+// across repeated runs.
+const ReplayHashMarker = "replay-hash"
+
+// Pins names what a fixture run holds fixed, so that a replay can be
+// compared with another: recorded as certification evidence.
+var Pins = fmt.Sprintf("clock fixed at %s; rng seed 1; HTTP answered from the fixture's recording; store and blobs fresh per fixture", Now.Format(time.RFC3339))
+
+func replayHash(d runtime.Determinism, sent, out []byte, err error) string {
+	h := sha256.New()
+	h.Write(sent)
+	switch {
+	case err != nil:
+		fmt.Fprintf(h, "error %s %q", runtime.KindOf(err), err.Error())
+	case d == runtime.Strict:
+		fmt.Fprintf(h, "output %d\n", len(out))
+		h.Write(out)
+	default:
+		var v any
+		if json.Unmarshal(out, &v) == nil {
+			if c, cerr := strictyaml.CanonicalJSON(v); cerr == nil {
+				out = c
+			}
+		}
+		fmt.Fprintf(h, "canonical output %d\n", len(out))
+		h.Write(out)
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil))
 }
 
 // capabilities backs a node's declared capabilities for a fixture run:
@@ -199,6 +239,8 @@ type cassette struct {
 	next      int
 	key       string
 	errs      []string
+	// sent digests every request as sent, for the replay hash.
+	sent hash.Hash
 	// repeated counts requests beyond the recording that repeat the last
 	// recorded one: a retry made by the connector itself.
 	repeated int
@@ -217,6 +259,15 @@ func (c *cassette) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		body = buf.Bytes()
 	}
+	if c.sent == nil {
+		c.sent = sha256.New()
+	}
+	fmt.Fprintf(c.sent, "%s %s\n", req.Method, req.URL)
+	for _, k := range slices.Sorted(maps.Keys(req.Header)) {
+		fmt.Fprintf(c.sent, "%s: %q\n", k, req.Header[k])
+	}
+	fmt.Fprintf(c.sent, "%d\n", len(body))
+	c.sent.Write(body)
 	if c.next >= len(c.exchanges) {
 		if n := len(c.exchanges); n > 0 && strings.EqualFold(c.exchanges[n-1].Request.Method, req.Method) && c.expand(c.exchanges[n-1].Request.URL) == req.URL.String() {
 			c.repeated++
