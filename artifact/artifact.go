@@ -453,15 +453,7 @@ func Read(zipPath, manifestPath string) (*Artifact, error) {
 // JSON renders the manifest as canonical JSON (sorted keys), the form that is
 // stored and signed.
 func (m Manifest) JSON() ([]byte, error) {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	return strictyaml.CanonicalJSON(v)
+	return strictyaml.SortedJSON(m)
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -547,13 +547,5 @@ func (c *run) writeReport() error {
 // CanonicalJSON renders the report with sorted keys, the form that is
 // signed.
 func (r *Report) CanonicalJSON() ([]byte, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	return strictyaml.CanonicalJSON(v)
+	return strictyaml.SortedJSON(r)
 }

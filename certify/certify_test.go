@@ -131,7 +131,7 @@ func TestBrokenConnectorsFailTheRightCheck(t *testing.T) {
 		{"testdata/readonlywrite", "static-analysis", "connector.go:14:6: write: os.WriteFile writes to the file system, but the connector is declared ReadOnly", true},
 		{"testdata/maporder", "static-analysis", "connector.go:9:2: maporder: ranging over a map", true},
 		{"testdata/noidemkey", "spec", "error DAG004: effectful connector broken.no_key has no idempotency key", true},
-		{"testdata/doublecharge", "duplicate-delivery", "(fixture charged) saw 8 effects at the provider", true},
+		{"testdata/doublecharge", "duplicate-delivery", "(fixture charged) saw 9 effects within its TTL of 24h0m0s", true},
 		// Only the replay hash sees a request header that follows GOMAXPROCS.
 		{"testdata/schedheader", "determinism", `fixture "rate": 2 replay hashes in 6 runs`, true},
 		{"testdata/doubleretry", "fixtures", "the connector repeated its last request 1 time(s) by itself, but its spec makes the retry owner orchestrator", true},

@@ -55,3 +55,18 @@ func CanonicalJSON(v any) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// SortedJSON renders any JSON-marshalable value with every object's keys
+// sorted (struct fields included), in CanonicalJSON's layout: the form in
+// which reports and manifests are stored and signed.
+func SortedJSON(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return nil, err
+	}
+	return CanonicalJSON(generic)
+}

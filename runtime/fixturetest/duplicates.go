@@ -2,37 +2,38 @@ package fixturetest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/testharness"
 )
 
-// Duplicates delivers the input of every fixture that expects an output
-// several times (2 to 10, in bursts, interleaved across fixtures in a
-// shuffled order), as a message broker redelivering it would: each
-// delivery is a first attempt with the same idempotency key, all sharing
-// one store. A provider answers the recorded requests in any order and
-// counts effects the way payment APIs do: a request with side effects
-// (not GET or HEAD) is a new effect unless it repeats an Idempotency-Key
-// header already seen. Every delivery must return the fixture's output,
-// and every idempotency key must see at most one effect; the test names
-// each key that saw more.
+// Duplicates runs testharness.Duplicates over every fixture that expects an
+// output: bursts of 2 to 8 copies in a shuffled order, delayed replays and
+// copies under a skewed clock, each delivery a first attempt with the same
+// idempotency key, all sharing one store whose clock is the harness's. A
+// provider answers the recorded requests in any order and counts effects
+// the way payment APIs do: a request with side effects (not GET or HEAD) is
+// a new effect unless it repeats an Idempotency-Key header already seen.
+// Every delivery must return the fixture's output, and every idempotency
+// key must see at most one effect within the spec's idempotency TTL; the
+// test names each key that saw more.
 func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 	t.Helper()
-	var m struct{ Fixtures []fixture }
+	var m struct {
+		Fixtures    []fixture
+		Idempotency *struct{ TTL flowtype.Duration }
+	}
 	if err := json.Unmarshal(manifest, &m); err != nil {
 		t.Fatalf("manifest: %v", err)
 	}
@@ -41,61 +42,43 @@ func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 		env = s.FixtureEnv(t)
 	}
 	info := node.Info()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "duplicates.db"), boltstore.Options{NoSync: true, Now: func() time.Time { return Now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-
-	type delivery struct {
-		fx  fixture
-		key string
-	}
-	var plan []delivery
-	rng := rand.New(rand.NewPCG(1, 2))
 	p := &provider{effects: map[string]int{}}
+	var deliveries []testharness.Delivery
 	for _, fx := range m.Fixtures {
 		if fx.Error != nil || len(fx.Output) == 0 {
 			continue
 		}
-		key, err := runtime.IdempotencyKey(info, info.ID, fx.Input)
-		if err != nil {
-			t.Fatalf("fixture %s input: %v", fx.Name, err)
-		}
 		p.exchanges = append(p.exchanges, fx.HTTP...)
-		for range 2 + rng.IntN(9) {
-			plan = append(plan, delivery{fx, key})
-		}
+		deliveries = append(deliveries, testharness.Delivery{Name: "fixture " + fx.Name, Params: fx.Params, Input: fx.Input, Output: fx.Output})
 	}
-	if len(plan) == 0 {
+	if len(deliveries) == 0 {
 		t.Fatal("no fixture expects an output: nothing to deliver")
 	}
-	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
-	caps := capabilities(t, info, env, st, p)
-	byKey := map[string]string{} // idempotency key -> fixture
-	for _, d := range plan {
-		byKey[d.key] = d.fx.Name
-		p.setCurrent(d.key)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := node.Run(runtime.NewContext(ctx, d.key, 1, caps), d.fx.Params, d.fx.Input)
-		cancel()
-		if err != nil {
-			t.Errorf("fixture %s: a duplicate delivery failed: %v", d.fx.Name, err)
-			continue
-		}
-		if diff := jsonDiff(d.fx.Output, out); diff != "" {
-			t.Errorf("fixture %s: a duplicate delivery returned other output:\n%s", d.fx.Name, diff)
-		}
+	opts := testharness.DuplicateOptions{Start: Now}
+	if m.Idempotency != nil {
+		opts.TTL = m.Idempotency.TTL.Std()
 	}
+	target := testharness.Target{
+		Node:    node,
+		Effects: p.counts,
+		Deliver: p.setCurrent,
+		Caps: func(clock *testharness.Clock) runtime.Capabilities {
+			st, err := boltstore.Open(filepath.Join(t.TempDir(), "duplicates.db"), boltstore.Options{NoSync: true, Now: clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			caps := capabilities(t, info, env, st, p)
+			if caps.Clock != nil {
+				caps.Clock = clock
+			}
+			return caps
+		},
+	}
+	testharness.Duplicates(t, target, deliveries, opts)
 	for _, problem := range p.problems() {
 		t.Error(problem)
 	}
-	for _, key := range slices.Sorted(maps.Keys(p.effects)) {
-		if n := p.effects[key]; n > 1 {
-			t.Errorf("idempotency key %s (fixture %s) saw %d effects at the provider: the connector must pass its key to the provider (ctx.IdempotencyKey) or dedupe (ctx.PutIfAbsent)", key, byKey[key], n)
-		}
-	}
-	t.Logf("%d deliveries of %d fixtures", len(plan), len(byKey))
 }
 
 // provider answers recorded requests by method and URL, in any order, and
@@ -149,6 +132,12 @@ func (p *provider) RoundTrip(req *http.Request) (*http.Response, error) {
 	msg := fmt.Sprintf("no recorded exchange answers %s %s", req.Method, req.URL)
 	p.errs = append(p.errs, msg)
 	return nil, runtime.Errorf(runtime.Permanent, "%s", msg)
+}
+
+func (p *provider) counts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.effects)
 }
 
 func (p *provider) problems() []string {
