@@ -12,7 +12,7 @@
 // determinism (Strict and Stable connectors: fixtures repeated under
 // GOMAXPROCS 1 and 4 in shuffled order), egress (every recorded request goes
 // to an allowlisted host), contract-coverage (network connectors have
-// success, auth, rate-limit and server-error fixtures), sbom (SPDX 2.3,
+// success, auth, rate-limit, server-error and timeout fixtures), sbom (SPDX 2.3,
 // validated) and signature (artifact, SBOM and report signed).
 //
 // [Verify] checks a certification directory written by Run: the three
@@ -451,11 +451,13 @@ func (c *run) contract(ch *Check) {
 			seen["auth (401/403)"] = true
 		case fx.Error.Kind == flowtype.RateLimited && fx.Error.RetryAfter > 0:
 			seen["rate limit with Retry-After (429)"] = true
+		case fx.Error.Kind == flowtype.Transient && slices.ContainsFunc(fx.HTTP, func(ex connectorspec.Exchange) bool { return ex.Response.Timeout }):
+			seen["timeout"] = true
 		case fx.Error.Kind == flowtype.Transient:
 			seen["server error (5xx)"] = true
 		}
 	}
-	for _, want := range []string{"success", "auth (401/403)", "rate limit with Retry-After (429)", "server error (5xx)"} {
+	for _, want := range []string{"success", "auth (401/403)", "rate limit with Retry-After (429)", "server error (5xx)", "timeout"} {
 		if !seen[want] {
 			ch.Evidence = append(ch.Evidence, "no fixture for "+want)
 		}
@@ -464,7 +466,7 @@ func (c *run) contract(ch *Check) {
 		ch.Outcome, ch.Summary = Warn, "some provider answers have no fixture"
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, "success, auth, rate-limit and server-error answers have fixtures"
+	ch.Outcome, ch.Summary = Pass, "success, auth, rate-limit, server-error and timeout answers have fixtures"
 }
 
 // packageArtifact builds the module zip that the rest of the report is

@@ -73,6 +73,37 @@ func TestExampleConnectorIsCertifiedAndSigned(t *testing.T) {
 	verifyCertification(t, out, pub)
 }
 
+// TestEveryExampleConnectorIsCertified: no check fails for any connector
+// under examples (normalize is covered, signed, above). Warnings are
+// allowed: they name fixtures worth adding.
+func TestEveryExampleConnectorIsCertified(t *testing.T) {
+	specs, _ := filepath.Glob("../examples/connectors/*/connector.yaml")
+	if len(specs) < 5 {
+		t.Fatalf("found %d example connectors", len(specs))
+	}
+	for _, spec := range specs {
+		dir := filepath.Dir(spec)
+		if filepath.Base(dir) == "normalize" {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			r, err := Run(context.Background(), dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range r.Checks {
+				if c.Outcome == Fail {
+					t.Errorf("%s failed: %s\n%s", c.Name, c.Summary, strings.Join(c.Evidence, "\n"))
+				}
+			}
+			if r.ArtifactDigest == "" {
+				t.Error("no artifact digest in the report")
+			}
+		})
+	}
+}
+
 // verifyCertification: Verify accepts what Run wrote, stock cosign verifies
 // the three signatures offline, and a changed artifact or a swapped report
 // is caught and named.

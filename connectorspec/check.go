@@ -372,8 +372,16 @@ func (c *checker) fixtures() {
 			c.add(fx.At("error"), diag.FMT006, "keep either output or error", "fixture %q expects both an output and an error", fx.Name)
 		}
 		for i, ex := range fx.HTTP {
-			if st := ex.Response.Status; st < 100 || st > 599 {
-				c.add(ex.Response.At("status"), diag.FMT006, "", "fixture %q http[%d]: invalid status %d", fx.Name, i, st)
+			switch st := ex.Response.Status; {
+			case ex.Response.Timeout && st != 0:
+				c.add(ex.Response.At("timeout"), diag.FMT006, "drop status, or drop timeout: true", "fixture %q http[%d]: a response that times out has no status", fx.Name, i)
+			case ex.Response.Timeout:
+			case st < 100 || st > 599:
+				pos := ex.Response.At("status")
+				if st == 0 {
+					pos = ex.At("response")
+				}
+				c.add(pos, diag.FMT006, "write status: 200 (or another HTTP status), or timeout: true", "fixture %q http[%d]: invalid status %d", fx.Name, i, st)
 			}
 		}
 	}

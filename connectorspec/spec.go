@@ -174,9 +174,10 @@ type Request struct {
 // Response is a recorded HTTP response.
 type Response struct {
 	diag.Source `json:"-"`
-	Status      int               `json:"status" flowgen:"required"`
+	Status      int               `json:"status,omitempty" doc:"HTTP status; required unless timeout is set."`
 	Headers     map[string]string `json:"headers,omitempty"`
 	Body        strictyaml.Raw    `json:"body,omitzero"`
+	Timeout     bool              `json:"timeout,omitempty" doc:"The provider never answers: the request times out (no status)."`
 }
 
 // SchemaFiles lists, as sorted absolute paths, every JSON Schema file the

@@ -181,3 +181,9 @@ func drain(e *runtime.Engine) error {
 	}
 	return errors.New("the engine did not drain in 100,000 steps")
 }
+
+// NodeFlow wraps one node in a flow of its own, named name, so that
+// CrashPoints can run a single node: its result is under the alias "node".
+func NodeFlow(name string, node runtime.Runner) *runtime.Flow {
+	return &runtime.Flow{Name: name, Nodes: []*runtime.FlowNode{{Alias: "node", Runner: node}}}
+}

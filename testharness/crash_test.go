@@ -60,3 +60,25 @@ func TestCrashPointsOverAFlow(t *testing.T) {
 		t.Fatalf("%d crash cases, want at least one per point", n)
 	}
 }
+
+func TestCrashPointsOverOneNode(t *testing.T) {
+	testharness.CrashPoints(t, testharness.CrashTarget{
+		Flow:  "charge",
+		Input: json.RawMessage(`{"order_id":"o-2","cents":10}`),
+		Setup: func(t testing.TB) testharness.CrashCase {
+			s := &sink{applied: map[string]string{}}
+			node := runtime.Typed(chargeInfo, func(ctx *runtime.Context, _ struct{}, in order) (receipt, error) {
+				s.apply(ctx.IdempotencyKey(), in.OrderID)
+				return receipt{OrderID: in.OrderID}, nil
+			})
+			return testharness.CrashCase{
+				Flows: []*runtime.Flow{testharness.NodeFlow("charge", node)},
+				Check: func(t testing.TB, st runtime.JobStatus) {
+					if st.State != runtime.StateSucceeded || len(s.applied) != 1 {
+						t.Fatalf("status %+v, effects %v", st, s.applied)
+					}
+				},
+			}
+		},
+	})
+}

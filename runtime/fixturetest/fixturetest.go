@@ -84,6 +84,7 @@ type exchange struct {
 		Status  int
 		Headers map[string]string
 		Body    json.RawMessage
+		Timeout bool
 	}
 }
 
@@ -283,6 +284,9 @@ func (c *cassette) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.errs = append(c.errs, msg)
 		return nil, runtime.Errorf(runtime.Permanent, "%s", msg) // a retry would not match either
 	}
+	if ex.Response.Timeout {
+		return nil, timeoutError{req.Method + " " + req.URL.String()}
+	}
 	resp := &http.Response{
 		StatusCode: ex.Response.Status,
 		Status:     fmt.Sprintf("%d %s", ex.Response.Status, http.StatusText(ex.Response.Status)),
@@ -296,6 +300,16 @@ func (c *cassette) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body = nopCloser{bytes.NewReader(bodyBytes(ex.Response.Body))}
 	return resp, nil
 }
+
+// timeoutError is what a recorded timeout answers: a net.Error whose
+// Timeout is true, as a transport reports a provider that never answered.
+type timeoutError struct{ what string }
+
+func (e timeoutError) Error() string {
+	return e.what + ": timeout awaiting response headers (recorded)"
+}
+func (e timeoutError) Timeout() bool   { return true }
+func (e timeoutError) Temporary() bool { return true }
 
 type nopCloser struct{ *bytes.Reader }
 

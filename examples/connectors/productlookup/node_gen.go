@@ -221,6 +221,27 @@ const manifest = `{
         "sku": "SKU-1"
       },
       "name": "server-error"
+    },
+    {
+      "error": {
+        "kind": "Transient"
+      },
+      "http": [
+        {
+          "request": {
+            "method": "GET",
+            "url": "https://api.shop.example/v2/products/SKU-1"
+          },
+          "response": {
+            "timeout": true
+          }
+        }
+      ],
+      "input": {
+        "qty": 1,
+        "sku": "SKU-1"
+      },
+      "name": "timeout"
     }
   ],
   "id": "catalog.product_lookup",

@@ -181,6 +181,30 @@ const manifest = `{
         "status": "succeeded"
       },
       "name": "server-error"
+    },
+    {
+      "error": {
+        "kind": "Transient"
+      },
+      "http": [
+        {
+          "request": {
+            "method": "POST",
+            "url": "https://api.stripe.com/v1/refunds"
+          },
+          "response": {
+            "timeout": true
+          }
+        }
+      ],
+      "input": {
+        "amount_cents": 990,
+        "charge_id": "ch_3",
+        "currency": "EUR",
+        "order_id": "ord-1003",
+        "status": "succeeded"
+      },
+      "name": "timeout"
     }
   ],
   "id": "payments.refund",

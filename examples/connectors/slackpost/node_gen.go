@@ -200,6 +200,26 @@ const manifest = `{
         "order_id": "ord-1003"
       },
       "name": "slack-down"
+    },
+    {
+      "error": {
+        "kind": "Transient"
+      },
+      "http": [
+        {
+          "request": {
+            "method": "POST",
+            "url": "https://hooks.slack.com/services/T000/B000/XXXX"
+          },
+          "response": {
+            "timeout": true
+          }
+        }
+      ],
+      "input": {
+        "order_id": "ord-1004"
+      },
+      "name": "timeout"
     }
   ],
   "id": "notify.slack_post",
