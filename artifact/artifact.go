@@ -82,6 +82,10 @@ type Manifest struct {
 	// recreates (the module's own directory name, or deeper when external
 	// schemas sit beside a parent).
 	Dir string `json:"dir"`
+	// External maps each directory of schema files carried under
+	// ExternalDir (relative to the layout root) to the import path of the Go
+	// package generated from it.
+	External map[string]string `json:"external,omitempty"`
 	// Files lists every file in the zip (module-relative) with its sha256.
 	Files []File `json:"files"`
 	// Spec is the connector's manifest: the spec as canonical JSON with its
@@ -135,7 +139,7 @@ func Build(dir string, opts Options) (*Artifact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("package %s: %w", dir, err)
 	}
-	layoutDir, externals, err := externalFiles(abs, spec.SchemaFiles())
+	layoutDir, externals, imports, err := externalFiles(abs, spec.SchemaFiles())
 	if err != nil {
 		return nil, fmt.Errorf("package %s: %w", dir, err)
 	}
@@ -145,7 +149,7 @@ func Build(dir string, opts Options) (*Artifact, error) {
 	names := slices.Sorted(maps.Keys(files))
 	zfiles := make([]modzip.File, 0, len(names))
 	m := Manifest{Format: Format, Module: mod.Path, Version: mod.Version, Connector: spec.ID,
-		ConnectorVersion: spec.Version, Dir: layoutDir, Spec: specJSON}
+		ConnectorVersion: spec.Version, Dir: layoutDir, External: imports, Spec: specJSON}
 	for _, name := range names {
 		data := files[name]
 		zfiles = append(zfiles, memFile{name: name, data: data})
@@ -291,37 +295,55 @@ type external struct {
 	data []byte
 }
 
-// externalFiles maps the schema files outside dir into ExternalDir, laid out
-// relative to the deepest directory that holds them and dir, and returns
-// dir's place in that layout.
-func externalFiles(dir string, schemaFiles []string) (string, []external, error) {
-	var outside []string
+// externalFiles carries the schema directories outside dir that the spec
+// refers to: every *.schema.json there and the shared Go types generated
+// from them, laid out under ExternalDir relative to the deepest directory
+// that holds them and dir. It returns dir's place in that layout and, for
+// each external directory, the Go import path of its generated package, so
+// that the generator computes the same imports after Extract.
+func externalFiles(dir string, schemaFiles []string) (string, []external, map[string]string, error) {
+	dirs := map[string]bool{}
 	for _, f := range schemaFiles {
-		if rel, err := filepath.Rel(dir, f); err != nil || strings.HasPrefix(rel, "..") {
-			outside = append(outside, f)
+		if !within(dir, f) {
+			dirs[filepath.Dir(f)] = true
 		}
 	}
 	base := filepath.Base(dir)
-	if len(outside) == 0 {
-		return base, nil, nil
+	if len(dirs) == 0 {
+		return base, nil, nil, nil
 	}
 	root := dir
-	for _, f := range outside {
-		for !within(root, f) {
+	for d := range dirs {
+		for !within(root, d) {
 			root = filepath.Dir(root)
 		}
 	}
 	layoutDir, _ := filepath.Rel(root, dir)
 	var out []external
-	for _, f := range outside {
-		data, err := os.ReadFile(f)
+	imports := map[string]string{}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		relDir, _ := filepath.Rel(root, d)
+		imp, err := gen.ImportPath(d)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
-		rel, _ := filepath.Rel(root, f)
-		out = append(out, external{path: path.Join(ExternalDir, filepath.ToSlash(rel)), data: data})
+		imports[filepath.ToSlash(relDir)] = imp
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		for _, e := range entries {
+			if e.IsDir() || !(strings.HasSuffix(e.Name(), ".schema.json") || e.Name() == gen.TypesFile) {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(d, e.Name()))
+			if err != nil {
+				return "", nil, nil, err
+			}
+			out = append(out, external{path: path.Join(ExternalDir, filepath.ToSlash(relDir), e.Name()), data: data})
+		}
 	}
-	return filepath.ToSlash(layoutDir), out, nil
+	return filepath.ToSlash(layoutDir), out, imports, nil
 }
 
 func within(root, f string) bool {
@@ -378,6 +400,20 @@ func Extract(a *Artifact, root string) (string, error) {
 			return "", err
 		}
 		if err := os.WriteFile(target, data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	for rel, imp := range a.Manifest.External {
+		target := filepath.Join(root, filepath.FromSlash(rel))
+		if !within(root, target) || module.CheckImportPath(imp) != nil {
+			return "", fmt.Errorf("artifact manifest: bad external %q = %q", rel, imp)
+		}
+		// A go.mod naming the original package, so that the generator
+		// computes the same import path; the build never uses it.
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(target, "go.mod"), []byte("module "+imp+"\n"), 0o644); err != nil {
 			return "", err
 		}
 	}

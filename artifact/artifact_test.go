@@ -75,7 +75,7 @@ func TestBuildIsAValidModuleZip(t *testing.T) {
 		t.Fatalf("CheckZip: %v %v", err, cf.Err())
 	}
 	want := []string{"connector.go", "connector.yaml", "fixtures_gen_test.go", "go.mod", "go.sum", "node_gen.go", "types_gen.go",
-		"_flowgen/external/schemas/charge.schema.json", "_flowgen/external/schemas/order.schema.json"}
+		"_flowgen/external/schemas/charge.schema.json", "_flowgen/external/schemas/order.schema.json", "_flowgen/external/schemas/types_gen.go"}
 	for _, w := range want {
 		if !strings.Contains(strings.Join(cf.Valid, " "), w) {
 			t.Errorf("%s is not in the zip; it holds %v", w, cf.Valid)
@@ -161,6 +161,7 @@ func TestOwnModuleRoot(t *testing.T) {
 	root := t.TempDir()
 	copyTree(t, charge, root)
 	copyTree(t, "../examples/connectors/schemas", filepath.Join(filepath.Dir(root), "schemas"))
+	os.WriteFile(filepath.Join(filepath.Dir(root), "schemas", "go.mod"), []byte("module example.com/acme/schemas\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/acme/charge/v2\n\ngo 1.26.0\n"), 0o644)
 	a := build(t, root)
 	if a.Manifest.Module != "example.com/acme/charge/v2" {

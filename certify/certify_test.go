@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/signing"
 )
@@ -101,6 +102,38 @@ func TestEveryExampleConnectorIsCertified(t *testing.T) {
 				t.Error("no artifact digest in the report")
 			}
 		})
+	}
+}
+
+// TestCertifiesAnExtractedArtifact: what the registry does with an upload.
+// The artifact of an example that refers to shared schemas outside its
+// directory is extracted elsewhere, built against this checkout through a
+// workspace, and certified; every check passes and the report names the
+// digest of the uploaded zip.
+func TestCertifiesAnExtractedArtifact(t *testing.T) {
+	a, err := artifact.Build("../examples/connectors/charge", artifact.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	dir, err := artifact.Extract(a, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := filepath.Abs("..")
+	gowork := "go 1.26.0\n\nuse ./" + a.Manifest.Dir + "\n\nreplace github.com/flowgen-dev/flowgen => " + repo + "\n"
+	os.WriteFile(filepath.Join(root, "go.work"), []byte(gowork), 0o644)
+	r, err := Run(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Checks {
+		if c.Outcome == Fail {
+			t.Errorf("%s failed: %s %v", c.Name, c.Summary, c.Evidence)
+		}
+	}
+	if r.ArtifactDigest != a.Manifest.Digest {
+		t.Errorf("certified %s, uploaded %s", r.ArtifactDigest, a.Manifest.Digest)
 	}
 }
 
