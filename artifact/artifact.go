@@ -21,7 +21,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -40,6 +39,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/gen"
+	"github.com/flowgen-dev/flowgen/internal/atomicfile"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
@@ -454,10 +454,10 @@ func Write(a *Artifact, dir, name string) (zipPath, manifestPath string, err err
 		return "", "", err
 	}
 	zipPath, manifestPath = filepath.Join(dir, name+".zip"), filepath.Join(dir, name+".json")
-	if err := writeAtomic(zipPath, a.Zip); err != nil {
+	if err := atomicfile.Write(zipPath, a.Zip, 0o644); err != nil {
 		return "", "", err
 	}
-	if err := writeAtomic(manifestPath, mj); err != nil {
+	if err := atomicfile.Write(manifestPath, mj, 0o644); err != nil {
 		return "", "", err
 	}
 	return zipPath, manifestPath, nil
@@ -490,24 +490,6 @@ func Read(zipPath, manifestPath string) (*Artifact, error) {
 // stored and signed.
 func (m Manifest) JSON() ([]byte, error) {
 	return strictyaml.SortedJSON(m)
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }
 
 // memFile is a zip entry held in memory, with a fixed mode and no

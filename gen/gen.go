@@ -29,6 +29,7 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/atomicfile"
 )
 
 // Names of the files generated for a connector, next to its spec.
@@ -337,7 +338,7 @@ func Write(files []Generated) ([]string, error) {
 			}
 			continue
 		}
-		if err := writeAtomic(f.Path, f.Data); err != nil {
+		if err := atomicfile.Write(f.Path, f.Data, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -348,27 +349,4 @@ func Write(files []Generated) ([]string, error) {
 // files flowgen wrote are ever removed.
 func isGenerated(data []byte) bool {
 	return bytes.HasPrefix(data, []byte("// "+Header+"\n"))
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

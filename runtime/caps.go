@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/atomicfile"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -136,23 +137,7 @@ func (b *DiskBlobs) WriteBlob(ctx context.Context, name string, data []byte) err
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return NewError(Transient, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".blob-*")
-	if err != nil {
-		return NewError(Transient, err)
-	}
-	defer os.Remove(f.Name()) // no-op after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return NewError(Transient, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return NewError(Transient, err)
-	}
-	if err := f.Close(); err != nil {
-		return NewError(Transient, err)
-	}
-	if err := os.Rename(f.Name(), p); err != nil {
+	if err := atomicfile.Write(p, data, 0o644); err != nil {
 		return NewError(Transient, err)
 	}
 	return nil

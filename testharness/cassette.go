@@ -3,7 +3,6 @@ package testharness
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/flowgen-dev/flowgen/internal/atomicfile"
 	"github.com/flowgen-dev/flowgen/runtime"
 )
 
@@ -274,16 +274,7 @@ func (r *Recorder) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".cassette-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(append(data, '\n'))
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, append(data, '\n'), 0o644)
 }
 
 // HTTP returns the transport a test should give its connector: with
