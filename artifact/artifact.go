@@ -351,44 +351,103 @@ func within(root, f string) bool {
 	return err == nil && !strings.HasPrefix(rel, "..")
 }
 
-// Extract unpacks an artifact under root: the module at root/Manifest.Dir and
-// the external schema files where the spec expects them. It checks the zip
-// against the manifest's digest and file list first and refuses paths that
-// would leave root. It returns the connector directory.
-func Extract(a *Artifact, root string) (string, error) {
-	if got := Digest(a.Zip); got != a.Manifest.Digest {
-		return "", fmt.Errorf("artifact digest %s does not match the manifest's %s", got, a.Manifest.Digest)
+// MaxUnpackedSize bounds the total size of an artifact's files once
+// unpacked; a zip that declares or inflates to more is refused (zip bombs).
+const MaxUnpackedSize = 128 << 20
+
+// Check verifies an artifact without writing anything: the zip's digest is
+// the manifest's; it is a readable zip whose every entry is a regular file
+// under module@version/ with a valid module file path, listed in the
+// manifest with that sha256 and size; no listed file is missing; the
+// manifest's dir and external entries stay inside the layout root; and the
+// files unpack to at most MaxUnpackedSize in total. It returns the files
+// by module-relative path.
+func Check(a *Artifact) (map[string][]byte, error) {
+	m := a.Manifest
+	if m.Format != Format {
+		return nil, fmt.Errorf("artifact manifest: format %q, want %q", m.Format, Format)
+	}
+	if got := Digest(a.Zip); got != m.Digest {
+		return nil, fmt.Errorf("artifact digest %s does not match the manifest's %s", got, m.Digest)
+	}
+	if err := module.Check(m.Module, m.Version); err != nil {
+		return nil, fmt.Errorf("artifact manifest: %w", err)
+	}
+	if m.Dir == "" || !filepath.IsLocal(filepath.FromSlash(m.Dir)) {
+		return nil, fmt.Errorf("artifact manifest: dir %q leaves the extraction root", m.Dir)
+	}
+	for rel, imp := range m.External {
+		if !filepath.IsLocal(filepath.FromSlash(rel)) || module.CheckImportPath(imp) != nil {
+			return nil, fmt.Errorf("artifact manifest: bad external %q = %q", rel, imp)
+		}
+	}
+	want := map[string]File{}
+	var total int64
+	for _, f := range m.Files {
+		if f.Size < 0 {
+			return nil, fmt.Errorf("artifact manifest: %s has a negative size", f.Path)
+		}
+		total += f.Size
+		want[f.Path] = f
+	}
+	if total > MaxUnpackedSize {
+		return nil, fmt.Errorf("artifact manifest: files unpack to %d bytes, more than the %d allowed", total, MaxUnpackedSize)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(a.Zip), int64(len(a.Zip)))
 	if err != nil {
-		return "", fmt.Errorf("artifact zip: %w", err)
+		return nil, fmt.Errorf("artifact zip: %w", err)
 	}
-	dir := filepath.Join(root, filepath.FromSlash(a.Manifest.Dir))
-	if !within(root, dir) || a.Manifest.Dir == "" {
-		return "", fmt.Errorf("artifact manifest: dir %q leaves the extraction root", a.Manifest.Dir)
-	}
-	want := map[string]File{}
-	for _, f := range a.Manifest.Files {
-		want[f.Path] = f
-	}
-	prefix := a.Manifest.Module + "@" + a.Manifest.Version + "/"
+	prefix := m.Module + "@" + m.Version + "/"
+	files := make(map[string][]byte, len(zr.File))
 	for _, zf := range zr.File {
 		name, ok := strings.CutPrefix(zf.Name, prefix)
 		if !ok {
-			return "", fmt.Errorf("artifact zip: %s is outside %s", zf.Name, prefix)
+			return nil, fmt.Errorf("artifact zip: %s is outside %s", zf.Name, prefix)
 		}
 		if err := module.CheckFilePath(name); err != nil {
-			return "", fmt.Errorf("artifact zip: %w", err)
+			return nil, fmt.Errorf("artifact zip: %w", err)
 		}
-		data, err := readZipFile(zf)
+		if !zf.Mode().IsRegular() {
+			return nil, fmt.Errorf("artifact zip: %s is not a regular file (%s)", name, zf.Mode().Type())
+		}
+		w, listed := want[name]
+		if !listed {
+			return nil, fmt.Errorf("artifact zip: %s is not in the manifest's file list", name)
+		}
+		if _, dup := files[name]; dup {
+			return nil, fmt.Errorf("artifact zip: %s appears twice", name)
+		}
+		data, err := readZipFile(zf, w.Size)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		sum := sha256.Sum256(data)
-		if w, ok := want[name]; !ok || w.SHA256 != hex.EncodeToString(sum[:]) {
-			return "", fmt.Errorf("artifact zip: %s does not match the manifest's file list", name)
+		if int64(len(data)) != w.Size || w.SHA256 != hex.EncodeToString(sum[:]) {
+			return nil, fmt.Errorf("artifact zip: %s does not match the manifest's file list", name)
 		}
-		delete(want, name)
+		files[name] = data
+	}
+	if len(files) != len(want) {
+		for _, p := range slices.Sorted(maps.Keys(want)) {
+			if _, ok := files[p]; !ok {
+				return nil, fmt.Errorf("artifact zip: %d file(s) of the manifest are missing, e.g. %s", len(want)-len(files), p)
+			}
+		}
+	}
+	return files, nil
+}
+
+// Extract lays the artifact out under root as [Build] found it: the module in
+// root/Manifest.Dir, the external schema files where the spec expects them.
+// It runs [Check] first, so nothing is written for an artifact that fails
+// it. It returns the connector directory.
+func Extract(a *Artifact, root string) (string, error) {
+	files, err := Check(a)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, filepath.FromSlash(a.Manifest.Dir))
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		target := filepath.Join(dir, filepath.FromSlash(name))
 		if ext, ok := strings.CutPrefix(name, ExternalDir+"/"); ok {
 			target = filepath.Join(root, filepath.FromSlash(ext))
@@ -399,17 +458,14 @@ func Extract(a *Artifact, root string) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(target, data, 0o644); err != nil {
+		if err := os.WriteFile(target, files[name], 0o644); err != nil {
 			return "", err
 		}
 	}
 	for rel, imp := range a.Manifest.External {
-		target := filepath.Join(root, filepath.FromSlash(rel))
-		if !within(root, target) || module.CheckImportPath(imp) != nil {
-			return "", fmt.Errorf("artifact manifest: bad external %q = %q", rel, imp)
-		}
 		// A go.mod naming the original package, so that the generator
 		// computes the same import path; the build never uses it.
+		target := filepath.Join(root, filepath.FromSlash(rel))
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return "", err
 		}
@@ -417,25 +473,21 @@ func Extract(a *Artifact, root string) (string, error) {
 			return "", err
 		}
 	}
-	if len(want) > 0 {
-		return "", fmt.Errorf("artifact zip: %d file(s) of the manifest are missing, e.g. %s", len(want), slices.Sorted(maps.Keys(want))[0])
-	}
 	return dir, nil
 }
 
-// maxFileSize bounds one file in an artifact (the module zip limit).
-const maxFileSize = modzip.MaxZipFile
-
-func readZipFile(zf *zip.File) ([]byte, error) {
-	if zf.UncompressedSize64 > maxFileSize {
-		return nil, fmt.Errorf("artifact zip: %s is too large", zf.Name)
+// readZipFile reads one entry, refusing more than size bytes whatever the
+// entry header claims.
+func readZipFile(zf *zip.File, size int64) ([]byte, error) {
+	if zf.UncompressedSize64 != uint64(size) {
+		return nil, fmt.Errorf("artifact zip: %s declares %d bytes, the manifest %d", zf.Name, zf.UncompressedSize64, size)
 	}
 	rc, err := zf.Open()
 	if err != nil {
 		return nil, fmt.Errorf("artifact zip: %s: %w", zf.Name, err)
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(rc, size+1))
 	if err != nil {
 		return nil, fmt.Errorf("artifact zip: %s: %w", zf.Name, err)
 	}
@@ -511,3 +563,34 @@ func (i memInfo) Mode() fs.FileMode  { return 0o644 }
 func (i memInfo) ModTime() time.Time { return time.Time{} }
 func (i memInfo) IsDir() bool        { return false }
 func (i memInfo) Sys() any           { return nil }
+
+// SpecDigest is the hex sha256 that certification records for the
+// manifest's spec (certify.Report.ManifestDigest): the digest of its
+// canonical JSON, so that it survives re-encoding of the manifest.
+func (m Manifest) SpecDigest() (string, error) {
+	var doc any
+	if err := json.Unmarshal(m.Spec, &doc); err != nil {
+		return "", fmt.Errorf("artifact manifest: spec: %w", err)
+	}
+	canonical, err := strictyaml.CanonicalJSON(doc)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// ZipFile returns the file name (a full zip entry name, module@version/path)
+// from a zip, reading at most MaxUnpackedSize bytes.
+func ZipFile(zipData []byte, name string) ([]byte, error) {
+	zr, err := zip.NewReader(bytes.NewReader(zipData), int64(len(zipData)))
+	if err != nil {
+		return nil, fmt.Errorf("artifact zip: %w", err)
+	}
+	f, err := zr.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("artifact zip: %w", err)
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxUnpackedSize))
+}

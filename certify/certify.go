@@ -95,6 +95,19 @@ type Report struct {
 	Finished   time.Time         `json:"finished"`
 }
 
+// Check returns the named check, or nil when it is not in the report.
+func (r *Report) Check(name string) *Check {
+	for i := range r.Checks {
+		if r.Checks[i].Name == name {
+			return &r.Checks[i]
+		}
+	}
+	return nil
+}
+
+// CheckNames lists the checks a run performs, in order.
+func CheckNames() []string { return slices.Clone(checkNames) }
+
 // Passed reports whether no check failed.
 func (r *Report) Passed() bool {
 	for _, c := range r.Checks {

@@ -59,6 +59,9 @@ type Version struct {
 	Capabilities []string `json:"capabilities,omitempty"`
 	Egress       []string `json:"egress,omitempty"`
 	Summary      string   `json:"summary,omitempty"`
+	// Reason says why certification rejected the version (the report has
+	// the details).
+	Reason string `json:"reason,omitempty"`
 	// Publisher names the token that published the version.
 	Publisher string `json:"publisher,omitempty"`
 	// Deprecated and Yanked hold the reason when set.
@@ -81,6 +84,8 @@ type Query struct {
 	Effects     string
 	Determinism string
 	Capability  string
+	// Module is a Go module path.
+	Module string
 	// States limits the states; empty means Certified only.
 	States []State
 }
@@ -95,6 +100,7 @@ func (q Query) Matches(v Version) bool {
 	text := strings.ToLower(q.Text)
 	return slices.Contains(states, v.State) && eq(q.Namespace, v.Namespace) && eq(q.Connector, v.Connector) &&
 		eq(q.Provider, v.Provider) && eq(q.Effects, v.Effects) && eq(q.Determinism, v.Determinism) &&
+		(q.Module == "" || q.Module == v.Module) &&
 		(q.Capability == "" || slices.Contains(v.Capabilities, q.Capability)) &&
 		(text == "" || strings.Contains(strings.ToLower(v.Namespace+"/"+v.Connector+" "+v.Provider+" "+v.Summary), text))
 }
@@ -109,8 +115,16 @@ type Token struct {
 	Scopes  []string  `json:"scopes"`
 	Created time.Time `json:"created"`
 	Revoked time.Time `json:"revoked,omitzero"`
-	// Policy names the pull policy bound to the token, if any.
+	// Expires, when set, is when the token stops working.
+	Expires time.Time `json:"expires,omitzero"`
+	// Policy is the pull policy (YAML) bound to the token, if any; the
+	// registry serves such a token only versions that satisfy it.
 	Policy string `json:"policy,omitempty"`
+}
+
+// Valid reports whether the token works at now: not revoked, not expired.
+func (t Token) Valid(now time.Time) bool {
+	return t.Revoked.IsZero() && (t.Expires.IsZero() || now.Before(t.Expires))
 }
 
 // Event is one audit log entry.

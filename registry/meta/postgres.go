@@ -35,6 +35,11 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("meta: %w", err)
 	}
+	// Keep connections for concurrent requests instead of reconnecting
+	// (the default idle pool of 2 reconnects under load).
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	db.SetConnMaxIdleTime(5 * time.Minute)
 	if _, err := Migrations.Up(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("meta: migrate: %w", err)

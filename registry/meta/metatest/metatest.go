@@ -149,6 +149,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 			func() meta.Version {
 				v := version("catalog", "lookup", "1.0.0", "sha256:05", meta.Certified)
 				v.Provider, v.Effects, v.Determinism, v.Capabilities, v.Summary = "shop", "ReadOnly", "Stable", []string{"http.read.pinned"}, "Read a product"
+				v.Module = "example.com/catalog/lookup"
 				return v
 			}(),
 		} {
@@ -171,6 +172,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 			{meta.Query{Text: "PRODUCT"}, []string{"catalog/lookup@1.0.0"}},
 			{meta.Query{Namespace: "payments", States: []meta.State{meta.Pending, meta.Rejected}}, []string{"payments/charge@2.0.0-rc.1", "payments/charge@2.0.0"}},
 			{meta.Query{Connector: "nothing"}, nil},
+			{meta.Query{Module: "example.com/catalog/lookup"}, []string{"catalog/lookup@1.0.0"}},
 		} {
 			got, err := s.Search(ctx, c.q)
 			if err != nil || !slices.Equal(keys(got), c.want) {
@@ -181,7 +183,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 	t.Run("Tokens", func(t *testing.T) {
 		s := fresh(t)
 		a := meta.Token{ID: "tok_a", Name: "ci", Hash: "h-a", Scopes: []string{"publish:payments"}, Created: t0}
-		b := meta.Token{ID: "tok_b", Name: "platform", Hash: "h-b", Scopes: []string{"pull"}, Created: t0.Add(time.Minute), Policy: "strict"}
+		b := meta.Token{ID: "tok_b", Name: "platform", Hash: "h-b", Scopes: []string{"pull"}, Created: t0.Add(time.Minute), Expires: t0.Add(48 * time.Hour), Policy: "strict"}
 		for _, tok := range []meta.Token{b, a} {
 			if err := s.CreateToken(ctx, tok); err != nil {
 				t.Fatal(err)
@@ -194,7 +196,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 			t.Error("a second token with the same hash was stored")
 		}
 		got, err := s.TokenByHash(ctx, "h-b")
-		if err != nil || got.ID != "tok_b" || got.Policy != "strict" || !slices.Equal(got.Scopes, []string{"pull"}) || !got.Revoked.IsZero() {
+		if err != nil || got.ID != "tok_b" || got.Policy != "strict" || !slices.Equal(got.Scopes, []string{"pull"}) || !got.Revoked.IsZero() || !got.Expires.Equal(t0.Add(48*time.Hour)) {
 			t.Fatalf("by hash: %+v %v", got, err)
 		}
 		if _, err := s.TokenByHash(ctx, "h-none"); !errors.Is(err, meta.ErrNotFound) {
