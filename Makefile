@@ -32,8 +32,8 @@ fuzz: ## Run each fuzz target briefly (FUZZTIME overrides the budget).
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$$budget -fuzzminimizetime=100x $$pkg; \
 	done
 
-chaos: ## Multi-process chaos run on PostgreSQL (restarts the server; runs alone).
-	$(GO) test -tags chaos -count=1 -run '^TestChaos$$' ./runtime/chaos
+chaos: ## Chaos runs on PostgreSQL (they stop and restart the server, so they run alone, one package at a time).
+	$(GO) test -tags chaos -count=1 -p 1 -run '^TestChaos(PostgresRestart)?$$' ./runtime/chaos ./registry
 
 lint: ## gofmt, go vet and staticcheck.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,7 +160,7 @@ func TestChaos(t *testing.T) {
 		}
 		if !restarted && done > jobs/3 {
 			restarted = true
-			restartPostgres(t)
+			pgtest.Cluster(t, "restart")
 		}
 		time.Sleep(time.Duration(200+rand.IntN(200)) * time.Millisecond)
 		i := rand.IntN(workers)
@@ -209,18 +208,4 @@ func finished(db *sql.DB) (int, error) {
 	err := db.QueryRow(`SELECT count(*) FROM flowgen_kv WHERE encode(k, 'escape') LIKE 'pid/%/status'
 		AND encode(v, 'escape') NOT LIKE '%"running"%'`).Scan(&n)
 	return n, err
-}
-
-// restartPostgres restarts the local cluster the way .ci/run starts it.
-func restartPostgres(t *testing.T) {
-	t.Helper()
-	versions, err := os.ReadDir("/etc/postgresql")
-	if err != nil || len(versions) == 0 {
-		t.Fatalf("cannot find the PostgreSQL cluster to restart: %v", err)
-	}
-	out, err := exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", versions[0].Name(), "main", "restart").CombinedOutput()
-	if err != nil {
-		t.Fatalf("restart PostgreSQL: %v\n%s", err, strings.TrimSpace(string(out)))
-	}
-	t.Log("PostgreSQL restarted")
 }

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -61,4 +62,21 @@ func FreshSchema(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return url
+}
+
+// Cluster runs pg_ctlcluster on the local cluster the way .ci/run starts it:
+// action is "stop", "start" or "restart". Only tests that may take the
+// server away from every other test (the chaos target runs them alone) call
+// it. Starting a running cluster is not an error.
+func Cluster(t testing.TB, action string) {
+	t.Helper()
+	versions, err := os.ReadDir("/etc/postgresql")
+	if err != nil || len(versions) == 0 {
+		t.Fatalf("cannot find the PostgreSQL cluster to %s: %v", action, err)
+	}
+	out, err := exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", versions[0].Name(), "main", action).CombinedOutput()
+	if err != nil && !(action == "start" && strings.Contains(string(out), "already running")) {
+		t.Fatalf("pg_ctlcluster %s: %v\n%s", action, err, strings.TrimSpace(string(out)))
+	}
+	t.Logf("PostgreSQL: %s", action)
 }

@@ -1,0 +1,245 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/registry/meta"
+)
+
+// Wake tells the certifier that there is work. Publish calls it; it never
+// blocks.
+func (s *Server) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RunCertifier certifies uploaded versions until ctx is done. It starts
+// with every version a previous run left pending or certifying, so a
+// registry stopped mid-certification finishes the job when it starts
+// again. A storage error leaves the version where it was, to be tried again
+// after Config.RetryInterval.
+func (s *Server) RunCertifier(ctx context.Context) error {
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		failed := s.certifyWaiting(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if failed {
+			retry.Reset(s.cfg.RetryInterval)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-retry.C:
+		}
+	}
+}
+
+// certifyWaiting certifies every waiting version, oldest first, and
+// reports whether any has to be tried again.
+func (s *Server) certifyWaiting(ctx context.Context) (failed bool) {
+	waiting, err := s.meta.Search(ctx, meta.Query{States: []meta.State{meta.Pending, meta.Certifying}})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("certifier: listing waiting versions", slog.Any("error", err))
+		}
+		return true
+	}
+	s.metrics.queue.Set(float64(len(waiting)))
+	for i, v := range waiting {
+		if ctx.Err() != nil {
+			return false
+		}
+		if err := s.certify(ctx, v.Key()); err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("certifier: will retry", slog.String("version", v.Key().String()), slog.Any("error", err))
+			}
+			failed = true
+		}
+		s.metrics.queue.Set(float64(len(waiting) - i - 1))
+	}
+	return failed
+}
+
+// certify runs certification on one version. It returns an error only for
+// failures worth retrying (storage); a connector that fails a check is
+// Rejected and that is not an error.
+func (s *Server) certify(ctx context.Context, k meta.Key) error {
+	start := time.Now()
+	v, err := s.meta.UpdateVersion(ctx, k, func(v *meta.Version) error {
+		if v.State != meta.Pending && v.State != meta.Certifying {
+			return errAlreadyDone
+		}
+		v.State, v.Progress, v.Updated = meta.Certifying, "unpacking the artifact", s.now()
+		return nil
+	})
+	if errors.Is(err, errAlreadyDone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("certifying", slog.String("version", k.String()), slog.String("digest", v.Digest))
+	zipData, err := s.readBlob(ctx, v.Blobs[FileArtifact])
+	if err != nil {
+		return s.rejectIfTampered(ctx, k, err)
+	}
+	mj, err := s.readBlob(ctx, v.Blobs[FileManifest])
+	if err != nil {
+		return s.rejectIfTampered(ctx, k, err)
+	}
+	var m artifact.Manifest
+	if err := json.Unmarshal(mj, &m); err != nil {
+		return s.finish(ctx, k, nil, "the stored manifest does not parse: "+err.Error())
+	}
+	work, err := os.MkdirTemp(s.cfg.WorkDir, "certify-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	root := filepath.Join(work, "src")
+	dir, err := artifact.Extract(&artifact.Artifact{Zip: zipData, Manifest: m}, root)
+	if err != nil {
+		return s.finish(ctx, k, nil, "the artifact does not unpack: "+err.Error())
+	}
+	gowork := "go 1.26.0\n\nuse ./" + m.Dir + "\n"
+	if s.cfg.FlowgenModule != "" {
+		gowork += "\nreplace github.com/flowgen-dev/flowgen => " + s.cfg.FlowgenModule + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.work"), []byte(gowork), 0o644); err != nil {
+		return err
+	}
+	out := filepath.Join(work, "out")
+	report, err := certify.Run(ctx, dir, certify.Options{
+		Out: out, Signer: s.cfg.Signer, Module: m.Module, Tool: "registryd",
+		Now: s.cfg.Now,
+		Progress: func(i, n int, c certify.Check, done bool) {
+			line := fmt.Sprintf("%d/%d %s", i, n, c.Name)
+			if done {
+				line += ": " + string(c.Outcome)
+			}
+			s.meta.UpdateVersion(ctx, k, func(v *meta.Version) error {
+				v.Progress, v.Updated = line, s.now()
+				return nil
+			})
+		},
+	})
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped: resumed at the next start
+	}
+	if err != nil {
+		return s.finish(ctx, k, nil, "certification could not run: "+err.Error())
+	}
+	evidence, err := s.storeEvidence(ctx, out)
+	if err != nil {
+		return err
+	}
+	reason := ""
+	switch {
+	case !report.Passed():
+		reason = "certification failed: " + failedChecks(report)
+	case report.ArtifactDigest != v.Digest:
+		reason = fmt.Sprintf("the registry packaged the unpacked upload as %s, not the uploaded %s: the artifact was not built by flowgen package", report.ArtifactDigest, v.Digest)
+	case !specCertified(m, report):
+		reason = "the manifest's spec is not the spec that was certified"
+	}
+	s.metrics.certifyDuration.Observe(time.Since(start).Seconds())
+	return s.finish(ctx, k, evidence, reason)
+}
+
+// certifierActor is who the audit log says certified a version.
+var certifierActor = &principal{token: meta.Token{ID: "certifier", Name: "registryd"}}
+
+var errAlreadyDone = errors.New("already certified or rejected")
+
+// storeEvidence puts the signed evidence in the blob store and returns
+// the name→digest map.
+func (s *Server) storeEvidence(ctx context.Context, out string) (map[string]string, error) {
+	names := []string{FileReport, FileReport + SignatureSuffix, FileSBOM, FileSBOM + SignatureSuffix, FileArtifact + SignatureSuffix}
+	evidence := map[string]string{}
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a check that did not get that far
+		}
+		if err != nil {
+			return nil, err
+		}
+		d, err := s.blobs.Put(ctx, bytes.NewReader(data), sha256Digest(data), int64(len(data)))
+		if err != nil {
+			return nil, fmt.Errorf("store %s: %w", name, err)
+		}
+		evidence[name] = d.Digest
+	}
+	return evidence, nil
+}
+
+// finish records the outcome: Certified when reason is empty.
+func (s *Server) finish(ctx context.Context, k meta.Key, evidence map[string]string, reason string) error {
+	state := meta.Certified
+	if reason != "" {
+		state = meta.Rejected
+	}
+	_, err := s.meta.UpdateVersion(ctx, k, func(v *meta.Version) error {
+		for name, d := range evidence {
+			v.Blobs[name] = d
+		}
+		v.State, v.Reason, v.Updated = state, reason, s.now()
+		v.Progress = "certified"
+		if reason != "" {
+			v.Progress = "rejected"
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.metrics.certifications.WithLabelValues(string(state)).Inc()
+	s.auditf(ctx, certifierActor, string(state), k, "%s", reason)
+	s.log.Info("certification finished", slog.String("version", k.String()), slog.String("state", string(state)), slog.String("reason", reason))
+	return nil
+}
+
+// rejectIfTampered rejects a version whose stored upload was modified; any
+// other error is retried.
+func (s *Server) rejectIfTampered(ctx context.Context, k meta.Key, err error) error {
+	var tampered *TamperedError
+	if errors.As(err, &tampered) {
+		return s.finish(ctx, k, nil, err.Error())
+	}
+	return err
+}
+
+func failedChecks(r *certify.Report) string {
+	var b bytes.Buffer
+	for _, c := range r.Checks {
+		if c.Outcome == certify.Fail {
+			if b.Len() > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s: %s", c.Name, c.Summary)
+		}
+	}
+	return b.String()
+}
+
+// specCertified: the manifest's spec is the one the report certified.
+func specCertified(m artifact.Manifest, r *certify.Report) bool {
+	d, err := m.SpecDigest()
+	return err == nil && d == r.ManifestDigest
+}

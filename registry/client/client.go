@@ -1,0 +1,177 @@
+// Package client talks to a flowgen registry (registryd): publish an
+// artifact and follow its certification, read versions and their files,
+// search. Every non-2xx answer is a *registry.APIError carrying the
+// registry's code and message.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/meta"
+)
+
+// Client is a registry at BaseURL, called with Token.
+type Client struct {
+	BaseURL string
+	Token   string
+	HTTP    *http.Client
+}
+
+// New returns a client; baseURL is like http://registry.example:8700.
+func New(baseURL, token string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Minute}}
+}
+
+func (c *Client) do(ctx context.Context, method, path, ctype string, body io.Reader, out any) ([]byte, error) {
+	data, _, err := c.send(ctx, method, path, ctype, body, out)
+	return data, err
+}
+
+// send makes a request and returns the body and status of a 2xx answer,
+// decoded into out when out is not nil.
+func (c *Client) send(ctx context.Context, method, path, ctype string, body io.Reader, out any) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, body)
+	if err != nil {
+		return nil, 0, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error *registry.APIError `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error != nil {
+			e.Error.Status = resp.StatusCode
+			return nil, resp.StatusCode, e.Error
+		}
+		return nil, resp.StatusCode, &registry.APIError{Status: resp.StatusCode, Code: "http", Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, 0, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return data, resp.StatusCode, nil
+}
+
+// VersionPath is the API path of a version.
+func VersionPath(k meta.Key) string {
+	return "/v1/connectors/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.Connector) + "/versions/" + url.PathEscape(k.Version)
+}
+
+// Publish uploads the artifact as namespace/connector@version (from its
+// manifest). It returns the version as the registry recorded it; created
+// is false when the registry already had these exact bytes.
+func (c *Client) Publish(ctx context.Context, namespace string, a *artifact.Artifact) (v meta.Version, created bool, err error) {
+	mj, err := a.Manifest.JSON()
+	if err != nil {
+		return v, false, err
+	}
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		write := func(name, ctype string, data []byte) error {
+			h := textproto.MIMEHeader{}
+			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, name, name))
+			h.Set("Content-Type", ctype)
+			w, err := mw.CreatePart(h)
+			if err == nil {
+				_, err = w.Write(data)
+			}
+			return err
+		}
+		err := write(registry.PartManifest, "application/json", mj)
+		if err == nil {
+			err = write(registry.PartArtifact, "application/zip", a.Zip)
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	k := meta.Key{Namespace: namespace, Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
+	_, status, err := c.send(ctx, "PUT", VersionPath(k), mw.FormDataContentType(), pr, &v)
+	pr.CloseWithError(err)
+	return v, status == http.StatusAccepted, err
+}
+
+// Version returns a version's metadata, whatever its state.
+func (c *Client) Version(ctx context.Context, k meta.Key) (meta.Version, error) {
+	var v meta.Version
+	_, err := c.do(ctx, "GET", VersionPath(k), "", nil, &v)
+	return v, err
+}
+
+// Wait polls a version until certification finishes, calling progress
+// with each new progress line.
+func (c *Client) Wait(ctx context.Context, k meta.Key, every time.Duration, progress func(meta.Version)) (meta.Version, error) {
+	last := ""
+	for {
+		v, err := c.Version(ctx, k)
+		if err != nil {
+			return v, err
+		}
+		if line := string(v.State) + " " + v.Progress; line != last && progress != nil {
+			progress(v)
+			last = line
+		}
+		if v.State == meta.Certified || v.State == meta.Rejected {
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// File downloads one file of a version (artifact.zip, report.json, ...).
+func (c *Client) File(ctx context.Context, k meta.Key, name string) ([]byte, error) {
+	return c.do(ctx, "GET", VersionPath(k)+"/files/"+url.PathEscape(name), "", nil, nil)
+}
+
+// PublicKey returns the registry's signing key (PEM).
+func (c *Client) PublicKey(ctx context.Context) ([]byte, error) {
+	return c.do(ctx, "GET", "/v1/public-key", "", nil, nil)
+}
+
+// Search returns the versions matching q (the query parameters of
+// GET /v1/connectors).
+func (c *Client) Search(ctx context.Context, q url.Values) ([]meta.Version, error) {
+	var r registry.SearchResult
+	_, err := c.do(ctx, "GET", "/v1/connectors?"+q.Encode(), "", nil, &r)
+	return r.Versions, err
+}
+
+// IsNotFound reports whether err is the registry's 404.
+func IsNotFound(err error) bool {
+	var ae *registry.APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}

@@ -1,0 +1,74 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/flowgen-dev/flowgen/policy"
+	"github.com/flowgen-dev/flowgen/registry/meta"
+)
+
+// violations checks v against the pull policy bound to the caller's token
+// (none: nil). Results are cached by policy and evidence digests, which
+// never change for a version.
+func (s *Server) violations(ctx context.Context, p *principal, v meta.Version) ([]policy.Violation, error) {
+	if p == nil || p.token.Policy == "" {
+		return nil, nil
+	}
+	if v.State != meta.Certified {
+		return []policy.Violation{{Rule: "certified", Message: fmt.Sprintf("%s is %s", v.Key(), v.State), Evidence: "registry state"}}, nil
+	}
+	cacheKey := HashToken(p.token.Policy) + " " + v.Blobs[FileReport] + " " + v.Blobs[FileManifest] + " " + v.Namespace + " " + v.Publisher
+	if cached, ok := s.policyCache.Load(cacheKey); ok {
+		return cached.([]policy.Violation), nil
+	}
+	pol, err := policy.Parse("policy of token "+p.token.ID, []byte(p.token.Policy))
+	if err != nil {
+		return nil, err
+	}
+	var files [3][]byte
+	for i, name := range []string{FileReport, FileReport + SignatureSuffix, FileManifest} {
+		if files[i], err = s.readBlob(ctx, v.Blobs[name]); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", v.Key(), name, err)
+		}
+	}
+	ev, err := policy.VerifiedEvidence(s.pubKey, files[0], files[1], files[2], v.Namespace, v.Publisher)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", v.Key(), err)
+	}
+	out := pol.Check(ev)
+	s.policyCache.Store(cacheKey, out)
+	return out, nil
+}
+
+// filterPullable drops the versions the caller's policy rejects.
+func (s *Server) filterPullable(r *http.Request, p *principal, vs []meta.Version) []meta.Version {
+	return slices.DeleteFunc(vs, func(v meta.Version) bool {
+		bad, err := s.violations(r.Context(), p, v)
+		if err != nil {
+			s.log.Error("pull policy: evidence", slog.String("version", v.Key().String()), slog.Any("error", err))
+			return true
+		}
+		return len(bad) > 0
+	})
+}
+
+// checkPullable is 403 naming every failed rule when the caller's policy
+// rejects v.
+func (s *Server) checkPullable(r *http.Request, p *principal, v meta.Version) error {
+	bad, err := s.violations(r.Context(), p, v)
+	if err != nil {
+		return storageErr(err)
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	e := apiErr(http.StatusForbidden, "policy", "%s does not satisfy the pull policy of token %s: %d rule(s) failed", v.Key(), p.token.ID, len(bad))
+	for _, b := range bad {
+		e.Details = append(e.Details, b.String())
+	}
+	return e
+}

@@ -1,0 +1,311 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/mod/module"
+
+	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/registry/blobstore"
+	"github.com/flowgen-dev/flowgen/registry/meta"
+)
+
+// Names of a version's blobs (meta.Version.Blobs keys) and of the files
+// the API serves for it.
+const (
+	FileArtifact    = "artifact.zip"
+	FileManifest    = "artifact.json"
+	FileSBOM        = "sbom.spdx.json"
+	FileReport      = "report.json"
+	SignatureSuffix = ".sig"
+)
+
+// The multipart form names of an upload, in this order.
+const (
+	PartManifest = "manifest"
+	PartArtifact = "artifact"
+)
+
+// publish handles PUT /v1/connectors/{namespace}/{connector}/versions/{version}:
+// a multipart/form-data body whose first part is the artifact manifest
+// (JSON) and whose second is the zip, streamed into storage.
+func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (err error) {
+	ctx := r.Context()
+	k, err := key(r)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return &authError{http.StatusUnauthorized, "publishing needs a token"}
+	}
+	if !p.canPublish(k.Namespace) {
+		return &authError{http.StatusForbidden, fmt.Sprintf("token %s may not publish to namespace %q", p.token.ID, k.Namespace)}
+	}
+	defer func() { s.metrics.publishes.WithLabelValues(outcome(err)).Inc() }()
+	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" || params["boundary"] == "" {
+		return apiErr(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"Content-Type %q: want multipart/form-data with a %q part then an %q part", r.Header.Get("Content-Type"), PartManifest, PartArtifact)
+	}
+	rc := http.NewResponseController(w)
+	defer rc.SetReadDeadline(time.Time{})
+	body := &idleReader{r: http.MaxBytesReader(w, r.Body, s.cfg.MaxArtifactSize+maxManifestSize+1<<20), rc: rc, timeout: s.cfg.BodyReadTimeout}
+	mr := multipart.NewReader(body, params["boundary"])
+
+	m, err := s.readManifestPart(mr, k)
+	if err != nil {
+		return err
+	}
+	switch existing, err := s.meta.GetVersion(ctx, k); {
+	case err == nil && existing.Digest == m.Digest:
+		return writeJSON(w, http.StatusOK, existing) // a replayed upload
+	case err == nil:
+		return &meta.ConflictError{Key: k, Stored: existing.Digest, Offered: m.Digest}
+	case !errors.Is(err, meta.ErrNotFound):
+		return storageErr(err)
+	}
+	if err := s.checkModuleOwner(ctx, k, m.Module); err != nil {
+		return err
+	}
+
+	part, err := mr.NextPart()
+	if err != nil {
+		return partErr(err, PartArtifact)
+	}
+	if part.FormName() != PartArtifact {
+		return apiErr(http.StatusBadRequest, "bad_upload", "second part is %q, want %q (the zip)", part.FormName(), PartArtifact)
+	}
+	// Blobs this upload added; removed again if it fails, so that a failed
+	// upload leaves nothing behind.
+	var added []string
+	defer func() {
+		if err != nil {
+			for _, d := range added {
+				if derr := s.blobs.Delete(context.WithoutCancel(ctx), d); derr != nil {
+					s.log.Error("could not remove the blob of a failed upload", slog.String("digest", d), slog.Any("error", derr))
+				}
+			}
+		}
+	}()
+	put := func(r io.Reader, want string, limit int64) (blobstore.Descriptor, error) {
+		_, statErr := s.blobs.Stat(ctx, want)
+		d, err := s.blobs.Put(ctx, r, want, limit)
+		if err == nil && errors.Is(statErr, blobstore.ErrNotFound) {
+			added = append(added, d.Digest)
+		}
+		return d, err
+	}
+	zd, err := put(part, m.Digest, m.Size)
+	switch {
+	case errors.Is(err, blobstore.ErrTooLarge):
+		return apiErr(http.StatusRequestEntityTooLarge, "too_large", "the artifact part is larger than the manifest's size, %d bytes", m.Size)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return err
+	case err != nil:
+		var mismatch *blobstore.DigestMismatchError
+		var maxBytes *http.MaxBytesError
+		if errors.As(err, &mismatch) || errors.As(err, &maxBytes) {
+			return err
+		}
+		return storageErr(err)
+	case zd.Size != m.Size:
+		return apiErr(http.StatusBadRequest, "bad_upload", "the artifact part has %d bytes, the manifest says %d", zd.Size, m.Size)
+	}
+	if _, err := mr.NextPart(); err != io.EOF {
+		return apiErr(http.StatusBadRequest, "bad_upload", "unexpected content after the %q part", PartArtifact)
+	}
+	zipData, err := s.readBlob(ctx, zd.Digest)
+	if err != nil {
+		return storageErr(err)
+	}
+	files, err := artifact.Check(&artifact.Artifact{Zip: zipData, Manifest: m})
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "bad_artifact", "%v", err)
+	}
+	if _, ok := files["connector.yaml"]; !ok {
+		return apiErr(http.StatusBadRequest, "bad_artifact", "the artifact has no connector.yaml at the module root")
+	}
+	mj, err := m.JSON()
+	if err != nil {
+		return err
+	}
+	md, err := put(bytes.NewReader(mj), sha256Digest(mj), int64(len(mj)))
+	if err != nil {
+		return storageErr(err)
+	}
+	now := s.now()
+	v := meta.Version{
+		Namespace: k.Namespace, Connector: k.Connector, Version: k.Version,
+		Module: m.Module, ModuleVersion: m.Version, Digest: m.Digest, Size: m.Size,
+		State: meta.Pending, Progress: "waiting for certification",
+		Blobs:     map[string]string{FileArtifact: zd.Digest, FileManifest: md.Digest},
+		Publisher: p.token.Name, Created: now, Updated: now,
+	}
+	labels(&v, m.Spec)
+	stored, created, err := s.meta.CreateVersion(ctx, v)
+	if err != nil {
+		var conflict *meta.ConflictError
+		if errors.As(err, &conflict) {
+			return err
+		}
+		return storageErr(err)
+	}
+	if !created {
+		return writeJSON(w, http.StatusOK, stored)
+	}
+	s.auditf(ctx, p, "publish", k, "digest %s, %d bytes", m.Digest, m.Size)
+	s.Wake()
+	w.Header().Set("Location", "/v1/connectors/"+k.Namespace+"/"+k.Connector+"/versions/"+k.Version)
+	return writeJSON(w, http.StatusAccepted, stored)
+}
+
+// readManifestPart reads and checks the first part against the request path.
+func (s *Server) readManifestPart(mr *multipart.Reader, k meta.Key) (artifact.Manifest, error) {
+	var m artifact.Manifest
+	part, err := mr.NextPart()
+	if err != nil {
+		return m, partErr(err, PartManifest)
+	}
+	if part.FormName() != PartManifest {
+		return m, apiErr(http.StatusBadRequest, "bad_upload", "first part is %q, want %q (the artifact manifest, JSON)", part.FormName(), PartManifest)
+	}
+	raw, err := io.ReadAll(io.LimitReader(part, maxManifestSize+1))
+	if err != nil {
+		return m, partErr(err, PartManifest)
+	}
+	if len(raw) > maxManifestSize {
+		return m, apiErr(http.StatusRequestEntityTooLarge, "too_large", "the manifest part is larger than %d bytes", maxManifestSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, apiErr(http.StatusBadRequest, "bad_manifest", "manifest: %v", err)
+	}
+	bad := func(format string, args ...any) error {
+		return apiErr(http.StatusBadRequest, "bad_manifest", "manifest: "+format, args...)
+	}
+	switch {
+	case m.Format != artifact.Format:
+		return m, bad("format %q, want %q", m.Format, artifact.Format)
+	case m.Connector != k.Connector:
+		return m, bad("connector %q, but the upload is for %q", m.Connector, k.Connector)
+	case m.ConnectorVersion != k.Version:
+		return m, bad("connector_version %q, but the upload is for %q", m.ConnectorVersion, k.Version)
+	case m.Version != "v"+k.Version:
+		return m, bad("module version %q, want %q", m.Version, "v"+k.Version)
+	case m.Size <= 0:
+		return m, bad("size %d", m.Size)
+	case m.Size > s.cfg.MaxArtifactSize:
+		return m, apiErr(http.StatusRequestEntityTooLarge, "too_large", "the artifact is %d bytes; this registry takes at most %d", m.Size, s.cfg.MaxArtifactSize)
+	case len(m.Spec) == 0:
+		return m, bad("no spec")
+	}
+	if _, err := blobstore.CheckDigest(m.Digest); err != nil {
+		return m, bad("%v", err)
+	}
+	if err := module.Check(m.Module, m.Version); err != nil {
+		return m, bad("%v", err)
+	}
+	return m, nil
+}
+
+// checkModuleOwner refuses a module path that another connector already
+// publishes: the Go proxy must map a module to one connector.
+func (s *Server) checkModuleOwner(ctx context.Context, k meta.Key, mod string) error {
+	vs, err := s.meta.Search(ctx, meta.Query{Module: mod, States: allStates})
+	if err != nil {
+		return storageErr(err)
+	}
+	for _, v := range vs {
+		if v.Namespace != k.Namespace || v.Connector != k.Connector {
+			return apiErr(http.StatusConflict, "module_taken", "module %s is already published as %s/%s", mod, v.Namespace, v.Connector)
+		}
+	}
+	return nil
+}
+
+var allStates = []meta.State{meta.Pending, meta.Certifying, meta.Certified, meta.Rejected}
+
+// labels copies what the spec declares into the version for search. Pull
+// policies do not trust these; they read the signed evidence.
+func labels(v *meta.Version, spec json.RawMessage) {
+	var s struct {
+		Provider     string   `json:"provider"`
+		Summary      string   `json:"summary"`
+		Effects      string   `json:"effects"`
+		Determinism  string   `json:"determinism"`
+		Egress       []string `json:"egress"`
+		Capabilities []struct {
+			Name string `json:"name"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(spec, &s) != nil {
+		return
+	}
+	v.Provider, v.Summary, v.Effects, v.Determinism, v.Egress = s.Provider, s.Summary, s.Effects, s.Determinism, s.Egress
+	v.Capabilities = nil
+	for _, c := range s.Capabilities {
+		v.Capabilities = append(v.Capabilities, c.Name)
+	}
+}
+
+func partErr(err error, want string) error {
+	var maxBytes *http.MaxBytesError
+	if errors.As(err, &maxBytes) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return apiErr(http.StatusBadRequest, "bad_upload", "reading the %q part: %v", want, err)
+}
+
+// storageErr is a failure of the registry's storage: 503, try again.
+func storageErr(err error) error {
+	var ae *APIError
+	var tampered *TamperedError
+	if errors.As(err, &ae) || errors.As(err, &tampered) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return &APIError{Status: http.StatusServiceUnavailable, Code: "storage_unavailable", Message: err.Error()}
+}
+
+func outcome(err error) string {
+	var ae *APIError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &ae) && ae.Status >= 500:
+		return "error"
+	case errors.As(err, &ae):
+		return "rejected"
+	}
+	return "error"
+}
+
+// idleReader cuts off a request body that sends nothing for timeout.
+type idleReader struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (i *idleReader) Read(p []byte) (int, error) {
+	i.rc.SetReadDeadline(time.Now().Add(i.timeout))
+	return i.r.Read(p)
+}
+
+func (s *Server) auditf(ctx context.Context, p *principal, action string, k meta.Key, format string, args ...any) {
+	e := meta.Event{Time: s.now(), Actor: p.name(), Action: action, Subject: k.String(), Detail: fmt.Sprintf(format, args...)}
+	if err := s.meta.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Error("audit log", slog.Any("error", err), slog.String("action", action), slog.String("subject", k.String()))
+	}
+}

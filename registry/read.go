@@ -1,0 +1,229 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flowgen-dev/flowgen/registry/meta"
+)
+
+// needPull fails unless the caller may read.
+func needPull(p *principal) error {
+	if p == nil {
+		return &authError{http.StatusUnauthorized, "reading the registry needs a token (scope pull)"}
+	}
+	if !p.canPull() {
+		return &authError{http.StatusForbidden, fmt.Sprintf("token %s has no pull scope", p.token.ID)}
+	}
+	return nil
+}
+
+// SearchResult is the body of GET /v1/connectors.
+type SearchResult struct {
+	Versions []meta.Version `json:"versions"`
+}
+
+// search handles GET /v1/connectors?q=&namespace=&connector=&provider=&effects=&determinism=&capability=&module=&state=.
+func (s *Server) search(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := needPull(p); err != nil {
+		return err
+	}
+	qv := r.URL.Query()
+	q := meta.Query{
+		Text: qv.Get("q"), Namespace: qv.Get("namespace"), Connector: qv.Get("connector"), Provider: qv.Get("provider"),
+		Effects: qv.Get("effects"), Determinism: qv.Get("determinism"), Capability: qv.Get("capability"), Module: qv.Get("module"),
+	}
+	for _, st := range qv["state"] {
+		for part := range strings.SplitSeq(st, ",") {
+			state := meta.State(part)
+			if !slices.Contains(allStates, state) {
+				return apiErr(http.StatusBadRequest, "bad_query", "state %q: want pending, certifying, certified or rejected", part)
+			}
+			q.States = append(q.States, state)
+		}
+	}
+	vs, err := s.meta.Search(r.Context(), q)
+	if err != nil {
+		return storageErr(err)
+	}
+	vs = s.filterPullable(r, p, vs)
+	if limit, err := strconv.Atoi(qv.Get("limit")); err == nil && limit > 0 && limit < len(vs) {
+		vs = vs[:limit]
+	}
+	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(vs)})
+}
+
+// listVersions handles GET /v1/connectors/{namespace}/{connector}/versions:
+// every state for the namespace's publishers, certified ones for others.
+func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *principal) error {
+	k, err := key(r)
+	if err != nil {
+		return err
+	}
+	if err := needPull(p); err != nil {
+		return err
+	}
+	vs, err := s.meta.ListVersions(r.Context(), k.Namespace, k.Connector)
+	if err != nil {
+		return storageErr(err)
+	}
+	if !p.canPublish(k.Namespace) {
+		vs = slices.DeleteFunc(vs, func(v meta.Version) bool { return v.State != meta.Certified })
+	}
+	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(s.filterPullable(r, p, vs))})
+}
+
+func orEmpty(vs []meta.Version) []meta.Version {
+	if vs == nil {
+		return []meta.Version{}
+	}
+	return vs
+}
+
+// getVersion handles GET .../versions/{version}: the version in any state,
+// with certification progress and, when rejected, the reason.
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, p *principal) error {
+	k, err := key(r)
+	if err != nil {
+		return err
+	}
+	if err := needPull(p); err != nil {
+		return err
+	}
+	v, err := s.meta.GetVersion(r.Context(), k)
+	if err != nil {
+		return notFoundOr(err, k)
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// servedFiles are the files of a version and their content types.
+var servedFiles = map[string]string{
+	FileArtifact: "application/zip", FileManifest: "application/json", FileSBOM: "application/spdx+json", FileReport: "application/json",
+	FileArtifact + SignatureSuffix: "text/plain", FileSBOM + SignatureSuffix: "text/plain", FileReport + SignatureSuffix: "text/plain",
+}
+
+// getFile handles GET .../versions/{version}/files/{file}. The artifact and
+// its evidence are served for certified versions (and to the namespace's
+// publishers); the report of any version, since it says why a version was
+// rejected.
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request, p *principal) error {
+	k, err := key(r)
+	if err != nil {
+		return err
+	}
+	if err := needPull(p); err != nil {
+		return err
+	}
+	name := r.PathValue("file")
+	ctype, ok := servedFiles[name]
+	if !ok {
+		return apiErr(http.StatusNotFound, "not_found", "no file %q; a version has %s", name, strings.Join(slices.Sorted(maps.Keys(servedFiles)), ", "))
+	}
+	v, err := s.meta.GetVersion(r.Context(), k)
+	if err != nil {
+		return notFoundOr(err, k)
+	}
+	isReport := strings.HasPrefix(name, FileReport)
+	if v.State != meta.Certified && !isReport && !p.canPublish(k.Namespace) {
+		return apiErr(http.StatusNotFound, "not_certified", "%s is %s, not certified: only its report is served", k, v.State)
+	}
+	if !isReport {
+		if err := s.checkPullable(r, p, v); err != nil {
+			return err
+		}
+	}
+	digest, ok := v.Blobs[name]
+	if !ok {
+		return apiErr(http.StatusNotFound, "not_found", "%s has no %s yet (state %s)", k, name, v.State)
+	}
+	data, err := s.readBlob(r.Context(), digest)
+	if err != nil {
+		return storageErr(err)
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("ETag", `"`+digest+`"`)
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	_, err = w.Write(data)
+	return err
+}
+
+func notFoundOr(err error, k meta.Key) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, meta.ErrNotFound) {
+		return apiErr(http.StatusNotFound, "not_found", "no version %s", k)
+	}
+	return storageErr(err)
+}
+
+// Reason is the body of deprecate and yank.
+type Reason struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) deprecate(w http.ResponseWriter, r *http.Request, p *principal) error {
+	return s.mark(w, r, p, "deprecate", func(v *meta.Version, reason string) { v.Deprecated = reason })
+}
+
+// yank hides a version from listings and the Go proxy's list and @latest;
+// pulling it by exact version still works, so existing builds do not break.
+func (s *Server) yank(w http.ResponseWriter, r *http.Request, p *principal) error {
+	return s.mark(w, r, p, "yank", func(v *meta.Version, reason string) { v.Yanked = reason })
+}
+
+func (s *Server) mark(w http.ResponseWriter, r *http.Request, p *principal, action string, set func(*meta.Version, string)) error {
+	k, err := key(r)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return &authError{http.StatusUnauthorized, action + " needs a token"}
+	}
+	if !p.canPublish(k.Namespace) {
+		return &authError{http.StatusForbidden, fmt.Sprintf("token %s may not %s in namespace %q", p.token.ID, action, k.Namespace)}
+	}
+	var body Reason
+	if err := readJSON(w, r, &body); err != nil {
+		return err
+	}
+	body.Reason = strings.TrimSpace(body.Reason)
+	if body.Reason == "" || len(body.Reason) > 1024 {
+		return apiErr(http.StatusBadRequest, "bad_reason", "%s needs a reason of 1 to 1024 characters", action)
+	}
+	v, err := s.meta.UpdateVersion(r.Context(), k, func(v *meta.Version) error {
+		set(v, body.Reason)
+		v.Updated = s.now()
+		return nil
+	})
+	if err != nil {
+		return notFoundOr(err, k)
+	}
+	s.auditf(r.Context(), p, action, k, "%s", body.Reason)
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// audit handles GET /v1/audit?limit=N (admin).
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if p == nil {
+		return &authError{http.StatusUnauthorized, "the audit log needs a token"}
+	}
+	if !p.can(ScopeAdmin) {
+		return &authError{http.StatusForbidden, "the audit log needs the admin scope"}
+	}
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	events, err := s.meta.Audit(r.Context(), limit)
+	if err != nil {
+		return storageErr(err)
+	}
+	return writeJSON(w, http.StatusOK, map[string][]meta.Event{"events": events})
+}

@@ -1,0 +1,391 @@
+// Package registry is registryd's HTTP API: publish connector artifacts,
+// certify them in the background with the registry's own key, and serve
+// certified versions to platform teams as JSON, as signed evidence and
+// through the Go module proxy protocol.
+//
+// Guarantees:
+//   - a version is visible to pulls only once the registry itself has
+//     certified the uploaded bytes and signed the evidence;
+//   - versions are write-once: the same digest again is a no-op, another
+//     digest is 409 Conflict;
+//   - an upload that fails for any reason (bad input, size, digest, storage)
+//     leaves no blob and no metadata behind;
+//   - certification is durable: versions left pending or certifying by a
+//     stopped registry are certified when it starts again;
+//   - every blob served is checked against its digest first; a modified
+//     blob is a loud 500, never silently served.
+//
+// The wire format is in docs/registry-api.md and docs/registry-openapi.yaml.
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/flowgen-dev/flowgen/registry/blobstore"
+	"github.com/flowgen-dev/flowgen/registry/meta"
+	"github.com/flowgen-dev/flowgen/signing"
+)
+
+// Config assembles a registry.
+type Config struct {
+	Meta  meta.Store
+	Blobs blobstore.Store
+	// Signer is the registry's key; it signs the evidence of every version
+	// it certifies.
+	Signer *signing.Signer
+	Logger *slog.Logger
+	// MaxArtifactSize bounds an uploaded zip (default DefaultMaxArtifactSize).
+	MaxArtifactSize int64
+	// WorkDir is where certification unpacks uploads (default the system
+	// temporary directory).
+	WorkDir string
+	// FlowgenModule, when set, is a directory holding the flowgen module
+	// that certification builds connectors against (a go.work replace), for
+	// artifacts that require flowgen at an unpublished version.
+	FlowgenModule string
+	// BodyReadTimeout is how long an upload may go without sending a byte
+	// before it is cut off (default 30s): slow-loris uploads do not hold a
+	// connection forever.
+	BodyReadTimeout time.Duration
+	// RetryInterval is how long the certifier waits after a storage error
+	// before trying a version again (default 10s).
+	RetryInterval time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultMaxArtifactSize is the default bound on an uploaded artifact zip.
+const DefaultMaxArtifactSize = 64 << 20
+
+// maxManifestSize bounds the manifest part of an upload; maxJSONBody any
+// other JSON request body.
+const (
+	maxManifestSize = 8 << 20
+	maxJSONBody     = 64 << 10
+)
+
+// Server is a registry. Its Handler serves the API; RunCertifier certifies
+// uploads in the background.
+type Server struct {
+	cfg     Config
+	meta    meta.Store
+	blobs   blobstore.Store
+	log     *slog.Logger
+	pubKey  []byte
+	wake    chan struct{}
+	metrics *metrics
+	mux     *http.ServeMux
+	// policyCache holds policy verdicts by policy and evidence digests.
+	policyCache sync.Map
+	// patterns lists the routes, for the API documentation test.
+	patterns []string
+}
+
+// New checks cfg and builds a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Meta == nil || cfg.Blobs == nil || cfg.Signer == nil {
+		return nil, errors.New("registry: Meta, Blobs and Signer are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if cfg.MaxArtifactSize <= 0 {
+		cfg.MaxArtifactSize = DefaultMaxArtifactSize
+	}
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = os.TempDir()
+	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = 30 * time.Second
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	pub, err := cfg.Signer.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("registry: public key: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, meta: cfg.Meta, blobs: cfg.Blobs, log: cfg.Logger, pubKey: pub,
+		wake: make(chan struct{}, 1), metrics: newMetrics(),
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
+
+// Handler serves the API, the Go module proxy, health and metrics.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	const v = "/v1/connectors/{namespace}/{connector}/versions/{version}"
+	s.handle(m, "GET /v1/public-key", s.publicKey)
+	s.handle(m, "GET /v1/connectors", s.search)
+	s.handle(m, "GET /v1/connectors/{namespace}/{connector}/versions", s.listVersions)
+	s.handle(m, "PUT "+v, s.publish)
+	s.handle(m, "GET "+v, s.getVersion)
+	s.handle(m, "GET "+v+"/files/{file}", s.getFile)
+	s.handle(m, "POST "+v+"/deprecate", s.deprecate)
+	s.handle(m, "POST "+v+"/yank", s.yank)
+	s.handle(m, "GET /v1/audit", s.audit)
+	s.handle(m, "GET /go/{path...}", s.goProxy)
+	s.handle(m, "GET /healthz", func(w http.ResponseWriter, r *http.Request, _ *principal) error {
+		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.handle(m, "GET /readyz", s.ready)
+	m.Handle("GET /metrics", s.metrics.handler())
+	s.patterns = append(s.patterns, "GET /metrics")
+	s.mux = m
+}
+
+// handlerFunc is an API handler: it gets the authenticated caller (nil when
+// anonymous) and returns an error that becomes the response.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p *principal) error
+
+func (s *Server) handle(m *http.ServeMux, pattern string, h handlerFunc) {
+	s.patterns = append(s.patterns, pattern)
+	m.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		p, err := s.authenticate(r.Context(), r)
+		if err == nil {
+			err = h(rec, r, p)
+		}
+		if err != nil {
+			s.writeError(rec, r, err)
+		}
+		elapsed := time.Since(start)
+		s.metrics.observe(pattern, rec.status, elapsed)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", pattern),
+			slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", elapsed),
+			slog.String("caller", p.name()), slog.String("remote", r.RemoteAddr))
+	})
+}
+
+// recorder remembers the status and size of a response.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	bytes   int64
+	written bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.written {
+		r.status, r.written = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.written = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection (read deadlines).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// APIError is an error response: an HTTP status, a stable machine-readable
+// code and a message for people.
+type APIError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Details lists the individual problems, e.g. every failed policy rule.
+	Details []string `json:"details,omitempty"`
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+func apiErr(status int, code, format string, args ...any) *APIError {
+	return &APIError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// writeError maps err to a status and writes {"error": {...}}.
+func (s *Server) writeError(w *recorder, r *http.Request, err error) {
+	var (
+		ae       *APIError
+		auth     *authError
+		conflict *meta.ConflictError
+		mismatch *blobstore.DigestMismatchError
+		maxBytes *http.MaxBytesError
+		tampered *TamperedError
+	)
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &tampered):
+		ae = apiErr(http.StatusInternalServerError, "tampered", "%s", tampered.Error())
+	case errors.As(err, &auth):
+		code := "unauthorized"
+		if auth.status == http.StatusForbidden {
+			code = "forbidden"
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="flowgen registry"`)
+		}
+		ae = &APIError{Status: auth.status, Code: code, Message: auth.msg}
+	case errors.As(err, &conflict):
+		ae = apiErr(http.StatusConflict, "conflict", "%s", conflict.Error())
+	case errors.As(err, &mismatch):
+		ae = apiErr(http.StatusBadRequest, "digest_mismatch", "%s", mismatch.Error())
+	case errors.Is(err, blobstore.ErrTooLarge), errors.As(err, &maxBytes):
+		ae = apiErr(http.StatusRequestEntityTooLarge, "too_large", "%v", err)
+	case errors.Is(err, meta.ErrNotFound), errors.Is(err, blobstore.ErrNotFound):
+		ae = apiErr(http.StatusNotFound, "not_found", "%v", err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		ae = apiErr(http.StatusRequestTimeout, "timeout", "the request body stalled for more than %s", s.cfg.BodyReadTimeout)
+	default:
+		s.log.ErrorContext(r.Context(), "internal error", slog.String("path", r.URL.Path), slog.Any("error", err))
+		ae = apiErr(http.StatusInternalServerError, "internal", "%v", err)
+	}
+	if w.written {
+		return // too late to change the response; the log has it
+	}
+	if ae.Status == http.StatusRequestTimeout || ae.Status == http.StatusRequestEntityTooLarge {
+		w.Header().Set("Connection", "close")
+	}
+	writeJSON(w, ae.Status, map[string]*APIError{"error": ae})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// readJSON decodes a small JSON body strictly.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return apiErr(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q: want application/json", ct)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var maxBytes *http.MaxBytesError
+		if errors.As(err, &maxBytes) {
+			return apiErr(http.StatusRequestEntityTooLarge, "too_large", "JSON body larger than %d bytes", maxJSONBody)
+		}
+		return apiErr(http.StatusBadRequest, "bad_json", "request body: %v", err)
+	}
+	return nil
+}
+
+var (
+	namespaceRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	connectorRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9_.-]{0,126}[a-z0-9])?$`)
+)
+
+// checkName validates a namespace or connector id: lowercase letters,
+// digits and (connectors) dots, dashes and underscores, nothing that
+// could be a path.
+func checkName(kind, name string) error {
+	re, want := connectorRE, "lowercase letters and digits with . _ - inside, at most 128 characters"
+	if kind == "namespace" {
+		re, want = namespaceRE, "lowercase letters and digits with - inside, at most 63 characters"
+	}
+	if !re.MatchString(name) || strings.Contains(name, "..") {
+		return apiErr(http.StatusBadRequest, "bad_name", "%s %q: want %s", kind, name, want)
+	}
+	return nil
+}
+
+// key validates the namespace, connector and version of a request path.
+func key(r *http.Request) (meta.Key, error) {
+	k := meta.Key{Namespace: r.PathValue("namespace"), Connector: r.PathValue("connector"), Version: r.PathValue("version")}
+	if err := checkName("namespace", k.Namespace); err != nil {
+		return k, err
+	}
+	if err := checkName("connector", k.Connector); err != nil {
+		return k, err
+	}
+	if k.Version != "" {
+		if _, err := semver.StrictNewVersion(k.Version); err != nil {
+			return k, apiErr(http.StatusBadRequest, "bad_version", "version %q: want a semantic version such as 1.2.3 (no v prefix)", k.Version)
+		}
+	}
+	return k, nil
+}
+
+func sha256Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// readBlob reads a whole blob and checks it against its digest: a blob
+// changed in storage is an error, never served.
+func (s *Server) readBlob(ctx context.Context, digest string) ([]byte, error) {
+	rc, d, err := s.blobs.Open(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	limit := max(s.cfg.MaxArtifactSize, maxManifestSize)
+	buf := bytes.NewBuffer(make([]byte, 0, min(d.Size, limit)+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(rc, limit+1)); err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", digest, err)
+	}
+	b := buf.Bytes()
+	if got := sha256Digest(b); got != digest || int64(len(b)) != d.Size {
+		s.metrics.tampered.Inc()
+		s.log.ErrorContext(ctx, "stored blob does not match its digest: storage was modified", slog.String("digest", digest), slog.String("content", got))
+		return nil, &TamperedError{Digest: digest, Got: got}
+	}
+	return b, nil
+}
+
+// TamperedError is a stored blob whose content no longer has its digest.
+type TamperedError struct{ Digest, Got string }
+
+func (e *TamperedError) Error() string {
+	return fmt.Sprintf("stored blob %s now hashes to %s: storage was modified after publishing; refusing to serve it", e.Digest, e.Got)
+}
+
+func (s *Server) publicKey(w http.ResponseWriter, _ *http.Request, _ *principal) error {
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	_, err := w.Write(s.pubKey)
+	return err
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request, _ *principal) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	problems := map[string]string{}
+	if _, err := s.meta.Audit(ctx, 1); err != nil {
+		problems["metadata"] = err.Error()
+	}
+	if _, err := s.blobs.Stat(ctx, "sha256:"+strings.Repeat("0", 64)); err != nil && !errors.Is(err, blobstore.ErrNotFound) {
+		problems["blobs"] = err.Error()
+	}
+	if len(problems) > 0 {
+		return writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "problems": problems})
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
