@@ -1,0 +1,415 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
+
+	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/internal/atomicfile"
+	"github.com/flowgen-dev/flowgen/policy"
+	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/client"
+	"github.com/flowgen-dev/flowgen/registry/meta"
+)
+
+// Environment defaults of the registry flags.
+const (
+	registryEnv = "FLOWGEN_REGISTRY"
+	tokenEnv    = "FLOWGEN_REGISTRY_TOKEN"
+)
+
+const registryFlagsHelp = `Registry flags (also from the environment):
+  --registry URL   the registry, e.g. http://registry.internal:8700 [` + registryEnv + `]
+  --token TOKEN    a registry token [` + tokenEnv + `]
+`
+
+func registryFlags(fs *flag.FlagSet) (reg, token *string) {
+	return fs.String("registry", os.Getenv(registryEnv), "registry URL ["+registryEnv+"]"),
+		fs.String("token", os.Getenv(tokenEnv), "registry token ["+tokenEnv+"]")
+}
+
+func registryClient(e *env, cmd, reg, token string) (*client.Client, bool) {
+	if reg == "" {
+		fmt.Fprintf(e.stderr, "flowgen %s: no registry: pass --registry URL or set %s\n", cmd, registryEnv)
+		return nil, false
+	}
+	if token == "" {
+		fmt.Fprintf(e.stderr, "flowgen %s: no token: pass --token or set %s (registryd token create makes one)\n", cmd, tokenEnv)
+		return nil, false
+	}
+	return client.New(reg, token), true
+}
+
+const publishUsage = `Usage: flowgen publish [--namespace NS] [--no-wait] CONNECTOR_DIR
+
+Packages the connector (as flowgen package does), uploads it to the
+registry, follows the registry's own certification and prints its report.
+The version becomes pullable only if every check passes there. Publishing
+the same bytes again is harmless; other bytes under a published version
+are refused (versions are write-once).
+
+The namespace defaults to the first part of the connector id (payments for
+payments.charge).
+
+Exit status: 0 certified (or accepted, with --no-wait), 1 rejected,
+2 usage, upload or registry error.
+
+` + registryFlagsHelp + `
+Flags:
+`
+
+func runPublish(e *env, args []string) int {
+	fs := newFlagSet(e, "publish", publishUsage)
+	reg, token := registryFlags(fs)
+	ns := fs.String("namespace", "", "namespace to publish into (default: the id's first part)")
+	mod := fs.String("module", "", "module path for a connector that is not a module root")
+	noWait := fs.Bool("no-wait", false, "return once the upload is accepted")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(rest) != 1 {
+		fmt.Fprint(e.stderr, "flowgen publish: name one CONNECTOR_DIR\n\n")
+		fs.Usage()
+		return exitUsage
+	}
+	c, ok := registryClient(e, "publish", *reg, *token)
+	if !ok {
+		return exitUsage
+	}
+	a, err := artifact.Build(rest[0], artifact.Options{Module: *mod})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen %v\n", err)
+		return exitProblems
+	}
+	if *ns == "" {
+		*ns, _, _ = strings.Cut(a.Manifest.Connector, ".")
+	}
+	k := meta.Key{Namespace: *ns, Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
+	start := time.Now()
+	v, created, err := c.Publish(e.ctx, *ns, a)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen publish %s: %v\n", k, err)
+		return exitUsage
+	}
+	uploaded := time.Since(start)
+	what := "uploaded"
+	if !created {
+		what = "already there with the same digest"
+	}
+	fmt.Fprintf(e.stderr, "%s %s (%s, %d bytes) in %s\n", what, k, a.Manifest.Digest, a.Manifest.Size, uploaded.Round(time.Millisecond))
+	if *noWait {
+		fmt.Fprintf(e.stdout, "%s %s\n", k, v.State)
+		return exitOK
+	}
+	v, err = c.Wait(e.ctx, k, 500*time.Millisecond, func(v meta.Version) {
+		fmt.Fprintf(e.stderr, "  %s: %s\n", v.State, v.Progress)
+	})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen publish %s: %v\n", k, err)
+		return exitUsage
+	}
+	if data, err := c.File(e.ctx, k, registry.FileReport); err == nil {
+		var r certify.Report
+		if json.Unmarshal(data, &r) == nil {
+			for _, ch := range r.Checks {
+				fmt.Fprintf(e.stdout, "  %-18s %-4s %s\n", ch.Name, ch.Outcome, ch.Summary)
+			}
+		}
+	}
+	if v.State != meta.Certified {
+		fmt.Fprintf(e.stdout, "%s rejected: %s\n", k, v.Reason)
+		return exitProblems
+	}
+	fmt.Fprintf(e.stdout, "%s certified in %s: %s@%s\n", k, time.Since(start).Round(time.Millisecond), v.Module, v.ModuleVersion)
+	return exitOK
+}
+
+const pullUsage = `Usage: flowgen pull [--key PUB] [--policy FILE] [--dir DIR] NAMESPACE/CONNECTOR@VERSION
+
+Downloads a certified connector and checks, before placing anything:
+the artifact's digest against the registry's record, the signatures of the
+artifact, SBOM and certification report against the registry's key, that
+the SBOM and report name that artifact, that no check failed and, with
+--policy, every rule of the pull policy against the signed evidence. Any
+failure is reported in full and nothing is placed.
+
+The module then goes into DIR as a Go module proxy directory; build with
+  GOPROXY=file://DIR,$(go env GOPROXY) GOFLAGS=-mod=mod go get MODULE@VERSION
+and the evidence into DIR/<module>/@v/VERSION.certification/.
+
+--key is the registry key your platform trusts (PEM); without it the key is
+fetched from the registry itself, which only proves the files agree with
+each other.
+
+` + registryFlagsHelp + `
+Flags:
+`
+
+func runPull(e *env, args []string) int {
+	fs := newFlagSet(e, "pull", pullUsage)
+	reg, token := registryFlags(fs)
+	keyFile := fs.String("key", "", "the registry's public key (PEM) to trust")
+	policyFile := fs.String("policy", "", "pull policy YAML the connector must satisfy")
+	dir := fs.String("dir", defaultPullDir(), "module proxy directory to place the module in")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	k, ok := parseRef(rest)
+	if !ok {
+		fmt.Fprint(e.stderr, "flowgen pull: name one NAMESPACE/CONNECTOR@VERSION\n\n")
+		fs.Usage()
+		return exitUsage
+	}
+	var pol *policy.Policy
+	if *policyFile != "" {
+		data, err := os.ReadFile(*policyFile)
+		if err == nil {
+			pol, err = policy.Parse(*policyFile, data)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "flowgen pull: %v\n", err)
+			return exitUsage
+		}
+	}
+	c, ok := registryClient(e, "pull", *reg, *token)
+	if !ok {
+		return exitUsage
+	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(e.stderr, "flowgen pull %s: "+format+"\n", append([]any{k}, args...)...)
+		return exitProblems
+	}
+	v, err := c.Version(e.ctx, k)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if v.State != meta.Certified {
+		return fail("the version is %s, not certified: %s", v.State, v.Reason)
+	}
+	if v.Yanked != "" {
+		fmt.Fprintf(e.stderr, "flowgen pull: warning: %s is yanked: %s\n", k, v.Yanked)
+	}
+	if v.Deprecated != "" {
+		fmt.Fprintf(e.stderr, "flowgen pull: warning: %s is deprecated: %s\n", k, v.Deprecated)
+	}
+	var pub []byte
+	if *keyFile != "" {
+		if pub, err = os.ReadFile(*keyFile); err != nil {
+			return fail("%v", err)
+		}
+	} else {
+		if pub, err = c.PublicKey(e.ctx); err != nil {
+			return fail("public key: %v", err)
+		}
+		fmt.Fprintf(e.stderr, "flowgen pull: warning: trusting the key the registry serves; pass --key to pin it\n")
+	}
+	evidenceDir, err := os.MkdirTemp("", "flowgen-pull-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(evidenceDir)
+	files := map[string][]byte{}
+	for _, name := range []string{registry.FileArtifact, registry.FileManifest, registry.FileSBOM, registry.FileReport} {
+		for _, f := range []string{name, name + registry.SignatureSuffix} {
+			if f == registry.FileManifest+registry.SignatureSuffix {
+				continue
+			}
+			data, err := c.File(e.ctx, k, f)
+			if err != nil {
+				return fail("download %s: %v", f, err)
+			}
+			files[f] = data
+			if err := os.WriteFile(filepath.Join(evidenceDir, f), data, 0o644); err != nil {
+				return fail("%v", err)
+			}
+		}
+	}
+	var problems []string
+	if got := artifact.Digest(files[registry.FileArtifact]); got != v.Digest {
+		problems = append(problems, fmt.Sprintf("artifact.zip is %s, but the registry recorded %s: it was modified after publishing", got, v.Digest))
+	}
+	ver, err := certify.Verify(evidenceDir, pub)
+	if err != nil {
+		return fail("%v", err)
+	}
+	problems = append(problems, ver.Problems...)
+	if len(problems) == 0 && pol != nil {
+		ev, err := policy.VerifiedEvidence(pub, files[registry.FileReport], files[registry.FileReport+registry.SignatureSuffix], files[registry.FileManifest], k.Namespace, v.Publisher)
+		if err != nil {
+			problems = append(problems, err.Error())
+		} else {
+			for _, viol := range pol.Check(ev) {
+				problems = append(problems, "policy "+viol.String())
+			}
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(e.stderr, "flowgen pull %s: refused, nothing placed:\n", k)
+		for _, p := range problems {
+			fmt.Fprintf(e.stderr, "  - %s\n", p)
+		}
+		return exitProblems
+	}
+	modDir, err := placeModule(*dir, v, files)
+	if err != nil {
+		return fail("%v", err)
+	}
+	fmt.Fprintf(e.stderr, "verified %s: digest, 3 signatures, SBOM, %d checks passed", k, len(ver.Report.Checks))
+	if pol != nil {
+		fmt.Fprintf(e.stderr, ", policy %s", *policyFile)
+	}
+	fmt.Fprintf(e.stderr, "\nplaced %s@%s in %s\n", v.Module, v.ModuleVersion, modDir)
+	abs, _ := filepath.Abs(*dir)
+	fmt.Fprintf(e.stdout, "GOPROXY=file://%s,$(go env GOPROXY) GOFLAGS=-mod=mod go get %s@%s\n", filepath.ToSlash(abs), v.Module, v.ModuleVersion)
+	return exitOK
+}
+
+func defaultPullDir() string {
+	if d := os.Getenv("FLOWGEN_PULL_DIR"); d != "" {
+		return d
+	}
+	if c, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(c, "flowgen", "modules")
+	}
+	return "flowgen-modules"
+}
+
+// parseRef reads NAMESPACE/CONNECTOR@VERSION.
+func parseRef(args []string) (meta.Key, bool) {
+	if len(args) != 1 {
+		return meta.Key{}, false
+	}
+	name, version, ok1 := strings.Cut(args[0], "@")
+	ns, connector, ok2 := strings.Cut(name, "/")
+	if !ok1 || !ok2 || ns == "" || connector == "" || version == "" {
+		return meta.Key{}, false
+	}
+	return meta.Key{Namespace: ns, Connector: connector, Version: strings.TrimPrefix(version, "v")}, true
+}
+
+// placeModule writes the module into a GOPROXY directory layout: list,
+// .info, .mod and .zip under <escaped module>/@v/, plus the evidence.
+func placeModule(root string, v meta.Version, files map[string][]byte) (string, error) {
+	esc, err := module.EscapePath(v.Module)
+	if err != nil {
+		return "", err
+	}
+	escVer, err := module.EscapeVersion(v.ModuleVersion)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, filepath.FromSlash(esc), "@v")
+	gomod, err := artifact.ZipFile(files[registry.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
+	if err != nil {
+		return "", err
+	}
+	info, _ := json.Marshal(struct {
+		Version string
+		Time    time.Time
+	}{v.ModuleVersion, v.Created.UTC()})
+	evidence := filepath.Join(dir, escVer+".certification")
+	if err := os.MkdirAll(evidence, 0o755); err != nil {
+		return "", err
+	}
+	for name, data := range files {
+		if err := atomicfile.Write(filepath.Join(evidence, name), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	for name, data := range map[string][]byte{escVer + ".zip": files[registry.FileArtifact], escVer + ".mod": gomod, escVer + ".info": info} {
+		if err := atomicfile.Write(filepath.Join(dir, name), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	listed, err := os.ReadFile(filepath.Join(dir, "list"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	versions := strings.Fields(string(listed))
+	if !slices.Contains(versions, v.ModuleVersion) {
+		versions = append(versions, v.ModuleVersion)
+	}
+	semver.Sort(versions)
+	return dir, atomicfile.Write(filepath.Join(dir, "list"), []byte(strings.Join(versions, "\n")+"\n"), 0o644)
+}
+
+const searchUsage = `Usage: flowgen search [flags] [TEXT]
+
+Lists certified connector versions in the registry that match TEXT (in the
+name, provider or summary) and the filters.
+
+` + registryFlagsHelp + `
+Flags:
+`
+
+func runSearch(e *env, args []string) int {
+	fs := newFlagSet(e, "search", searchUsage)
+	reg, token := registryFlags(fs)
+	filters := map[string]*string{}
+	for _, f := range []struct{ name, help string }{
+		{"namespace", "only this namespace"}, {"provider", "only this provider"},
+		{"effects", "Pure, ReadOnly or Effectful"}, {"determinism", "Strict, Stable, BestEffort or Nondeterministic"},
+		{"capability", "needs this capability, e.g. http.write"}, {"module", "this Go module path"},
+	} {
+		filters[f.name] = fs.String(f.name, "", f.help)
+	}
+	asJSON := fs.Bool("json", false, "print JSON")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	c, ok := registryClient(e, "search", *reg, *token)
+	if !ok {
+		return exitUsage
+	}
+	q := url.Values{}
+	if len(rest) > 0 {
+		q.Set("q", strings.Join(rest, " "))
+	}
+	for name, v := range filters {
+		if *v != "" {
+			q.Set(name, *v)
+		}
+	}
+	vs, err := c.Search(e.ctx, q)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen search: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(vs, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONNECTOR\tVERSION\tEFFECTS\tDETERMINISM\tPROVIDER\tMODULE\tSUMMARY")
+	for _, v := range vs {
+		note := v.Summary
+		if v.Yanked != "" {
+			note = "[yanked] " + note
+		} else if v.Deprecated != "" {
+			note = "[deprecated] " + note
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Namespace, v.Connector, v.Version, v.Effects, v.Determinism, v.Provider, v.Module, note)
+	}
+	tw.Flush()
+	if len(vs) == 0 {
+		fmt.Fprintln(e.stderr, "no certified connector matches")
+	}
+	return exitOK
+}

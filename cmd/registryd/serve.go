@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/signing"
+)
+
+// passwordEnv holds the signing key's password, as for flowgen sign.
+const passwordEnv = "FLOWGEN_KEY_PASSWORD"
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var st storageFlags
+	st.register(fs)
+	addr := fs.String("addr", envOr("REGISTRYD_ADDR", "127.0.0.1:8700"), "listen address [REGISTRYD_ADDR]")
+	keyFile := fs.String("signing-key", envOr("REGISTRYD_SIGNING_KEY", ""), "PEM private key that signs certified versions; password in "+passwordEnv+" [REGISTRYD_SIGNING_KEY] (default: DATA_DIR/registry.key, created on first start)")
+	flowgenModule := fs.String("flowgen-module", envOr("REGISTRYD_FLOWGEN_MODULE", ""), "directory of the flowgen module that certification builds connectors against, for artifacts requiring an unpublished flowgen [REGISTRYD_FLOWGEN_MODULE]")
+	maxSize := fs.Int64("max-artifact-size", registry.DefaultMaxArtifactSize, "largest artifact zip accepted, in bytes")
+	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "cut off an upload that sends nothing for this long")
+	tlsCert := fs.String("tls-cert", envOr("REGISTRYD_TLS_CERT", ""), "PEM certificate to serve HTTPS with (the go command sends credentials only over HTTPS) [REGISTRYD_TLS_CERT]")
+	tlsKey := fs.String("tls-key", envOr("REGISTRYD_TLS_KEY", ""), "PEM private key of --tls-cert [REGISTRYD_TLS_KEY]")
+	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a stop waits for requests in flight")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: registryd serve [flags]\n\nServes the registry API, the Go module proxy (/go/), /metrics, /healthz and /readyz,\nand certifies uploads in the background. SIGINT or SIGTERM stops it gracefully:\nrequests in flight finish; a certification in progress resumes at the next start.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	signer, err := loadOrCreateKey(*keyFile, st.dataDir, log)
+	if err != nil {
+		return err
+	}
+	metaStore, err := st.openMeta(ctx)
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	defer metaStore.Close()
+	blobs, err := st.openBlobs(ctx)
+	if err != nil {
+		return fmt.Errorf("blobs: %w", err)
+	}
+	if *flowgenModule != "" {
+		if *flowgenModule, err = filepath.Abs(*flowgenModule); err != nil {
+			return err
+		}
+	}
+	srv, err := registry.New(registry.Config{
+		Meta: metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
+		FlowgenModule: *flowgenModule, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(st.dataDir, "work"), 0o755); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second, // slow-loris headers
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	certCtx, stopCertifier := context.WithCancel(context.Background())
+	certDone := make(chan struct{})
+	go func() {
+		defer close(certDone)
+		srv.RunCertifier(certCtx)
+	}()
+	serveErr := make(chan error, 1)
+	go func() {
+		if *tlsCert != "" || *tlsKey != "" {
+			serveErr <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+			return
+		}
+		serveErr <- hs.Serve(ln)
+	}()
+	log.Info("registryd listening", slog.String("addr", ln.Addr().String()), slog.Bool("tls", *tlsCert != ""), slog.String("data_dir", st.dataDir),
+		slog.Bool("postgres", st.databaseURL != ""), slog.String("s3", st.s3Endpoint))
+
+	select {
+	case err := <-serveErr:
+		stopCertifier()
+		<-certDone
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("registryd stopping", slog.Duration("grace", *grace))
+	stopCertifier()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	err = hs.Shutdown(shutdownCtx)
+	<-certDone
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("registryd stopped")
+	return nil
+}
+
+// loadOrCreateKey reads the signing key, or creates DATA_DIR/registry.key
+// (and .pub) the first time when no key is given.
+func loadOrCreateKey(file, dataDir string, log *slog.Logger) (*signing.Signer, error) {
+	password := []byte(os.Getenv(passwordEnv))
+	if file == "" {
+		file = filepath.Join(dataDir, "registry.key")
+		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+			priv, pub, err := signing.GenerateKey(password)
+			if err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(dataDir, 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(file, priv, 0o600); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(dataDir, "registry.pub"), pub, 0o644); err != nil {
+				return nil, err
+			}
+			log.Warn("created a new signing key; back it up, or pass --signing-key", slog.String("key", file))
+		}
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("signing key: %w", err)
+	}
+	s, err := signing.LoadSigner(pem, password)
+	if err != nil {
+		return nil, fmt.Errorf("signing key %s: %w", file, err)
+	}
+	return s, nil
+}
