@@ -37,6 +37,7 @@ const (
 	DAG203    Code = "DAG203"
 	DAG205    Code = "DAG205"
 	DAG206    Code = "DAG206"
+	DAG207    Code = "DAG207"
 	EFFECT201 Code = "EFFECT201"
 	EFFECT202 Code = "EFFECT202"
 	DET302    Code = "DET302"
@@ -96,7 +97,7 @@ var Codes = []Info{
 	{DAG004, Error, "effectful node without idempotency key",
 		"Add `idempotency: {key: [<input fields that identify the effect>]}`."},
 	{DAG200, Error, "cycle",
-		"Remove one edge of the named cycle, or restructure the loop as a `forEach` over a list."},
+		"Remove one edge of the named cycle, or mark the edge that repeats work as a bounded loop (`cycle: {maxIterations: N}`) leaving a switch."},
 	{DAG201, Error, "port type mismatch",
 		"Insert a transform node between the two, or change one of the schemas; the hint names the field and both types."},
 	{DAG202, Error, "unknown alias",
@@ -107,6 +108,8 @@ var Codes = []Info{
 		"Rename one of them; aliases name nodes in edges and in job state."},
 	{DAG206, Error, "unresolved connector or subflow",
 		"Add the directory holding the spec to `connectors:`, fix the id or widen the version range, or correct the path."},
+	{DAG207, Error, "invalid cycle edge",
+		"Point the cycle edge from a switch or checkpoint port back to a node that leads to it, with `maxIterations` between 1 and 1000000."},
 	{EFFECT201, Error, "declared effects weaker than capabilities imply",
 		"Declare the effects the capabilities require, or drop the capability."},
 	{EFFECT202, Error, "override weakens effects",

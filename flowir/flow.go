@@ -194,6 +194,19 @@ type Edge struct {
 	PartitionKey string            `json:"partitionKey,omitempty" doc:"Dotted path of the field that partitions the edge."`
 	Buffer       *Buffer           `json:"buffer,omitempty" doc:"Queue budget of the edge."`
 	Timeout      flowtype.Duration `json:"timeout,omitzero" doc:"Deadline for delivery."`
+	Cycle        *Cycle            `json:"cycle,omitempty" doc:"Marks the edge as the back edge of a bounded loop: it leaves a switch or checkpoint port and returns to a node that leads to it."`
+}
+
+// MaxCycleIterations is the most re-entries a cycle edge may allow.
+const MaxCycleIterations = 1_000_000
+
+// Cycle bounds a loop. Each pass through the back edge runs the target and
+// everything after it again in a fresh dimensional address, so no pass
+// overwrites another's state; one pass more than MaxIterations fails the
+// job with PolicyDenied.
+type Cycle struct {
+	diag.Source   `json:"-"`
+	MaxIterations int `json:"maxIterations" flowgen:"required" doc:"Passes through the back edge allowed per run of the loop (1 to 1000000)."`
 }
 
 // Buffer is an edge's queue budget.

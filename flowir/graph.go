@@ -38,6 +38,10 @@ type GraphEdge struct {
 	FromPort, ToPort string
 }
 
+// Back reports whether the edge is a loop's back edge (Edge.Cycle): the
+// graph without back edges is acyclic.
+func (e *GraphEdge) Back() bool { return e.Cycle != nil }
+
 // Effects is the node's effective effects class: the connector's, tightened
 // by overrides.
 func (n *GraphNode) Effects() flowtype.Effects {

@@ -22,7 +22,7 @@ type Pass struct {
 // Passes are run in order on every loaded flow. Type inference comes first
 // because later passes read port schemas.
 var Passes = []Pass{
-	{"cycles", "report cycles (DAG200) with the nodes on them", cycles},
+	{"cycles", "report cycles (DAG200) with the nodes on them, and back edges that do not close a bounded loop (DAG207)", cycles},
 	{"types", "type control-node ports and check every edge's schemas (DAG201, CTRL011)", portTypes},
 	{"overrides", "overrides may only tighten effects and determinism (EFFECT202, DET303)", overrides},
 	{"retry", "one retry owner per node (RETRY010)", retryOwners},
@@ -36,7 +36,14 @@ var Passes = []Pass{
 func cycles(g *Graph, diags *diag.List) {
 	succ := make([][]*GraphEdge, len(g.Nodes))
 	for _, e := range g.Edges {
-		succ[e.From.index] = append(succ[e.From.index], e)
+		if !e.Back() {
+			succ[e.From.index] = append(succ[e.From.index], e)
+		}
+	}
+	for _, e := range g.Edges {
+		if e.Back() {
+			backEdge(e, succ, diags)
+		}
 	}
 	// Tarjan's algorithm, iterative so that deep flows cannot exhaust the stack.
 	n := len(g.Nodes)
@@ -96,6 +103,33 @@ func cycles(g *Graph, diags *diag.List) {
 	}
 }
 
+// backEdge checks that a cycle edge closes a bounded, conditional loop: it
+// leaves a switch or checkpoint (so the loop can end), returns to a node
+// from which the source is reachable along forward edges, and allows 1 to
+// MaxCycleIterations passes.
+func backEdge(e *GraphEdge, succ [][]*GraphEdge, diags *diag.List) {
+	const fix = "point the cycle edge from a switch or checkpoint port back to a node that leads to it, with maxIterations between 1 and 1000000"
+	if n := e.Cycle.MaxIterations; n < 1 || n > MaxCycleIterations {
+		diags.Add(e.Cycle.At("maxIterations"), diag.DAG207, fix, "cycle %s -> %s: maxIterations %d is outside 1..%d", e.From, e.To, n, MaxCycleIterations)
+	}
+	if k := e.From.Kind(); k != KindSwitch && k != KindCheckpoint {
+		diags.Add(e.At("from"), diag.DAG207, fix, "cycle %s -> %s leaves %s, which is not a switch or checkpoint: the loop could never end", e.From, e.To, e.From)
+		return
+	}
+	seen := map[int]bool{e.To.index: true}
+	for queue := []int{e.To.index}; len(queue) > 0; queue = queue[1:] {
+		for _, f := range succ[queue[0]] {
+			if w := f.To.index; !seen[w] {
+				seen[w] = true
+				queue = append(queue, w)
+			}
+		}
+	}
+	if !seen[e.From.index] {
+		diags.Add(e.At("to"), diag.DAG207, fix, "cycle %s -> %s does not go back: %s does not lead to %s", e.From, e.To, e.To, e.From)
+	}
+}
+
 // reportCycle finds one cycle inside a component and reports it at the edge
 // that closes it.
 func reportCycle(g *Graph, succ [][]*GraphEdge, comp []int, diags *diag.List) {
@@ -139,7 +173,7 @@ func reportCycle(g *Graph, succ [][]*GraphEdge, comp []int, diags *diag.List) {
 		path[1] = g.Nodes[v].Alias
 	}
 	path = append(path, g.Nodes[start].Alias)
-	diags.Add(closing.At("to"), diag.DAG200, "remove one of these edges; repeat work with forEach or a subflow instead of a loop",
+	diags.Add(closing.At("to"), diag.DAG200, "remove one of these edges, or mark the edge that repeats work as a bounded loop (cycle: {maxIterations: N}) leaving a switch",
 		"cycle: %s", strings.Join(path, " -> "))
 }
 
@@ -148,7 +182,9 @@ func reportCycle(g *Graph, succ [][]*GraphEdge, comp []int, diags *diag.List) {
 func portTypes(g *Graph, diags *diag.List) {
 	incoming := make([][]*GraphEdge, len(g.Nodes))
 	for _, e := range g.Edges {
-		incoming[e.To.index] = append(incoming[e.To.index], e)
+		if !e.Back() {
+			incoming[e.To.index] = append(incoming[e.To.index], e)
+		}
 	}
 	for _, v := range topoOrder(g) {
 		gn := g.Nodes[v]
@@ -281,12 +317,15 @@ func fieldSchema(s *jsonschema.Schema, path string) *jsonschema.Schema {
 	return s
 }
 
-// topoOrder returns node indexes so that every edge goes forward; nodes on
-// cycles come last in file order.
+// topoOrder returns node indexes so that every forward edge goes forward;
+// nodes on cycles come last in file order.
 func topoOrder(g *Graph) []int {
 	indeg := make([]int, len(g.Nodes))
 	succ := make([][]int, len(g.Nodes))
 	for _, e := range g.Edges {
+		if e.Back() {
+			continue
+		}
 		succ[e.From.index] = append(succ[e.From.index], e.To.index)
 		indeg[e.To.index]++
 	}

@@ -134,7 +134,7 @@ func (fg *flowGen) inType(n *flowir.GraphNode, depth int) nodePort {
 			return rawType
 		}
 		for _, e := range fg.g.Edges {
-			if e.To == n {
+			if e.To == n && !e.Back() {
 				return fg.outType(e.From, depth+1)
 			}
 		}
@@ -422,6 +422,9 @@ func (fg *flowGen) connect(e *flowir.GraphEdge, vars map[*flowir.GraphNode]strin
 		if e.Delivery == flowtype.ExactlyOnce && e.To.Spec != nil && e.To.Spec.Idempotency != nil && e.To.Spec.Idempotency.TTL > 0 {
 			opts[jen.Id("DedupeTTL")] = durationCode(time.Duration(e.To.Spec.Idempotency.TTL))
 		}
+	}
+	if e.Back() {
+		opts[jen.Id("MaxIterations")] = jen.Lit(e.Cycle.MaxIterations)
 	}
 	return jen.Qual(runtimePkg, "Connect").Call(jen.Id("b"), out, jen.Id(vars[e.To]).Dot("In").Call(), jen.Qual(runtimePkg, "EdgeOptions").Values(opts))
 }

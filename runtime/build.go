@@ -129,6 +129,8 @@ func Compensate[I, O, U any](b *Builder, n Ref[I, O], undo TypedNode[O, U], undo
 type EdgeOptions struct {
 	Delivery  Delivery
 	DedupeTTL time.Duration
+	// MaxIterations > 0 makes the edge a loop's back edge (Edge.MaxIterations).
+	MaxIterations int
 }
 
 // Connect adds an edge from an output to an input of the same type.
@@ -139,7 +141,10 @@ func Connect[T any](b *Builder, from Out[T], to In[T], opts EdgeOptions) {
 			return
 		}
 	}
-	b.flow.Edges = append(b.flow.Edges, Edge{From: from.alias, FromPort: from.port, To: to.alias, Delivery: opts.Delivery, DedupeTTL: opts.DedupeTTL})
+	b.flow.Edges = append(b.flow.Edges, Edge{
+		From: from.alias, FromPort: from.port, To: to.alias,
+		Delivery: opts.Delivery, DedupeTTL: opts.DedupeTTL, MaxIterations: opts.MaxIterations,
+	})
 }
 
 // Reshape views an output of type A as type B. Values travel as JSON, so

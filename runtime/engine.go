@@ -223,6 +223,10 @@ type task struct {
 	// Window is the forEach concurrency limit a body activation runs
 	// under (0: none): finishing starts element Window+finished-1.
 	Window int `cbor:"16,keyasint,omitempty"`
+	// Refused is set on an activation the router may not run (a loop past
+	// its MaxIterations, a spent budget): the processor fails it with
+	// PolicyDenied and this reason instead of running it.
+	Refused string `cbor:"17,keyasint,omitempty"`
 }
 
 func (e *Engine) publish(tx store.Tx, job JobID, t task) error {

@@ -129,7 +129,16 @@ type Edge struct {
 	// activation whose first attempt did not commit.
 	Delivery  Delivery
 	DedupeTTL time.Duration
+	// MaxIterations > 0 marks the back edge of a bounded loop. Each pass
+	// runs To and everything after it again in a fresh dimensional
+	// address (its own activation ids, ledgers and results), so passes
+	// never overwrite each other; pass MaxIterations+1 fails the job with
+	// PolicyDenied instead of running.
+	MaxIterations int
 }
+
+// maxCycleIterations is the most passes a back edge may allow.
+const maxCycleIterations = 1_000_000
 
 // Delivery is an edge's delivery guarantee.
 type Delivery = flowtype.Delivery
@@ -172,8 +181,13 @@ func compile(f *Flow) (*compiled, error) {
 		if c.byAlias[e.From] == nil || c.byAlias[e.To] == nil {
 			return nil, fmt.Errorf("flow %s: edge %s.%s -> %s names an unknown node", f.Name, e.From, e.FromPort, e.To)
 		}
+		if e.MaxIterations < 0 || e.MaxIterations > maxCycleIterations {
+			return nil, fmt.Errorf("flow %s: edge %s.%s -> %s: MaxIterations %d is outside 0..%d", f.Name, e.From, e.FromPort, e.To, e.MaxIterations, maxCycleIterations)
+		}
 		c.out[e.From] = append(c.out[e.From], e)
-		hasIn[e.To] = true
+		if e.MaxIterations == 0 {
+			hasIn[e.To] = true
+		}
 	}
 	for _, n := range f.Nodes {
 		if n.ForEach != nil {

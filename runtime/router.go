@@ -32,13 +32,40 @@ func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) 
 		if (n.Switch != nil || n.Checkpoint != nil) && edge.FromPort != res.Port {
 			continue
 		}
-		out = append(out, task{
-			Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output,
-			Act:      edge.To + "@" + t.Dim + "<" + t.Node,
-			Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL,
-		})
+		next := task{Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL}
+		if edge.MaxIterations > 0 {
+			var pass int
+			next.Dim, pass = reenter(t.Dim, edge.To)
+			if pass > edge.MaxIterations {
+				next.Refused = fmt.Sprintf("loop back to %s from %s.%s: pass %d exceeds maxIterations %d", edge.To, t.Node, edge.FromPort, pass, edge.MaxIterations)
+			}
+		}
+		next.Act = edge.To + "@" + next.Dim + "<" + t.Node
+		out = append(out, next)
 	}
 	return out, nil
+}
+
+// reenter is the dimensional address of the next pass of the loop that
+// returns to node target, and that pass's number (1 for the first pass
+// back). Pass k of a loop into target runs under "<base>/<target>~<k>",
+// where base is where the loop was entered, so every pass (and everything
+// it starts, nested loops and forEach elements included) has addresses of
+// its own, and leaving a nested loop does not disturb the outer one's
+// count.
+func reenter(dim, target string) (string, int) {
+	marker := "/" + target + "~"
+	for i := strings.LastIndex(dim, marker); i >= 0; i = strings.LastIndex(dim[:i], marker) {
+		rest := dim[i+len(marker):]
+		end := strings.IndexByte(rest, '/')
+		if end < 0 {
+			end = len(rest)
+		}
+		if k, err := strconv.Atoi(rest[:end]); err == nil && k > 0 {
+			return dim[:i] + marker + strconv.Itoa(k+1), k + 1
+		}
+	}
+	return dim + marker + "1", 1
 }
 
 // fanOut starts one body activation per element, each in its own

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/runtime"
@@ -119,4 +120,22 @@ func runJob(t *testing.T, input string, flow *runtime.Flow, others ...*runtime.F
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestLoopRunsEachPassInItsOwnAddress: the back edge repeats attempt until
+// the switch says ready; one pass more than maxIterations fails the job.
+func TestLoopRunsEachPassInItsOwnAddress(t *testing.T) {
+	flow, err := NewDemoLoop(DefaultDemoLoopConnectors())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 first run + 5 passes back = 6 attempts at most.
+	st := runJob(t, `{"need": 6}`, flow)
+	if st.State != runtime.StateSucceeded || string(st.Result["report"]) != `{"after":6}` {
+		t.Fatalf("six attempts: %+v %s", st, st.Result["report"])
+	}
+	st = runJob(t, `{"need": 7}`, flow)
+	if st.State != runtime.StateFailed || !strings.Contains(strings.Join(st.Errors, "\n"), "pass 6 exceeds maxIterations 5") {
+		t.Fatalf("seven attempts: %+v", st)
+	}
 }

@@ -1,0 +1,168 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+type poll struct {
+	Order string `json:"order"`
+	Tries int    `json:"tries"`
+	Need  int    `json:"need"`
+	Ready bool   `json:"ready"`
+}
+
+// loopFlow polls an external system until it says ready: poll (effectful,
+// keyed by order and try) -> ready? -- wait, back to poll (at most 2 passes
+// back) -- yes -> done.
+func loopFlow(s *sink) *Flow {
+	pollNode := Typed(NodeInfo{ID: "shipping.poll", Effects: Effectful, Determinism: BestEffort,
+		KeySchema: "shipping.poll@1", KeyFields: []string{"order", "tries"}},
+		func(ctx *Context, _ noParams, in poll) (poll, error) {
+			if err := s.apply(ctx.IdempotencyKey(), fmt.Sprintf("%s#%d", in.Order, in.Tries)); err != nil {
+				return poll{}, err
+			}
+			in.Tries++
+			in.Ready = in.Tries >= in.Need
+			return in, nil
+		})
+	done := Typed(NodeInfo{ID: "shipping.done", Effects: Pure, Determinism: Strict},
+		func(ctx *Context, _ noParams, in poll) (poll, error) { return in, nil })
+	return &Flow{
+		Name: "loop",
+		Nodes: []*FlowNode{
+			{Alias: "poll", Runner: pollNode},
+			{Alias: "ready", Switch: &Switch{On: "ready", Cases: []Case{{Label: "yes", Equals: json.RawMessage(`true`)}}, Default: "wait"}},
+			{Alias: "done", Runner: done},
+		},
+		Edges: []Edge{
+			{From: "poll", FromPort: "out", To: "ready"},
+			{From: "ready", FromPort: "wait", To: "poll", MaxIterations: 2},
+			{From: "ready", FromPort: "yes", To: "done"},
+		},
+	}
+}
+
+// checkLoop: three polls (the first run and two passes back), each its
+// effect once, each pass's activation in its own dimensional address.
+func checkLoop(t *testing.T, r *rig, job JobID) {
+	t.Helper()
+	st, err := r.engine("checker", nil).Status(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != StateSucceeded || string(st.Result["done"]) != `{"order":"o-1","tries":3,"need":3,"ready":true}` {
+		t.Fatalf("status %+v (result %s)", st, st.Result["done"])
+	}
+	var payloads []string
+	for _, p := range r.sink.effects() {
+		payloads = append(payloads, p)
+	}
+	slices.Sort(payloads)
+	if strings.Join(payloads, " ") != "o-1#0 o-1#1 o-1#2" {
+		t.Fatalf("effects %v, want one per pass", payloads)
+	}
+	for key, n := range r.sink.calls {
+		if n > 1 {
+			t.Logf("key %s called %d times (the sink deduplicated)", key, n)
+		}
+	}
+	err = r.store.View(context.Background(), func(tx store.ReadTx) error {
+		if sem, err := tx.Counter(jobKey(job, "sem")); err != nil || sem != 0 {
+			return fmt.Errorf("semaphore %d, %v", sem, err)
+		}
+		// Each pass has activity ledgers of its own: 3 polls, 3 switches
+		// and done.
+		for _, act := range []string{"poll@", "poll@/poll~1<ready", "poll@/poll~2<ready", "ready@<poll", "ready@/poll~2<poll", "done@/poll~2<ready"} {
+			if v, err := tx.Counter(jobKey(job, "act", act)); err != nil || v == 0 {
+				return fmt.Errorf("activity ledger of %s: %d, %v", act, v, err)
+			}
+		}
+		n := 0
+		err := tx.ScanCounters(jobPrefix(job, "act"), func([]byte, int64) error { n++; return nil })
+		if err == nil && n != 7 {
+			err = fmt.Errorf("%d activity ledgers, want 7", n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoopRunsEachPassInAFreshAddress, on every backend.
+func TestLoopRunsEachPassInAFreshAddress(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRigOn(t, b)
+			e := New(r.store, Options{Owner: "w"})
+			if err := e.Register(loopFlow(r.sink)); err != nil {
+				t.Fatal(err)
+			}
+			job, err := e.Start(context.Background(), "loop", json.RawMessage(`{"order":"o-1","tries":0,"need":3}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			checkLoop(t, r, job)
+		})
+	}
+}
+
+// TestLoopPastItsLimitFails: a fourth poll would be pass 3 of 2.
+func TestLoopPastItsLimitFails(t *testing.T) {
+	r := newRig(t)
+	e := New(r.store, Options{Owner: "w"})
+	if err := e.Register(loopFlow(r.sink)); err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.Start(context.Background(), "loop", json.RawMessage(`{"order":"o-1","tries":0,"need":4}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.Status(context.Background(), job)
+	if st.State != StateFailed || len(st.Errors) != 1 || !strings.Contains(st.Errors[0], "PolicyDenied") || !strings.Contains(st.Errors[0], "pass 3 exceeds maxIterations 2") {
+		t.Fatalf("status %+v", st)
+	}
+	if n := len(r.sink.effects()); n != 3 {
+		t.Fatalf("%d polls happened, want 3", n)
+	}
+}
+
+// TestEveryCrashPointInALoop: a crash anywhere in any pass converges to
+// the clean run: every pass's effect once, nothing left open.
+func TestEveryCrashPointInALoop(t *testing.T) {
+	crashEverywhere(t, func(s *sink) []*Flow { return []*Flow{loopFlow(s)} }, "loop", `{"order":"o-1","tries":0,"need":3}`, checkLoop)
+}
+
+func TestReenterNestedLoops(t *testing.T) {
+	for _, c := range []struct {
+		dim, target, want string
+		pass              int
+	}{
+		{"", "x", "/x~1", 1},
+		{"/x~1", "x", "/x~2", 2},
+		{"/x~2/y~3", "y", "/x~2/y~4", 4},
+		{"/x~2/y~3", "x", "/x~3", 3},
+		{"/0/x~9", "x", "/0/x~10", 10},
+		{"/x~2/3", "x", "/x~3", 3},         // from inside a forEach element of the pass
+		{"/xx~2", "x", "/xx~2/x~1", 1},     // another node's loop
+		{"/x~junk", "x", "/x~junk/x~1", 1}, // not a pass number
+	} {
+		got, pass := reenter(c.dim, c.target)
+		if got != c.want || pass != c.pass {
+			t.Errorf("reenter(%q, %q) = %q, %d; want %q, %d", c.dim, c.target, got, pass, c.want, c.pass)
+		}
+	}
+}
