@@ -167,6 +167,14 @@ type Subflow struct {
 	diag.Source `json:"-"`
 	Flow        string   `json:"flow" flowgen:"required" doc:"Path of the child flow file, relative to this one."`
 	Inputs      []string `json:"inputs" flowgen:"required" doc:"Child entry ports (alias.port) the parent may feed."`
+	Budget      *Budget  `json:"budget,omitempty" doc:"The child job's budget, cut down to what the parent has left when the child starts."`
+}
+
+// Budget bounds what one job may spend; zero fields are unlimited.
+type Budget struct {
+	diag.Source `json:"-"`
+	Activations int               `json:"activations,omitempty" doc:"Activations the job may start (nodes, forEach elements, loop passes; compensations exempt)."`
+	Timeout     flowtype.Duration `json:"timeout,omitzero" doc:"Wall-clock time from the job's start after which no activation begins."`
 }
 
 // Checkpoint pauses the job until a human approves or rejects.
@@ -222,11 +230,12 @@ type Policies struct {
 	DedupeStore     string   `json:"dedupeStore,omitempty" doc:"Dedupe store binding; required by ExactlyOnce edges."`
 	Egress          []string `json:"egress,omitempty" doc:"Hosts the flow's connectors may contact."`
 	MaxSubflowDepth int      `json:"maxSubflowDepth,omitempty" doc:"Deepest subflow nesting allowed (default 8)."`
+	Budget          *Budget  `json:"budget,omitempty" doc:"Bounds each job of the flow; a subflow's budget never exceeds what its parent has left."`
 }
 
 // IsZero reports whether no policy is set, for canonical JSON.
 func (p Policies) IsZero() bool {
-	return p.DedupeStore == "" && len(p.Egress) == 0 && p.MaxSubflowDepth == 0
+	return p.DedupeStore == "" && len(p.Egress) == 0 && p.MaxSubflowDepth == 0 && p.Budget == nil
 }
 
 // SplitPort splits "alias.port" at the first dot.

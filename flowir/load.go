@@ -302,6 +302,7 @@ type resolver struct {
 
 func (r *resolver) resolve() {
 	f := r.g.Flow
+	r.budget(f.Policies.Budget)
 	for _, n := range f.Nodes {
 		if n == nil {
 			continue
@@ -410,10 +411,24 @@ func (r *resolver) connector(n *Node) *connectorspec.Spec {
 	return s
 }
 
+// budget reports negative limits (FMT006).
+func (r *resolver) budget(b *Budget) {
+	if b == nil {
+		return
+	}
+	if b.Activations < 0 {
+		r.diags.Add(b.At("activations"), diag.FMT006, "use a positive count, or leave it out for no limit", "budget activations %d is negative", b.Activations)
+	}
+	if b.Timeout < 0 {
+		r.diags.Add(b.At("timeout"), diag.FMT006, "use a positive duration, or leave it out for no limit", "budget timeout %s is negative", b.Timeout)
+	}
+}
+
 // subflow loads the child flow and exposes its listed entry ports and its
 // terminal output ports.
 func (r *resolver) subflow(gn *GraphNode) {
 	sf := gn.Subflow
+	r.budget(sf.Budget)
 	path := resolvePath(r.dir, sf.Flow)
 	abs := absPath(path)
 	if slices.Contains(r.stack, abs) {

@@ -208,6 +208,9 @@ func (fg *flowGen) emit(f *jen.File) {
 
 	var body []jen.Code
 	body = append(body, jen.Id("b").Op(":=").Qual(runtimePkg, "NewBuilder").Call(jen.Lit(flow.ID)))
+	if b := flow.Policies.Budget; b != nil {
+		body = append(body, jen.Id("b").Dot("SetBudget").Call(budgetCode(b)))
+	}
 	vars := map[*flowir.GraphNode]string{}
 	// Bodies of forEach nodes are added before their forEach.
 	order := make([]*flowir.GraphNode, 0, len(fg.g.Nodes))
@@ -351,8 +354,11 @@ func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.Graph
 		if n.Child != nil {
 			child = n.Child.Flow.ID
 		}
-		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddSubflow").Call(jen.Id("b"), jen.Lit(n.Alias),
-			jen.Qual(runtimePkg, "Subflow").Values(jen.Dict{jen.Id("Flow"): jen.Lit(child), jen.Id("Inputs"): stringSlice(inputs)}))}
+		sf := jen.Dict{jen.Id("Flow"): jen.Lit(child), jen.Id("Inputs"): stringSlice(inputs)}
+		if n.Subflow.Budget != nil {
+			sf[jen.Id("Budget")] = budgetCode(n.Subflow.Budget)
+		}
+		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddSubflow").Call(jen.Id("b"), jen.Lit(n.Alias), jen.Qual(runtimePkg, "Subflow").Values(sf))}
 	}
 	fg.diags.Add(n.Pos, diag.GEN001, "use a connector, switch, forEach, checkpoint or subflow node",
 		"node %q: %s nodes are not generated yet", n.Alias, n.Kind())
@@ -392,6 +398,18 @@ func compactJSON(b []byte) string {
 	}
 	out, _ := json.Marshal(v)
 	return string(out)
+}
+
+// budgetCode is a runtime.Budget literal.
+func budgetCode(b *flowir.Budget) jen.Code {
+	d := jen.Dict{}
+	if b.Activations > 0 {
+		d[jen.Id("Activations")] = jen.Lit(b.Activations)
+	}
+	if b.Timeout > 0 {
+		d[jen.Id("Timeout")] = durationCode(time.Duration(b.Timeout))
+	}
+	return jen.Qual(runtimePkg, "Budget").Values(d)
 }
 
 // connect writes one edge: Connect when both ends have the same Go type,

@@ -28,6 +28,9 @@ func NewBuilder(name string) *Builder {
 	return &Builder{flow: Flow{Name: name}, nodes: map[string]*FlowNode{}}
 }
 
+// SetBudget sets the budget of each job of the flow (Flow.Budget).
+func (b *Builder) SetBudget(budget Budget) { b.flow.Budget = budget }
+
 // Ref is a node added to a Builder; In and Out are its typed ports.
 type Ref[I, O any] struct{ alias string }
 

@@ -36,8 +36,8 @@ type Options struct {
 	CrashPoint func(point string) error
 	// Logger receives structured logs; slog.Default() when nil.
 	Logger *slog.Logger
-	// Now is the engine's clock for dedupe expiry; time.Now when nil. Use
-	// the store's clock in tests.
+	// Now is the engine's clock for dedupe expiry and budget deadlines;
+	// time.Now when nil. Use the store's clock in tests.
 	Now func() time.Time
 }
 
@@ -128,6 +128,7 @@ type jobMeta struct {
 	// Parent is set on a subflow's job: the activation waiting for it.
 	Parent *parentRef `json:"parent,omitempty"`
 	Depth  int        `json:"depth,omitempty"`
+	Budget jobBudget  `json:"budget,omitzero"`
 }
 
 // parentRef names the parent activation of a subflow job.
@@ -149,7 +150,8 @@ func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) 
 		return JobID{}, err
 	}
 	err = e.store.Update(ctx, func(tx store.Tx) error {
-		return e.createJob(tx, job, c, jobMeta{Flow: flow, Input: input, Started: e.now().UTC()}, c.entries)
+		now := e.now().UTC()
+		return e.createJob(tx, job, c, jobMeta{Flow: flow, Input: input, Started: now, Budget: c.Budget.from(now)}, c.entries)
 	})
 	if err != nil {
 		return JobID{}, fmt.Errorf("start %s: %w", flow, err)
@@ -182,8 +184,16 @@ func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, en
 	if err != nil {
 		return err
 	}
-	for _, alias := range entries {
-		if err := e.publish(tx, job, task{Flow: c.Name, Node: alias, Act: alias + "@", Input: input, InputRef: ref}); err != nil {
+	ts := make([]task, len(entries))
+	for i, alias := range entries {
+		ts[i] = task{Flow: c.Name, Node: alias, Act: alias + "@", Input: input, InputRef: ref}
+	}
+	meta.Budget.stamp(ts)
+	if err := spend(tx, job, meta.Budget, ts); err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if err := e.publish(tx, job, t); err != nil {
 			return err
 		}
 	}
@@ -227,6 +237,10 @@ type task struct {
 	// its MaxIterations, a spent budget): the processor fails it with
 	// PolicyDenied and this reason instead of running it.
 	Refused string `cbor:"17,keyasint,omitempty"`
+	// MaxActivations and Deadline (Unix nanoseconds) are the job's budget,
+	// carried by every task so it is enforced without reading the meta.
+	MaxActivations int64 `cbor:"18,keyasint,omitempty"`
+	Deadline       int64 `cbor:"19,keyasint,omitempty"`
 }
 
 func (e *Engine) publish(tx store.Tx, job JobID, t task) error {

@@ -14,6 +14,9 @@ type Flow struct {
 	Name  string
 	Nodes []*FlowNode
 	Edges []Edge
+	// Budget bounds each job of the flow started with Engine.Start; a job
+	// started as a subflow gets Subflow.Budget within its parent's.
+	Budget Budget
 }
 
 // FlowNode is one node of a flow: exactly one of Runner, Switch, ForEach,
@@ -50,6 +53,10 @@ type Subflow struct {
 	// MaxDepth bounds nesting (default 8): a subflow deeper than its
 	// limit fails with PolicyDenied instead of starting.
 	MaxDepth int
+	// Budget is the child job's budget, cut down to what the parent has
+	// left when the child starts (zero: all of it). A parent with nothing
+	// left fails the node with PolicyDenied instead of starting the child.
+	Budget Budget
 }
 
 // Compensation is how a node's effect is undone: Runner receives the

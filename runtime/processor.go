@@ -21,6 +21,9 @@ import (
 func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, error) {
 	job, t, m := en.job, en.t, en.m
 	n := c.byAlias[t.Node]
+	if t.Refused == "" {
+		t.Refused = overdue(t, e.now())
+	}
 	if t.Refused != "" {
 		return result{ErrKind: PolicyDenied.String(), Err: t.Refused, Attempts: 1}, nil
 	}

@@ -278,6 +278,10 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err != nil {
 		return false, err
 	}
+	t.budget().stamp(children)
+	if err := spend(tx, job, t.budget(), children); err != nil {
+		return false, err
+	}
 	for _, child := range children {
 		if err := e.publish(tx, job, child); err != nil {
 			return false, err

@@ -109,8 +109,18 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	if err != nil {
 		return err
 	}
-	meta := jobMeta{Flow: sf.Flow, Input: en.t.Input, Started: e.now().UTC(), Depth: parentMeta.Depth + 1,
+	now := e.now().UTC()
+	meta := jobMeta{Flow: sf.Flow, Input: en.t.Input, Started: now, Depth: parentMeta.Depth + 1,
 		Parent: &parentRef{Job: en.job.String(), Act: en.t.Act, Task: taskRaw}}
+	left := en.t.budget()
+	if left.MaxActivations > 0 {
+		used, err := spent(tx, en.job)
+		if err != nil {
+			return err
+		}
+		left.MaxActivations -= used
+	}
+	meta.Budget = sf.Budget.from(now).within(left)
 	limit := sf.MaxDepth
 	if limit <= 0 {
 		limit = defaultMaxDepth
@@ -129,6 +139,9 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	}
 	if meta.Depth > limit {
 		return refuse("subflow %s would nest %d deep, deeper than the limit of %d", sf.Flow, meta.Depth, limit)
+	}
+	if en.t.MaxActivations > 0 && left.MaxActivations <= 0 {
+		return refuse("budget exhausted: no activations left of %d for subflow %s", en.t.MaxActivations, sf.Flow)
 	}
 	cc, err := e.flow(sf.Flow)
 	if err != nil {
@@ -169,6 +182,14 @@ func (e *Engine) reportToParent(tx store.Tx, job JobID, status []byte) error {
 	}
 	if err := tx.PutOnce(jobKey(parent, "child", meta.Parent.Act), status); err != nil {
 		return err
+	}
+	// The child's activations count against the parent's budget.
+	if used, err := spent(tx, job); err != nil {
+		return err
+	} else if used > 0 {
+		if _, err := tx.Add(jobKey(parent, "spent"), used, budgetCeiling); err != nil {
+			return fmt.Errorf("budget: %w", err)
+		}
 	}
 	var t task
 	if err := cbor.Unmarshal(meta.Parent.Task, &t); err != nil {

@@ -26,9 +26,14 @@ func DefaultDemoParentConnectors() DemoParentConnectors {
 // typed: an edge between different Go types does not compile.
 func NewDemoParent(c DemoParentConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("demo.parent")
+	b.SetBudget(runtime.Budget{
+		Activations: 50,
+		Timeout:     time.Hour,
+	})
 	slugNode := runtime.AddNode(b, "slug", pure.NewTypedNode(c.Slug), runtime.NodeOptions{Timeout: 2 * time.Second})
 	reviewNode := runtime.AddCheckpoint[pure.Output](b, "review", runtime.Checkpoint{Prompt: "Publish this slug?"})
 	nestedNode := runtime.AddSubflow(b, "nested", runtime.Subflow{
+		Budget: runtime.Budget{Activations: 10},
 		Flow:   "demo.child",
 		Inputs: []string{"again"},
 	})
