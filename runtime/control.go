@@ -92,10 +92,39 @@ func (e *Engine) Inspect(ctx context.Context, job JobID) (*Inspection, error) {
 	return InspectJob(ctx, e.store, job)
 }
 
-// Inspection is a job's stored state, key by key.
+// Inspection is a job's stored state: key by key, and as a tree of
+// activations.
 type Inspection struct {
 	Job     string            `json:"job"`
+	Status  JobStatus         `json:"status"`
+	Summary string            `json:"summary"`
+	Tree    []*ActivationView `json:"tree"`
 	Entries []InspectionEntry `json:"entries"`
+}
+
+// ActivationView is one activation of a job as inspection sees it.
+type ActivationView struct {
+	// Act is the activation id: node@dimension<predecessor. The dimension
+	// ("/2" for forEach element 2, "/poll~3" for the third pass of a loop
+	// into poll) makes every run of a node distinct.
+	Act  string `json:"act"`
+	Node string `json:"node"`
+	Dim  string `json:"dim,omitempty"`
+	// Index is the element number of a forEach element (-1 otherwise).
+	Index int `json:"index"`
+	// State is pending (not yet started: a forEach element beyond its
+	// concurrency window), enqueued, launched (delivered, running or
+	// retrying), parked (waiting for a signal or a subflow), succeeded,
+	// failed, canceled (the job was killed) or timeout.
+	State    string `json:"state"`
+	Attempts int    `json:"attempts,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Ledger is the activity ledger's value and its digits in words.
+	Ledger      int64  `json:"ledger,omitempty"`
+	LedgerWords string `json:"ledgerWords,omitempty"`
+	// Elements is a forEach's fan-out size; Children its elements.
+	Elements int               `json:"elements,omitempty"`
+	Children []*ActivationView `json:"children,omitempty"`
 }
 
 // InspectionEntry is one key of a job's state.

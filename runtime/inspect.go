@@ -1,19 +1,27 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/fxamacker/cbor/v2"
 
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// InspectJob reads a job's whole state from s without an engine.
+// InspectJob reads a job's whole state from s without an engine: one
+// prefix scan of its root (values and counters), plus the job's messages
+// still in the work stream, which name the activations not yet finished.
 func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, error) {
 	in := &Inspection{Job: job.String()}
 	prefix := rootPrefix(job)
+	var queued []store.Message
 	err := s.View(ctx, func(tx store.ReadTx) error {
 		err := tx.Scan(prefix, func(k, v []byte) error {
 			e := InspectionEntry{Key: strings.TrimPrefix(string(k), string(prefix))}
@@ -28,12 +36,22 @@ func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, err
 		if err != nil {
 			return err
 		}
-		return tx.ScanCounters(prefix, func(k []byte, v int64) error {
+		err = tx.ScanCounters(prefix, func(k []byte, v int64) error {
 			key := strings.TrimPrefix(string(k), string(prefix))
 			e := InspectionEntry{Key: key, Counter: &v, Words: counterWords(key, v)}
 			in.Entries = append(in.Entries, e)
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		pending, err := tx.Pending(WorkStream)
+		for _, m := range pending {
+			if bytes.Equal(m.Job, job[:]) {
+				queued = append(queued, m)
+			}
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", job, err)
@@ -41,6 +59,7 @@ func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, err
 	if len(in.Entries) == 0 {
 		return nil, fmt.Errorf("inspect %s: no such job", job)
 	}
+	in.tree(queued)
 	return in, nil
 }
 
@@ -55,6 +74,189 @@ func counterWords(key string, v int64) string {
 		return fmt.Sprintf("%d open obligations", v)
 	case "agg":
 		return fmt.Sprintf("%d children finished", v)
+	case "spent":
+		return fmt.Sprintf("%d activations charged to the budget", v)
 	}
 	return ""
+}
+
+// tree arranges the activations the entries and queued messages name:
+// forEach elements under their forEach, everything else in dimension and
+// id order.
+func (in *Inspection) tree(queued []store.Message) {
+	byKey := map[string]InspectionEntry{}
+	for _, e := range in.Entries {
+		byKey[e.Key] = e
+	}
+	if st, ok := byKey["status"]; ok {
+		json.Unmarshal(st.Value, &in.Status)
+	}
+	views := map[string]*ActivationView{}
+	view := func(act string) *ActivationView {
+		if v, ok := views[act]; ok {
+			return v
+		}
+		v := newActivationView(act)
+		views[act] = v
+		return v
+	}
+	for _, e := range in.Entries {
+		if !strings.HasPrefix(e.Key, "res/") {
+			continue
+		}
+		var r result
+		if json.Unmarshal(e.Value, &r) != nil || r.Act == "" {
+			continue
+		}
+		v := view(r.Act)
+		v.Attempts, v.Elements = r.Attempts, r.Elements
+		switch {
+		case !r.failed():
+			v.State = "succeeded"
+		case r.ErrKind == "Canceled":
+			v.State = "canceled"
+		case r.TimedOut:
+			v.State = "timeout"
+		default:
+			v.State = "failed"
+		}
+		if v.Error = r.Err; r.failed() && !strings.HasPrefix(r.Err, r.ErrKind+":") {
+			v.Error = r.ErrKind + ": " + r.Err
+		}
+	}
+	for _, m := range queued {
+		var t task
+		if cbor.Unmarshal(m.Payload, &t) != nil {
+			continue
+		}
+		v := view(t.Act)
+		if v.State != "" {
+			continue // finished; the message awaits its ack or step 3
+		}
+		v.State, v.Attempts = "enqueued", m.Attempt
+		if m.Attempt > 0 {
+			v.State = "launched"
+		}
+		if t.Join != "" {
+			v.Index = t.Index
+		}
+	}
+	for act, v := range views {
+		seg := segment(act)
+		if c, ok := byKey["act/"+seg]; ok && c.Counter != nil {
+			v.Ledger, v.LedgerWords = *c.Counter, c.Words
+		}
+		if _, ok := byKey["wait/"+seg]; ok && v.State != "succeeded" && v.State != "failed" {
+			v.State = "parked"
+		}
+	}
+	// forEach elements under their forEach; elements never started are
+	// pending.
+	var roots []*ActivationView
+	forEaches := map[string]*ActivationView{} // node and dimension -> forEach
+	for _, v := range views {
+		if v.Elements > 0 {
+			forEaches[v.Node+"@"+v.Dim] = v
+		}
+	}
+	for _, v := range views {
+		if parent := forEaches[v.from()+"@"+parentDim(v.Dim)]; parent != nil && v.Index >= 0 {
+			parent.Children = append(parent.Children, v)
+			continue
+		}
+		roots = append(roots, v)
+	}
+	for _, fe := range forEaches {
+		started := map[int]bool{}
+		for _, c := range fe.Children {
+			started[c.Index] = true
+		}
+		for i := range fe.Elements {
+			if !started[i] {
+				fe.Children = append(fe.Children, &ActivationView{Act: fmt.Sprintf("element %d", i), Index: i, Dim: fe.Dim + "/" + strconv.Itoa(i), State: "pending"})
+			}
+		}
+		slices.SortFunc(fe.Children, func(a, b *ActivationView) int { return a.Index - b.Index })
+	}
+	// Within a dimension, in flow order: by distance from an entry node
+	// along the predecessors the activation ids name, a join after its
+	// forEach.
+	depth := nodeDepths(views)
+	slices.SortFunc(roots, func(a, b *ActivationView) int {
+		if c := strings.Compare(a.Dim, b.Dim); c != 0 {
+			return c
+		}
+		if c := depth[a.Node] - depth[b.Node]; c != 0 {
+			return c
+		}
+		if c := strings.Count(a.Act, "#join@") - strings.Count(b.Act, "#join@"); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Act, b.Act)
+	})
+	in.Tree = roots
+	in.Summary = summarize(in.Status, byKey)
+}
+
+// nodeDepths is each node's distance from an entry node (an activation
+// with no predecessor), breadth first over the predecessor links.
+func nodeDepths(views map[string]*ActivationView) map[string]int {
+	succ := map[string][]string{}
+	depth := map[string]int{}
+	var queue []string
+	for _, v := range views {
+		if from := v.from(); from != "" {
+			succ[from] = append(succ[from], v.Node)
+		} else if _, seen := depth[v.Node]; !seen && !strings.Contains(v.Act, "#join@") {
+			depth[v.Node] = 0
+			queue = append(queue, v.Node)
+		}
+	}
+	for ; len(queue) > 0; queue = queue[1:] {
+		for _, next := range succ[queue[0]] {
+			if _, seen := depth[next]; !seen {
+				depth[next] = depth[queue[0]] + 1
+				queue = append(queue, next)
+			}
+		}
+	}
+	return depth
+}
+
+// newActivationView parses an activation id (node@dim<from, or
+// node#join@dim for a forEach's join).
+func newActivationView(act string) *ActivationView {
+	v := &ActivationView{Act: act, Index: -1}
+	node, rest, _ := strings.Cut(act, "@")
+	v.Node = strings.TrimSuffix(node, "#join")
+	v.Dim, _, _ = strings.Cut(rest, "<")
+	if i := strings.LastIndexByte(v.Dim, '/'); i >= 0 {
+		if n, err := strconv.Atoi(v.Dim[i+1:]); err == nil {
+			v.Index = n
+		}
+	}
+	return v
+}
+
+// from is the predecessor named in the activation id.
+func (v *ActivationView) from() string {
+	_, from, _ := strings.Cut(v.Act, "<")
+	return from
+}
+
+func summarize(st JobStatus, byKey map[string]InspectionEntry) string {
+	parts := []string{string(st.State)}
+	if c, ok := byKey["sem"]; ok && c.Counter != nil {
+		parts = append(parts, c.Words)
+	}
+	if c, ok := byKey["spent"]; ok && c.Counter != nil {
+		parts = append(parts, c.Words)
+	}
+	if _, ok := byKey["tomb"]; ok {
+		parts = append(parts, "killed")
+	}
+	if _, ok := byKey["paused"]; ok {
+		parts = append(parts, "paused")
+	}
+	return strings.Join(parts, ", ")
 }

@@ -44,10 +44,11 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 	case n.Checkpoint != nil:
 		return e.decision(ctx, job, t)
 	case n.ForEach != nil:
-		if _, err := lookupArray(t.Input, n.ForEach.Items); err != nil {
+		items, err := lookupArray(t.Input, n.ForEach.Items)
+		if err != nil {
 			return result{ErrKind: SchemaMismatch.String(), Err: err.Error(), Attempts: 1}, nil
 		}
-		return result{Output: t.Input, Port: "out", Attempts: 1}, nil
+		return result{Output: t.Input, Port: "out", Attempts: 1, Elements: len(items)}, nil
 	}
 	runner, keyFields, params := n.Runner, []string(nil), n.Params
 	if t.Undo > 0 {
@@ -101,8 +102,11 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 		return result{}, ctx.Err() // shutting down: leave the message for redelivery
 	}
 	log.add(e, "retry", "end", "no retry: final")
-	return result{ErrKind: kind.String(), Err: err.Error(), Attempts: m.Attempt, Steps: log}, nil
+	return result{ErrKind: kind.String(), Err: err.Error(), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
 }
+
+// errTimedOut marks the failure of an attempt that ran out of its timeout.
+var errTimedOut = errors.New("timed out")
 
 // call runs a node once with its timeout, key and capabilities; a panic in
 // node code is a Permanent failure, not a crash of the worker.
@@ -129,8 +133,8 @@ func (e *Engine) call(ctx context.Context, runner Runner, info NodeInfo, params 
 		}
 	}()
 	out, err = runner.Run(rc, params, t.Input)
-	if err == nil && cctx.Err() != nil && ctx.Err() == nil {
-		err = Errorf(Transient, "node %s timed out after %s", t.Node, timeout)
+	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		out, err = nil, Errorf(Transient, "node %s %w after %s", t.Node, errTimedOut, timeout)
 	}
 	return out, err
 }

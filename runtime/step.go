@@ -17,6 +17,9 @@ import (
 
 // result is an activation's write-once outcome.
 type result struct {
+	// Act is the activation the result belongs to (its key segment may be
+	// hashed), for inspection.
+	Act    string          `json:"act,omitempty"`
 	Output json.RawMessage `json:"output,omitempty"`
 	// Port is the output port the output leaves on ("out", or a switch
 	// label; empty when a switch matched nothing).
@@ -24,6 +27,10 @@ type result struct {
 	ErrKind  string `json:"errorKind,omitempty"`
 	Err      string `json:"error,omitempty"`
 	Attempts int    `json:"attempts"`
+	// TimedOut is set when the final attempt ran out of its timeout.
+	TimedOut bool `json:"timedOut,omitempty"`
+	// Elements is the fan-out size of a forEach activation.
+	Elements int `json:"elements,omitempty"`
 	// Deduplicated names the job whose recorded output an exactly-once
 	// activation reused instead of running.
 	Deduplicated string `json:"deduplicated,omitempty"`
@@ -242,6 +249,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
 	job, t := en.job, en.t
 	if res != nil {
+		res.Act = t.Act
 		raw, err := json.Marshal(res)
 		if err != nil {
 			return false, err

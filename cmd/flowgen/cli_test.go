@@ -287,7 +287,7 @@ func TestJobCommands(t *testing.T) {
 	s.Close()
 
 	r := run(t, "", "inspect", "--store", path, done.String())
-	if r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") ||
+	if r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") || !regexp.MustCompile(`(?m)^  echo@ +succeeded `).MatchString(r.stdout) ||
 		!strings.Contains(r.stdout, `"state":"succeeded"`) || !strings.Contains(r.stdout, "ordinal=1, work done, children published, closed the job, completion done") {
 		t.Fatalf("inspect: %+v", r)
 	}

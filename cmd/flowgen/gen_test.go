@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
 
@@ -189,7 +190,8 @@ func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r := run(t, "", "inspect", "--store", url, "--json", started.Job)
-		if strings.Contains(r.stdout, `"state":"succeeded"`) || strings.Contains(r.stdout, `"state": "succeeded"`) {
+		var in runtime.Inspection
+		if json.Unmarshal([]byte(r.stdout), &in) == nil && in.Status.State == runtime.StateSucceeded {
 			if !strings.Contains(r.stdout, "signed-off") {
 				t.Errorf("the subflow's result is missing:\n%s", r.stdout)
 			}

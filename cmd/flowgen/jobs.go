@@ -94,9 +94,13 @@ func runInspect(e *env, args []string) int {
 	return exitOK
 }
 
-// writeInspection prints an inspection grouped by kind of key.
+// writeInspection prints the job's activation tree, then every stored key.
 func writeInspection(w io.Writer, in *runtime.Inspection) {
-	fmt.Fprintf(w, "job %s\n", in.Job)
+	fmt.Fprintf(w, "job %s: %s\n", in.Job, in.Summary)
+	for _, v := range in.Tree {
+		writeActivation(w, v, "  ")
+	}
+	fmt.Fprintf(w, "stored state:\n")
 	entries := append([]runtime.InspectionEntry(nil), in.Entries...)
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
 	for _, en := range entries {
@@ -111,6 +115,42 @@ func writeInspection(w io.Writer, in *runtime.Inspection) {
 			fmt.Fprintf(w, "  %-40s %q\n", en.Key, en.Text)
 		}
 	}
+}
+
+// writeActivation prints one activation and its forEach elements.
+func writeActivation(w io.Writer, v *runtime.ActivationView, indent string) {
+	line := fmt.Sprintf("%s%-*s %-9s", indent, max(1, 44-len(indent)), v.Act, v.State)
+	if v.Attempts > 1 {
+		line += fmt.Sprintf(" %d attempts", v.Attempts)
+	}
+	if v.Elements > 0 {
+		counts := map[string]int{}
+		for _, c := range v.Children {
+			counts[c.State]++
+		}
+		var parts []string
+		for _, state := range []string{"succeeded", "failed", "timeout", "canceled", "launched", "enqueued", "parked", "pending"} {
+			if counts[state] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", counts[state], state))
+			}
+		}
+		line += fmt.Sprintf(" forEach of %d: %s", v.Elements, strings.Join(parts, ", "))
+	}
+	if v.LedgerWords != "" {
+		line += "  [" + v.LedgerWords + "]"
+	}
+	if v.Error != "" {
+		line += "\n" + indent + "    error: " + firstLine(v.Error)
+	}
+	fmt.Fprintln(w, line)
+	for _, c := range v.Children {
+		writeActivation(w, c, indent+"  ")
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }
 
 func oneLine(v json.RawMessage) string {
