@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -144,6 +145,26 @@ func TestLoopPastItsLimitFails(t *testing.T) {
 // the clean run: every pass's effect once, nothing left open.
 func TestEveryCrashPointInALoop(t *testing.T) {
 	crashEverywhere(t, func(s *sink) []*Flow { return []*Flow{loopFlow(s)} }, "loop", `{"order":"o-1","tries":0,"need":3}`, checkLoop)
+}
+
+// TestLoopUnderDuplicateDelivery: replayed back-edge messages land on the
+// addresses their first delivery used, so the loop ends as a clean run.
+func TestLoopUnderDuplicateDelivery(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRigOn(t, b)
+			e := New(r.store, Options{Owner: "w1", Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second})
+			if err := e.Register(loopFlow(r.sink)); err != nil {
+				t.Fatal(err)
+			}
+			job, err := e.Start(context.Background(), "loop", json.RawMessage(`{"order":"o-1","tries":0,"need":3}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			deliverRepeatedly(t, r, e)
+			checkLoop(t, r, job)
+		})
+	}
 }
 
 func TestReenterNestedLoops(t *testing.T) {

@@ -361,6 +361,15 @@ func duplicateDelivery(t *testing.T, r *rig) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deliverRepeatedly(t, r, e)
+	r.assertFinished(job)
+}
+
+// deliverRepeatedly works the stream by hand: each message 2 to 10 times,
+// an older one replayed after each, and all of them again in reverse order
+// at the end.
+func deliverRepeatedly(t *testing.T, r *rig, e *Engine) {
+	t.Helper()
 	var delivered []store.Message
 	for round := 0; ; round++ {
 		var m store.Message
@@ -397,7 +406,6 @@ func duplicateDelivery(t *testing.T, r *rig) {
 			t.Fatal(err)
 		}
 	}
-	r.assertFinished(job)
 }
 
 func TestKillPauseResumeAndInspect(t *testing.T) {
