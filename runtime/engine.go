@@ -279,6 +279,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 				failed = 10 * time.Millisecond
 				if did {
 					idle = time.Millisecond
+					wake.pass() // there may be more
 					continue
 				}
 				select {
@@ -320,8 +321,8 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // wakeups subscribes to the store's publish notifications, if it has them,
 // and returns a broadcaster that wakes every idle worker, with the longest
 // idle poll to use alongside.
-func (e *Engine) wakeups(ctx context.Context) (*broadcast, time.Duration) {
-	b := newBroadcast()
+func (e *Engine) wakeups(ctx context.Context) (*baton, time.Duration) {
+	b := newBaton()
 	n, ok := e.store.(store.Notifier)
 	if !ok {
 		return b, 50 * time.Millisecond
@@ -333,32 +334,29 @@ func (e *Engine) wakeups(ctx context.Context) (*broadcast, time.Duration) {
 	}
 	go func() {
 		for range ch {
-			b.fire()
+			b.pass()
 		}
 	}()
 	return b, 250 * time.Millisecond
 }
 
-// broadcast wakes every waiter at once: wait returns a channel closed by
-// the next fire.
-type broadcast struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
+// baton wakes idle workers one at a time: a publish notification wakes
+// one, and each worker that finds work passes the baton to the next, so
+// as many wake as there is work for, instead of every idle worker of
+// every process querying at once on each commit.
+type baton struct{ ch chan struct{} }
 
-func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
+func newBaton() *baton { return &baton{ch: make(chan struct{}, 1)} }
 
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ch
-}
+// wait returns the channel an idle worker waits on.
+func (b *baton) wait() <-chan struct{} { return b.ch }
 
-func (b *broadcast) fire() {
-	b.mu.Lock()
-	close(b.ch)
-	b.ch = make(chan struct{})
-	b.mu.Unlock()
+// pass wakes one waiting worker (or the next to wait); it never blocks.
+func (b *baton) pass() {
+	select {
+	case b.ch <- struct{}{}:
+	default:
+	}
 }
 
 // Step processes at most one message and reports whether it found one. The
