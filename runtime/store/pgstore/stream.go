@@ -18,18 +18,15 @@ func (t *tx) Enqueue(m store.Message) error {
 	if at.IsZero() {
 		at = t.now
 	}
-	res, err := t.exec(`INSERT INTO flowgen_messages (stream, id, job, payload, visible_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (stream, id) DO NOTHING`,
-		m.Stream, m.ID[:], m.Job, nonNil(m.Payload), at.UnixNano())
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 || at.After(t.now) {
-		return nil // nothing new is visible now
-	}
-	// Delivered to listeners when (and only if) the transaction commits;
-	// PostgreSQL folds identical notifications of one transaction.
-	_, err = t.exec(`SELECT pg_notify($1, $2)`, notifyChannel, m.Stream)
+	// One round trip: the insert, and a notification when it added a
+	// message that is visible now. Listeners get it when (and only if)
+	// the transaction commits; PostgreSQL folds identical notifications of
+	// one transaction.
+	_, err := t.exec(`WITH ins AS (
+		INSERT INTO flowgen_messages (stream, id, job, payload, visible_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (stream, id) DO NOTHING RETURNING 1
+	) SELECT pg_notify($6, $1) FROM ins WHERE $7`,
+		m.Stream, m.ID[:], m.Job, nonNil(m.Payload), at.UnixNano(), notifyChannel, !at.After(t.now))
 	return err
 }
 
