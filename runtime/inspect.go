@@ -141,6 +141,14 @@ func (in *Inspection) tree(queued []store.Message) {
 			v.Index = t.Index
 		}
 	}
+	for _, e := range in.Entries {
+		var t task
+		if strings.HasPrefix(e.Key, "wait/") && cbor.Unmarshal([]byte(e.Text), &t) == nil && t.Act != "" {
+			if v := view(t.Act); v.State == "" {
+				v.State = "parked"
+			}
+		}
+	}
 	for act, v := range views {
 		seg := segment(act)
 		if c, ok := byKey["act/"+seg]; ok && c.Counter != nil {

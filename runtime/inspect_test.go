@@ -128,3 +128,26 @@ func TestInspectShowsTimeoutAndCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectShowsParkedCheckpoint: a checkpoint waiting for a decision
+// is parked.
+func TestInspectShowsParkedCheckpoint(t *testing.T) {
+	r := newRig(t)
+	e := New(r.store, Options{Owner: "w"})
+	err := e.Register(&Flow{Name: "approve", Nodes: []*FlowNode{{Alias: "review", Checkpoint: &Checkpoint{Prompt: "ok?"}}, {Alias: "after", Runner: noop}},
+		Edges: []Edge{{From: "review", FromPort: "approved", To: "after"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, _ := e.Start(context.Background(), "approve", json.RawMessage(`{"n":1}`))
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	in, err := InspectJob(context.Background(), r.store, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Tree) != 1 || in.Tree[0].Act != "review@" || in.Tree[0].State != "parked" || in.Summary != "running, 1 open obligations" {
+		t.Fatalf("tree %+v, summary %q", in.Tree, in.Summary)
+	}
+}
