@@ -247,7 +247,7 @@ func (e *nodeEmitter) emitNewNode() {
 	e.f.Func().Id("NewNode").Params(Id("impl").Id("Implementation")).Qual(runtimePkg, "Runner").Block(
 		Return(Qual(runtimePkg, "Typed").Call(Id("Info").Call(),
 			Func().Params(Id("ctx").Op("*").Qual(runtimePkg, "Context"), Id("params").Id("Params"), Id("in").Id(e.in.name)).Params(Id(e.out.name), Error()).Block(
-				Return(Id("impl").Dot("Run").Call(Id("Context").Values(Id("ctx"), Id("ctx")), Id("params"), Id("in"))),
+				Return(Id("impl").Dot("Run").Call(Id("Context").Values(Id("ctx").Dot("Context"), Id("ctx")), Id("params"), Id("in"))),
 			))),
 	)
 	e.f.Line()

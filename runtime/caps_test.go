@@ -2,11 +2,13 @@ package runtime
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -161,5 +163,48 @@ func TestGrantsGiveOnlyDeclaredCapabilities(t *testing.T) {
 	}
 	if _, err := sec.Secret(context.Background(), "missing/handle"); KindOf(err) != Auth {
 		t.Fatalf("missing secret: %v", err)
+	}
+}
+
+// TestReadCapabilitiesDoNotAssertToWrites: a node granted only reads
+// cannot find a write method on what it holds, whatever backs it (the
+// HTTP client, the store, a database all implement both sides).
+func TestReadCapabilitiesDoNotAssertToWrites(t *testing.T) {
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "caps.db"), boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	db := sql.OpenDB(nil) // never queried
+	g := Grants{Store: st, BlobDir: t.TempDir(), DB: db}
+	caps := g.For(NodeInfo{ID: "r", Egress: []string{"a.example"},
+		Capabilities: []string{"http.read", "http.read.pinned", "kv.read", "blob.read", "db.read", "clock", "secrets"}})
+	reads := map[string]any{"HTTPRead": caps.HTTPRead, "HTTPPinned": caps.HTTPPinned, "KVRead": caps.KVRead,
+		"BlobRead": caps.BlobRead, "DBRead": caps.DBRead, "Clock": caps.Clock, "Secrets": caps.Secrets}
+	for name, v := range reads {
+		if v == nil || reflect.ValueOf(v).IsZero() {
+			t.Fatalf("%s was not granted", name)
+		}
+		if _, ok := v.(HTTPWriter); ok {
+			t.Errorf("%s (%T) asserts to HTTPWriter", name, v)
+		}
+		if _, ok := v.(KVWriter); ok {
+			t.Errorf("%s (%T) asserts to KVWriter", name, v)
+		}
+		if _, ok := v.(BlobWriter); ok {
+			t.Errorf("%s (%T) asserts to BlobWriter", name, v)
+		}
+		if _, ok := v.(DBWriter); ok {
+			t.Errorf("%s (%T) asserts to DBWriter", name, v)
+		}
+		if _, ok := v.(DedupeStore); ok {
+			t.Errorf("%s (%T) asserts to DedupeStore", name, v)
+		}
+		if n := reflect.TypeOf(v).NumMethod(); n != 1 {
+			t.Errorf("%s (%T) has %d exported methods, want exactly its capability's one", name, v, n)
+		}
+	}
+	if caps.HTTPWrite != nil || caps.KVWrite != nil || caps.BlobWrite != nil || caps.DBWrite != nil || caps.Dedupe != nil {
+		t.Errorf("undeclared writes granted: %+v", caps)
 	}
 }

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"database/sql"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -12,9 +14,22 @@ import (
 // Grants builds an activation's capabilities from what its node declares:
 // a capability the node does not name stays nil. Set it as
 // Options.Capabilities (grants.For).
+//
+// Every granted value is a narrow type that has exactly the methods of its
+// capability interface, whatever backs it: the value behind HTTPRead has
+// no Do, the one behind DBRead no ExecContext, the one behind KVRead no
+// Put. A node therefore cannot reach a write it did not declare by a type
+// assertion on a read capability.
 type Grants struct {
-	// Store backs KV and dedupe.
+	// Store backs KV and dedupe unless KV or Dedupe is set.
 	Store store.Store
+	// KV, when set, backs kv.read and kv.write instead of Store.
+	KV interface {
+		KVReader
+		KVWriter
+	}
+	// Dedupe, when set, backs dedupe instead of Store.
+	Dedupe DedupeStore
 	// Blobs backs blob read and write (s3blobs for S3-compatible storage);
 	// when nil, BlobDir does.
 	Blobs interface {
@@ -29,6 +44,8 @@ type Grants struct {
 	Secrets Secrets
 	// DB backs db.read and db.write.
 	DB *sql.DB
+	// Clock backs clock; SystemClock when nil.
+	Clock Clock
 	// Seed seeds rng.seeded per activation (mixed with nothing else, so a
 	// replay with the same seed draws the same numbers).
 	Seed uint64
@@ -41,26 +58,31 @@ func (g Grants) For(info NodeInfo) Capabilities {
 	if has(flowtype.HTTPRead) || has(flowtype.HTTPReadPinned) || has(flowtype.HTTPWrite) {
 		h := NewHTTP(g.Transport, info.Egress)
 		if has(flowtype.HTTPRead) {
-			caps.HTTPRead = h
+			caps.HTTPRead = httpReader{h}
 		}
 		if has(flowtype.HTTPReadPinned) {
-			caps.HTTPPinned = h
+			caps.HTTPPinned = pinnedReader{h}
 		}
 		if has(flowtype.HTTPWrite) {
-			caps.HTTPWrite = h
+			caps.HTTPWrite = httpWriter{h}
 		}
 	}
-	if g.Store != nil {
-		kv := NewStoreKV(g.Store, info.ID)
-		if has(flowtype.KVRead) {
-			caps.KVRead = kv
-		}
-		if has(flowtype.KVWrite) {
-			caps.KVWrite = kv
-		}
-		if has(flowtype.Dedupe) {
-			caps.Dedupe = NewStoreDedupe(g.Store, nil)
-		}
+	kv := g.KV
+	if kv == nil && g.Store != nil {
+		kv = NewStoreKV(g.Store, info.ID)
+	}
+	if kv != nil && has(flowtype.KVRead) {
+		caps.KVRead = kvReader{kv}
+	}
+	if kv != nil && has(flowtype.KVWrite) {
+		caps.KVWrite = kvWriter{kv}
+	}
+	dedupe := g.Dedupe
+	if dedupe == nil && g.Store != nil {
+		dedupe = NewStoreDedupe(g.Store, nil)
+	}
+	if dedupe != nil && has(flowtype.Dedupe) {
+		caps.Dedupe = dedupeStore{dedupe}
 	}
 	var blobs interface {
 		BlobReader
@@ -72,24 +94,23 @@ func (g Grants) For(info NodeInfo) Capabilities {
 	case g.BlobDir != "":
 		blobs = &DiskBlobs{dir: g.BlobDir}
 	}
-	if b := blobs; b != nil {
-		if has(flowtype.BlobRead) || has(flowtype.BlobReadHash) {
-			caps.BlobRead = b
-		}
-		if has(flowtype.BlobWrite) {
-			caps.BlobWrite = b
-		}
+	if blobs != nil && (has(flowtype.BlobRead) || has(flowtype.BlobReadHash)) {
+		caps.BlobRead = blobReader{blobs}
 	}
-	if g.DB != nil {
-		if has(flowtype.DBRead) || has(flowtype.DBWrite) {
-			caps.DBRead = g.DB
-		}
-		if has(flowtype.DBWrite) {
-			caps.DBWrite = g.DB
-		}
+	if blobs != nil && has(flowtype.BlobWrite) {
+		caps.BlobWrite = blobWriter{blobs}
+	}
+	if g.DB != nil && (has(flowtype.DBRead) || has(flowtype.DBWrite)) {
+		caps.DBRead = dbReader{g.DB}
+	}
+	if g.DB != nil && has(flowtype.DBWrite) {
+		caps.DBWrite = dbWriter{g.DB}
 	}
 	if has(flowtype.Clock) {
-		caps.Clock = SystemClock{}
+		caps.Clock = clock{g.Clock}
+		if g.Clock == nil {
+			caps.Clock = clock{SystemClock{}}
+		}
 	}
 	if has(flowtype.RNG) {
 		caps.RNG = SystemRNG{}
@@ -98,10 +119,73 @@ func (g Grants) For(info NodeInfo) Capabilities {
 		caps.RNG = NewSeededRNG(g.Seed)
 	}
 	if has(flowtype.Secrets) {
-		caps.Secrets = g.Secrets
-		if caps.Secrets == nil {
-			caps.Secrets = EnvSecrets{}
+		caps.Secrets = secrets{g.Secrets}
+		if g.Secrets == nil {
+			caps.Secrets = secrets{EnvSecrets{}}
 		}
 	}
 	return caps
+}
+
+// The narrow capability types: each holds its backend in an unexported
+// field and has only its interface's methods.
+type (
+	httpReader   struct{ h *HTTP }
+	pinnedReader struct{ h *HTTP }
+	httpWriter   struct{ h *HTTP }
+	kvReader     struct{ b KVReader }
+	kvWriter     struct{ b KVWriter }
+	dedupeStore  struct{ b DedupeStore }
+	blobReader   struct{ b BlobReader }
+	blobWriter   struct{ b BlobWriter }
+	dbReader     struct{ b DBReader }
+	dbWriter     struct{ b DBWriter }
+	clock        struct{ b Clock }
+	secrets      struct{ b Secrets }
+)
+
+func (c httpReader) Get(ctx context.Context, url string, header http.Header) (*HTTPResponse, error) {
+	return c.h.Get(ctx, url, header)
+}
+
+func (c pinnedReader) GetPinned(ctx context.Context, url, pin string, header http.Header) (*HTTPResponse, error) {
+	return c.h.GetPinned(ctx, url, pin, header)
+}
+
+func (c httpWriter) Do(ctx context.Context, method, url string, header http.Header, body []byte) (*HTTPResponse, error) {
+	return c.h.Do(ctx, method, url, header, body)
+}
+
+func (c kvReader) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	return c.b.Get(ctx, key)
+}
+
+func (c kvWriter) Put(ctx context.Context, key string, value []byte) error {
+	return c.b.Put(ctx, key, value)
+}
+
+func (c dedupeStore) PutIfAbsent(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	return c.b.PutIfAbsent(ctx, key, ttl)
+}
+
+func (c blobReader) ReadBlob(ctx context.Context, name string) ([]byte, error) {
+	return c.b.ReadBlob(ctx, name)
+}
+
+func (c blobWriter) WriteBlob(ctx context.Context, name string, data []byte) error {
+	return c.b.WriteBlob(ctx, name, data)
+}
+
+func (c dbReader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.b.QueryContext(ctx, query, args...)
+}
+
+func (c dbWriter) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.b.ExecContext(ctx, query, args...)
+}
+
+func (c clock) Now() time.Time { return c.b.Now() }
+
+func (c secrets) Secret(ctx context.Context, handle string) (string, error) {
+	return c.b.Secret(ctx, handle)
 }

@@ -217,7 +217,7 @@ var _ Implementation = (*Connector)(nil)
 // output is validated after it; a violation fails with SchemaMismatch.
 func NewNode(impl Implementation) runtime.Runner {
 	return runtime.Typed(Info(), func(ctx *runtime.Context, params Params, in Input) (Output, error) {
-		return impl.Run(Context{ctx, ctx}, params, in)
+		return impl.Run(Context{ctx.Context, ctx}, params, in)
 	})
 }
 
