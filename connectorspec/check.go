@@ -202,7 +202,10 @@ func (c *checker) dataClasses() {
 	seen := map[string]bool{}
 	var visit func(n schemaNode)
 	visit = func(n schemaNode) {
-		key := n.doc.File + "#" + n.ptr
+		// A schema file is visited once however many ports refer to it;
+		// inline schemas share the spec's file name, so their position
+		// tells them apart.
+		key := fmt.Sprintf("%s:%d:%d#%s", n.doc.File, n.doc.Pos.Line, n.doc.Pos.Col, n.ptr)
 		if seen[key] {
 			return
 		}
@@ -371,6 +374,7 @@ func (c *checker) fixtures() {
 		if fx.Error != nil && !fx.Output.IsZero() {
 			c.add(fx.At("error"), diag.FMT006, "keep either output or error", "fixture %q expects both an output and an error", fx.Name)
 		}
+		c.fixtureKind(fx)
 		for i, ex := range fx.HTTP {
 			switch st := ex.Response.Status; {
 			case ex.Response.Timeout && st != 0:
@@ -385,6 +389,32 @@ func (c *checker) fixtures() {
 			}
 		}
 	}
+}
+
+// fixtureKind checks that an error fixture expects the kind the error
+// taxonomy gives its last recorded answer, the one that ended the call
+// (FIX002): a 429 expected as Permanent would be retried never, a 401
+// expected as Transient forever.
+func (c *checker) fixtureKind(fx Fixture) {
+	if fx.Error == nil || len(fx.HTTP) == 0 {
+		return
+	}
+	last := fx.HTTP[len(fx.HTTP)-1].Response
+	kinds := flowtype.KindsForResponse(last.Status, last.Timeout)
+	if len(kinds) == 0 || slices.Contains(kinds, fx.Error.Kind) {
+		return
+	}
+	answer := fmt.Sprintf("status %d", last.Status)
+	if last.Timeout {
+		answer = "a timeout"
+	}
+	var names []string
+	for _, k := range kinds {
+		names = append(names, k.String())
+	}
+	c.add(fx.Error.At("kind"), diag.FIX002, fmt.Sprintf("expect %s, and map %s to it in the connector", strings.Join(names, " or "), answer),
+		"fixture %q expects %s, but its last recorded answer is %s, which the error taxonomy makes %s",
+		fx.Name, fx.Error.Kind, answer, strings.Join(names, " or "))
 }
 
 // instance validates one fixture value and reports each failing leaf at the

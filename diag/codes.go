@@ -26,6 +26,7 @@ const (
 	SCHEMA001 Code = "SCHEMA001" // invalid JSON Schema
 	SCHEMA002 Code = "SCHEMA002" // $ref file not found
 	FIX001    Code = "FIX001"    // fixture does not match its port schema
+	FIX002    Code = "FIX002"    // fixture error kind contradicts the provider's answer
 )
 
 // Connector and flow codes.
@@ -94,6 +95,8 @@ var Codes = []Info{
 		"Correct the path (relative to the file holding the `$ref`) or copy the remote schema next to the spec."},
 	{FIX001, Error, "fixture does not match its port schema",
 		"Make the fixture match the port schema, or fix the schema if the fixture shows real data."},
+	{FIX002, Error, "fixture error kind contradicts the provider's answer",
+		"Expect the kind the taxonomy gives the last recorded answer (401 Auth, 403 Auth or PolicyDenied, 429 RateLimited, 408/5xx/timeout Transient, other 4xx Permanent or SchemaMismatch), and map it so in the connector."},
 	{DAG004, Error, "effectful node without idempotency key",
 		"Add `idempotency: {key: [<input fields that identify the effect>]}`."},
 	{DAG200, Error, "cycle",

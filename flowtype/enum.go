@@ -205,3 +205,28 @@ func (s *IdemScope) UnmarshalText(b []byte) error {
 
 // EnumValues lists the accepted spellings, for schemas and help texts.
 func (IdemScope) EnumValues() []string { return idemScopeNames }
+
+// KindsForResponse lists the error kinds a provider answer may map to under
+// the error taxonomy: 401 Auth; 403 Auth or PolicyDenied; 429 RateLimited;
+// 408, 5xx and a request that times out (timeout true) Transient; any other
+// 4xx Permanent or SchemaMismatch. Statuses below 400 say nothing about the
+// error (a provider may report failure in a 200 body), so they give nil,
+// as does a status outside 100-599.
+func KindsForResponse(status int, timeout bool) []ErrorKind {
+	switch {
+	case timeout:
+		return []ErrorKind{Transient}
+	case status < 400 || status > 599:
+		return nil
+	case status == 401:
+		return []ErrorKind{Auth}
+	case status == 403:
+		return []ErrorKind{Auth, PolicyDenied}
+	case status == 429:
+		return []ErrorKind{RateLimited}
+	case status == 408 || status >= 500:
+		return []ErrorKind{Transient}
+	default:
+		return []ErrorKind{Permanent, SchemaMismatch}
+	}
+}
