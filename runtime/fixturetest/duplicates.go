@@ -1,18 +1,15 @@
 package fixturetest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/testharness"
@@ -30,22 +27,16 @@ import (
 // test names each key that saw more.
 func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 	t.Helper()
-	var m struct {
-		Fixtures    []fixture
-		Idempotency *struct{ TTL flowtype.Duration }
+	m, err := httpfixture.Parse(manifest)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(manifest, &m); err != nil {
-		t.Fatalf("manifest: %v", err)
-	}
-	var env Env
-	if s, ok := impl.(Setup); ok {
-		env = s.FixtureEnv(t)
-	}
+	env := setup(t, impl, m)
 	info := node.Info()
 	p := &provider{effects: map[string]int{}}
 	var deliveries []testharness.Delivery
 	for _, fx := range m.Fixtures {
-		if fx.Error != nil || len(fx.Output) == 0 {
+		if !fx.Succeeds() {
 			continue
 		}
 		p.exchanges = append(p.exchanges, fx.HTTP...)
@@ -82,12 +73,13 @@ func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 }
 
 // provider answers recorded requests by method and URL, in any order, and
-// counts effects per delivery key.
+// counts effects per delivery key (httpfixture.Provider decides what is an
+// effect).
 type provider struct {
 	mu        sync.Mutex
-	exchanges []exchange
-	current   string          // idempotency key of the delivery being run
-	seen      map[string]bool // Idempotency-Key headers already applied
+	exchanges []httpfixture.Exchange
+	current   string // idempotency key of the delivery being run
+	world     httpfixture.Provider
 	effects   map[string]int
 	errs      []string
 }
@@ -101,33 +93,18 @@ func (p *provider) setCurrent(key string) {
 func (p *provider) RoundTrip(req *http.Request) (*http.Response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var body []byte
 	if req.Body != nil {
-		io.Copy(io.Discard, req.Body)
+		body, _ = io.ReadAll(req.Body)
 	}
 	for _, ex := range p.exchanges {
-		want := strings.ReplaceAll(ex.Request.URL, "{{idempotency_key}}", p.current)
-		if !strings.EqualFold(ex.Request.Method, req.Method) || want != req.URL.String() {
+		if !ex.SameTarget(req.Method, req.URL.String(), p.current) {
 			continue
 		}
-		if req.Method != http.MethodGet && req.Method != http.MethodHead {
-			k := req.Header.Get("Idempotency-Key")
-			if p.seen == nil {
-				p.seen = map[string]bool{}
-			}
-			if k == "" || !p.seen[k] {
-				p.effects[p.current]++
-			}
-			if k != "" {
-				p.seen[k] = true
-			}
+		if p.world.Apply(req.Method, req.URL.String(), req.Header, body) {
+			p.effects[p.current]++
 		}
-		resp := &http.Response{StatusCode: ex.Response.Status, Status: fmt.Sprintf("%d %s", ex.Response.Status, http.StatusText(ex.Response.Status)),
-			Header: http.Header{}, Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
-		for k, v := range ex.Response.Headers {
-			resp.Header.Set(k, v)
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(bodyBytes(ex.Response.Body)))
-		return resp, nil
+		return ex.Answer(req), nil
 	}
 	msg := fmt.Sprintf("no recorded exchange answers %s %s", req.Method, req.URL)
 	p.errs = append(p.errs, msg)

@@ -21,13 +21,13 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -60,55 +60,46 @@ type Setup interface {
 // Now is the time the fixtures' clock capability tells.
 var Now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// fixture is one fixture as the manifest holds it.
-type fixture struct {
-	Name   string
-	Params json.RawMessage
-	Input  json.RawMessage
-	Output json.RawMessage
-	Error  *struct {
-		Kind       string
-		RetryAfter string
-	}
-	HTTP []exchange
-}
-
-type exchange struct {
-	Request struct {
-		Method  string
-		URL     string
-		Headers map[string]string
-		Body    json.RawMessage
-	}
-	Response struct {
-		Status  int
-		Headers map[string]string
-		Body    json.RawMessage
-		Timeout bool
-	}
-}
-
 // Run runs every fixture in manifest (the connector's generated Manifest())
 // through node, each as a subtest, with impl consulted for Setup.
 func Run(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 	t.Helper()
-	var m struct{ Fixtures []fixture }
-	if err := json.Unmarshal(manifest, &m); err != nil {
-		t.Fatalf("manifest: %v", err)
+	m, err := httpfixture.Parse(manifest)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(m.Fixtures) == 0 {
 		t.Fatal("the spec declares no fixtures")
 	}
-	var env Env
-	if s, ok := impl.(Setup); ok {
-		env = s.FixtureEnv(t)
-	}
+	env := setup(t, impl, m)
 	for _, fx := range m.Fixtures {
 		t.Run(fx.Name, func(t *testing.T) { runOne(t, node, env, fx) })
 	}
 }
 
-func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
+// setup asks impl for its Env, defaults secrets to the spec's fixture
+// placeholders, and runs the spec's fixture database setup on Env.DB.
+func setup(t *testing.T, impl any, m *httpfixture.Manifest) Env {
+	t.Helper()
+	var env Env
+	if s, ok := impl.(Setup); ok {
+		env = s.FixtureEnv(t)
+	}
+	if env.Secrets == nil {
+		env.Secrets = manifestSecrets{m}
+	}
+	if sql := m.DatabaseSetup(); sql != "" {
+		if env.DB == nil {
+			t.Fatal("the spec declares fixtureEnv.database, but FixtureEnv gives no DB: implement fixturetest.Setup in a _test.go file")
+		}
+		if _, err := env.DB.Exec(sql); err != nil {
+			t.Fatalf("fixtureEnv.database.setup: %v", err)
+		}
+	}
+	return env
+}
+
+func runOne(t *testing.T, node runtime.Runner, env Env, fx httpfixture.Fixture) {
 	info := node.Info()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "fixture.db"), boltstore.Options{NoSync: true, Now: func() time.Time { return Now }})
 	if err != nil {
@@ -138,7 +129,7 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx fixture) {
 	case err != nil:
 		t.Fatalf("want output, got error: %v", err)
 	default:
-		if diff := jsonDiff(fx.Output, out); diff != "" {
+		if diff := httpfixture.JSONDiff(fx.Output, out); diff != "" {
 			t.Errorf("output differs from the fixture:\n%s", diff)
 		}
 	}
@@ -182,19 +173,9 @@ func replayHash(d runtime.Determinism, sent, out []byte, err error) string {
 // the store, the env's extras, transport for HTTP, a fixed clock and a
 // seeded random source.
 func capabilities(t *testing.T, info runtime.NodeInfo, env Env, st *boltstore.Store, transport http.RoundTripper) runtime.Capabilities {
-	secrets := env.Secrets
-	if secrets == nil {
-		secrets = placeholderSecrets{}
-	}
-	grants := runtime.Grants{Store: st, Blobs: env.Blobs, BlobDir: t.TempDir(), Transport: transport, Secrets: secrets, DB: env.DB, Seed: 1}
-	caps := grants.For(info)
-	if caps.Clock != nil {
-		caps.Clock = fixedClock{}
-	}
-	if caps.RNG != nil {
-		caps.RNG = runtime.NewSeededRNG(1)
-	}
-	return caps
+	grants := runtime.Grants{Store: st, Blobs: env.Blobs, BlobDir: t.TempDir(), Transport: transport, Secrets: env.Secrets, DB: env.DB,
+		Clock: fixedClock{}, Seed: 1}
+	return grants.For(info)
 }
 
 func checkError(t *testing.T, err error, kind, retryAfter string) {
@@ -215,28 +196,11 @@ func checkError(t *testing.T, err error, kind, retryAfter string) {
 	}
 }
 
-// jsonDiff compares two JSON documents by value; "" when equal.
-func jsonDiff(want, got []byte) string {
-	var w, g any
-	if err := json.Unmarshal(want, &w); err != nil {
-		return fmt.Sprintf("fixture output is not JSON: %v", err)
-	}
-	if err := json.Unmarshal(got, &g); err != nil {
-		return fmt.Sprintf("node output is not JSON: %v", err)
-	}
-	if reflect.DeepEqual(w, g) {
-		return ""
-	}
-	wb, _ := json.MarshalIndent(w, "", "  ")
-	gb, _ := json.MarshalIndent(g, "", "  ")
-	return fmt.Sprintf("want %s\n got %s", wb, gb)
-}
-
 // cassette replays a fixture's exchanges in order and records every way
 // the requests made differ from the recorded ones.
 type cassette struct {
 	mu        sync.Mutex
-	exchanges []exchange
+	exchanges []httpfixture.Exchange
 	next      int
 	key       string
 	errs      []string
@@ -270,7 +234,7 @@ func (c *cassette) RoundTrip(req *http.Request) (*http.Response, error) {
 	fmt.Fprintf(c.sent, "%d\n", len(body))
 	c.sent.Write(body)
 	if c.next >= len(c.exchanges) {
-		if n := len(c.exchanges); n > 0 && strings.EqualFold(c.exchanges[n-1].Request.Method, req.Method) && c.expand(c.exchanges[n-1].Request.URL) == req.URL.String() {
+		if n := len(c.exchanges); n > 0 && c.exchanges[n-1].SameTarget(req.Method, req.URL.String(), c.key) {
 			c.repeated++
 		}
 		msg := fmt.Sprintf("unexpected request %s %s: the fixture records %d exchange(s)", req.Method, req.URL, len(c.exchanges))
@@ -279,90 +243,15 @@ func (c *cassette) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ex := c.exchanges[c.next]
 	c.next++
-	if diffs := c.match(ex, req, body); len(diffs) > 0 {
+	if diffs := ex.Diff(req.Method, req.URL.String(), req.Header, body, c.key); len(diffs) > 0 {
 		msg := fmt.Sprintf("request %d (%s %s) does not match the recording:\n  %s", c.next, req.Method, req.URL, strings.Join(diffs, "\n  "))
 		c.errs = append(c.errs, msg)
 		return nil, runtime.Errorf(runtime.Permanent, "%s", msg) // a retry would not match either
 	}
 	if ex.Response.Timeout {
-		return nil, timeoutError{req.Method + " " + req.URL.String()}
+		return nil, httpfixture.TimeoutError{What: req.Method + " " + req.URL.String()}
 	}
-	resp := &http.Response{
-		StatusCode: ex.Response.Status,
-		Status:     fmt.Sprintf("%d %s", ex.Response.Status, http.StatusText(ex.Response.Status)),
-		Header:     http.Header{},
-		Request:    req,
-		Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-	}
-	for k, v := range ex.Response.Headers {
-		resp.Header.Set(k, v)
-	}
-	resp.Body = nopCloser{bytes.NewReader(bodyBytes(ex.Response.Body))}
-	return resp, nil
-}
-
-// timeoutError is what a recorded timeout answers: a net.Error whose
-// Timeout is true, as a transport reports a provider that never answered.
-type timeoutError struct{ what string }
-
-func (e timeoutError) Error() string {
-	return e.what + ": timeout awaiting response headers (recorded)"
-}
-func (e timeoutError) Timeout() bool   { return true }
-func (e timeoutError) Temporary() bool { return true }
-
-type nopCloser struct{ *bytes.Reader }
-
-func (nopCloser) Close() error { return nil }
-
-// bodyBytes is a recorded body as sent: a JSON string is the raw text, any
-// other JSON value is sent as compact JSON.
-func bodyBytes(raw json.RawMessage) []byte {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []byte(s)
-	}
-	var compact bytes.Buffer
-	if json.Compact(&compact, raw) != nil {
-		return raw
-	}
-	return compact.Bytes()
-}
-
-func (c *cassette) expand(s string) string {
-	return strings.ReplaceAll(s, "{{idempotency_key}}", c.key)
-}
-
-// match compares a request with a recording: method and URL exactly, each
-// recorded header, and the body when one is recorded (as JSON values when
-// the recording is JSON, else byte for byte).
-func (c *cassette) match(ex exchange, req *http.Request, body []byte) []string {
-	var diffs []string
-	if !strings.EqualFold(ex.Request.Method, req.Method) {
-		diffs = append(diffs, fmt.Sprintf("method: recorded %s, sent %s", ex.Request.Method, req.Method))
-	}
-	if want := c.expand(ex.Request.URL); want != req.URL.String() {
-		diffs = append(diffs, fmt.Sprintf("url: recorded %s, sent %s", want, req.URL))
-	}
-	for k, v := range ex.Request.Headers {
-		if want, got := c.expand(v), req.Header.Get(k); want != got {
-			diffs = append(diffs, fmt.Sprintf("header %s: recorded %q, sent %q", k, want, got))
-		}
-	}
-	if len(ex.Request.Body) > 0 && string(ex.Request.Body) != "null" {
-		var s string
-		if json.Unmarshal(ex.Request.Body, &s) == nil {
-			if want := c.expand(s); want != string(body) {
-				diffs = append(diffs, fmt.Sprintf("body: recorded %q, sent %q", want, body))
-			}
-		} else if d := jsonDiff(ex.Request.Body, body); d != "" {
-			diffs = append(diffs, "body: "+strings.ReplaceAll(d, "\n", "\n  "))
-		}
-	}
-	return diffs
+	return ex.Answer(req), nil
 }
 
 // problems lists mismatches and recorded exchanges that were never used.
@@ -377,10 +266,11 @@ func (c *cassette) problems() []string {
 	return out
 }
 
-type placeholderSecrets struct{}
+// manifestSecrets resolves handles to the spec's fixture placeholders.
+type manifestSecrets struct{ m *httpfixture.Manifest }
 
-func (placeholderSecrets) Secret(_ context.Context, handle string) (string, error) {
-	return "fixture-secret:" + handle, nil
+func (s manifestSecrets) Secret(_ context.Context, handle string) (string, error) {
+	return s.m.Secret(handle), nil
 }
 
 type fixedClock struct{}

@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime"
 )
 
-func recording(t *testing.T, js string) []exchange {
+func recording(t *testing.T, js string) []httpfixture.Exchange {
 	t.Helper()
-	var ex []exchange
+	var ex []httpfixture.Exchange
 	if err := json.Unmarshal([]byte(js), &ex); err != nil {
 		t.Fatal(err)
 	}

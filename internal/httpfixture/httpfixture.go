@@ -1,0 +1,273 @@
+// Package httpfixture reads a connector's fixtures from its manifest (the
+// generated Manifest(), the spec as canonical JSON) and decides whether a
+// request the connector made is the one a fixture recorded. The author's
+// fixture tests (runtime/fixturetest) and certification's recorder use it,
+// so both judge a request the same way.
+package httpfixture
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+)
+
+// Manifest is the part of a connector's manifest that fixtures need.
+type Manifest struct {
+	Fixtures    []Fixture
+	Idempotency *struct{ TTL flowtype.Duration }
+	FixtureEnv  *struct {
+		Secrets  map[string]string
+		Database *struct{ Setup string }
+	}
+}
+
+// Parse reads a manifest.
+func Parse(manifest []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	return &m, nil
+}
+
+// Secret is the value handle resolves to in fixtures: the fixtureEnv
+// placeholder, or "fixture-secret:" + handle.
+func (m *Manifest) Secret(handle string) string {
+	if m.FixtureEnv != nil {
+		if v, ok := m.FixtureEnv.Secrets[handle]; ok {
+			return v
+		}
+	}
+	return "fixture-secret:" + handle
+}
+
+// DatabaseSetup is the SQL fixtures run against, "" when none is declared.
+func (m *Manifest) DatabaseSetup() string {
+	if m.FixtureEnv == nil || m.FixtureEnv.Database == nil {
+		return ""
+	}
+	return m.FixtureEnv.Database.Setup
+}
+
+// Fixture is one fixture as the manifest holds it.
+type Fixture struct {
+	Name   string
+	Params json.RawMessage
+	Input  json.RawMessage
+	Output json.RawMessage
+	Error  *struct {
+		Kind       string
+		RetryAfter string
+	}
+	HTTP []Exchange
+}
+
+// Succeeds reports whether the fixture expects an output.
+func (f Fixture) Succeeds() bool { return f.Error == nil && len(f.Output) > 0 }
+
+// Exchange is one recorded request and its response.
+type Exchange struct {
+	Request struct {
+		Method  string
+		URL     string
+		Headers map[string]string
+		Body    json.RawMessage
+	}
+	Response struct {
+		Status  int
+		Headers map[string]string
+		Body    json.RawMessage
+		Timeout bool
+	}
+}
+
+// KeyPlaceholder in a recorded URL, header or body stands for the
+// activation's idempotency key.
+const KeyPlaceholder = "{{idempotency_key}}"
+
+// Expand replaces the key placeholder in s.
+func Expand(s, key string) string { return strings.ReplaceAll(s, KeyPlaceholder, key) }
+
+// Diff compares a request with the recording: method and URL exactly, each
+// recorded header, and the body when one is recorded (as JSON values when
+// the recording is JSON, else byte for byte). It returns one line per
+// difference, none when the request is the recorded one.
+func (ex Exchange) Diff(method, url string, header http.Header, body []byte, key string) []string {
+	var diffs []string
+	if !strings.EqualFold(ex.Request.Method, method) {
+		diffs = append(diffs, fmt.Sprintf("method: recorded %s, sent %s", ex.Request.Method, method))
+	}
+	if want := Expand(ex.Request.URL, key); want != url {
+		diffs = append(diffs, fmt.Sprintf("url: recorded %s, sent %s", want, url))
+	}
+	for k, v := range ex.Request.Headers {
+		if want, got := Expand(v, key), header.Get(k); want != got {
+			diffs = append(diffs, fmt.Sprintf("header %s: recorded %q, sent %q", k, want, got))
+		}
+	}
+	if len(ex.Request.Body) > 0 && string(ex.Request.Body) != "null" {
+		var s string
+		if json.Unmarshal(ex.Request.Body, &s) == nil {
+			if want := Expand(s, key); want != string(body) {
+				diffs = append(diffs, fmt.Sprintf("body: recorded %q, sent %q", want, body))
+			}
+		} else if d := JSONDiff(ex.Request.Body, body); d != "" {
+			diffs = append(diffs, "body: "+strings.ReplaceAll(d, "\n", "\n  "))
+		}
+	}
+	return diffs
+}
+
+// SameTarget reports whether a request goes where the recording went:
+// same method and URL, whatever its headers and body.
+func (ex Exchange) SameTarget(method, url, key string) bool {
+	return strings.EqualFold(ex.Request.Method, method) && Expand(ex.Request.URL, key) == url
+}
+
+// ResponseBody is the recorded response body as sent: a JSON string is the
+// raw text, any other JSON value is sent as compact JSON.
+func (ex Exchange) ResponseBody() []byte { return BodyBytes(ex.Response.Body) }
+
+// BodyBytes renders a recorded body: a JSON string is the raw text, any
+// other JSON value compact JSON.
+func BodyBytes(raw json.RawMessage) []byte {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []byte(s)
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, raw) != nil {
+		return raw
+	}
+	return compact.Bytes()
+}
+
+// Answer builds the recorded response to req's method and URL.
+func (ex Exchange) Answer(req *http.Request) *http.Response {
+	resp := &http.Response{
+		StatusCode: ex.Response.Status,
+		Status:     fmt.Sprintf("%d %s", ex.Response.Status, http.StatusText(ex.Response.Status)),
+		Header:     http.Header{},
+		Request:    req,
+		Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	}
+	for k, v := range ex.Response.Headers {
+		resp.Header.Set(k, v)
+	}
+	resp.Body = nopCloser{bytes.NewReader(ex.ResponseBody())}
+	return resp
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// JSONDiff compares two JSON documents by value; "" when equal.
+func JSONDiff(want, got []byte) string {
+	var w, g any
+	if err := json.Unmarshal(want, &w); err != nil {
+		return fmt.Sprintf("fixture output is not JSON: %v", err)
+	}
+	if err := json.Unmarshal(got, &g); err != nil {
+		return fmt.Sprintf("node output is not JSON: %v", err)
+	}
+	if reflect.DeepEqual(w, g) {
+		return ""
+	}
+	wb, _ := json.MarshalIndent(w, "", "  ")
+	gb, _ := json.MarshalIndent(g, "", "  ")
+	return fmt.Sprintf("want %s\n got %s", wb, gb)
+}
+
+// TimeoutError is what a recorded timeout answers: a net.Error whose
+// Timeout is true, as a transport reports a provider that never answered.
+type TimeoutError struct{ What string }
+
+func (e TimeoutError) Error() string {
+	return e.What + ": timeout awaiting response headers (recorded)"
+}
+
+// Timeout implements net.Error.
+func (e TimeoutError) Timeout() bool { return true }
+
+// Temporary implements net.Error.
+func (e TimeoutError) Temporary() bool { return true }
+
+// Method is the method a request acts with: its own, or the one a method
+// override header names (X-HTTP-Method-Override, X-HTTP-Method,
+// X-Method-Override), which many providers honour on a POST.
+func Method(method string, header http.Header) string {
+	for _, h := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"} {
+		if v := strings.TrimSpace(header.Get(h)); v != "" {
+			return strings.ToUpper(v)
+		}
+	}
+	return strings.ToUpper(method)
+}
+
+// Safe reports whether a request reads only (RFC 9110 safe methods: GET,
+// HEAD, OPTIONS, TRACE), by its effective Method.
+func Safe(method string, header http.Header) bool {
+	switch Method(method, header) {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+// Provider models how a provider applies requests, to count effects the
+// way the outside world would see them:
+//
+//   - a safe request (GET, HEAD, OPTIONS, TRACE) changes nothing;
+//   - a request with an Idempotency-Key header is applied once per key
+//     (repeats return the first result);
+//   - a PUT changes nothing when the resource already holds that body,
+//     a DELETE nothing when the resource is already deleted (RFC 9110
+//     idempotent methods);
+//   - anything else (POST, PATCH, other methods) is a new effect.
+//
+// The zero value is an untouched provider. It is not safe for concurrent
+// use.
+type Provider struct {
+	keys  map[string]bool
+	state map[string]string
+}
+
+// Apply records a request and reports whether it changed the provider.
+func (p *Provider) Apply(method, url string, header http.Header, body []byte) bool {
+	if Safe(method, header) {
+		return false
+	}
+	if p.keys == nil {
+		p.keys, p.state = map[string]bool{}, map[string]string{}
+	}
+	if k := header.Get("Idempotency-Key"); k != "" {
+		if p.keys[k] {
+			return false
+		}
+		p.keys[k] = true
+		return true
+	}
+	var next string
+	switch Method(method, header) {
+	case http.MethodPut:
+		next = "put " + string(body)
+	case http.MethodDelete:
+		next = "deleted"
+	default:
+		return true
+	}
+	if p.state[url] == next {
+		return false
+	}
+	p.state[url] = next
+	return true
+}
