@@ -59,6 +59,7 @@ func (c *checker) run() {
 	c.secrets()
 	c.compensation()
 	c.fixtures()
+	c.fixtureEnv()
 }
 
 // capabilities checks names and ranges (CAPV101) and that the declared effects
@@ -388,6 +389,31 @@ func (c *checker) fixtures() {
 				c.add(pos, diag.FMT006, "write status: 200 (or another HTTP status), or timeout: true", "fixture %q http[%d]: invalid status %d", fx.Name, i, st)
 			}
 		}
+	}
+}
+
+// fixtureEnv checks that fixture secrets name declared handles and that a
+// fixture database comes with a db capability.
+func (c *checker) fixtureEnv() {
+	env := c.spec.FixtureEnv
+	if env == nil {
+		return
+	}
+	declared := map[string]bool{}
+	for _, sec := range c.spec.Secrets {
+		declared[sec.Handle] = true
+	}
+	for _, h := range sortedKeys(env.Secrets) {
+		if !declared[h] {
+			c.add(env.At("secrets"), diag.FMT006, "declare it under secrets:, or drop it from fixtureEnv.secrets",
+				"fixtureEnv.secrets names %q, which is not a declared secret handle", h)
+		}
+	}
+	if env.Database != nil && !slices.ContainsFunc(c.spec.Capabilities, func(r CapabilityRequest) bool {
+		return r.Name == flowtype.DBRead || r.Name == flowtype.DBWrite
+	}) {
+		c.add(env.At("database"), diag.FMT006, "declare db.read or db.write, or drop fixtureEnv.database",
+			"fixtureEnv.database is set but the connector declares no db capability")
 	}
 }
 

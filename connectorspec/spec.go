@@ -21,6 +21,8 @@
 package connectorspec
 
 import (
+	"strings"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/flowgen-dev/flowgen/diag"
@@ -64,6 +66,7 @@ type Spec struct {
 	Compensation *Compensation             `json:"compensation,omitempty" doc:"The connector that undoes this one's effect."`
 	Cache        *Cache                    `json:"cache,omitempty" doc:"Caching of results for Strict and Stable connectors."`
 	Fixtures     []Fixture                 `json:"fixtures,omitempty" doc:"Named test cases with recorded HTTP exchanges."`
+	FixtureEnv   *FixtureEnv               `json:"fixtureEnv,omitempty" doc:"What the fixtures run with beyond the defaults: secret values, a database schema."`
 
 	// File is the path the spec was loaded from.
 	File string `json:"-"`
@@ -134,6 +137,46 @@ type Cache struct {
 	TTL         flowtype.Duration `json:"ttl,omitempty" doc:"How long entries live."`
 	Tier        string            `json:"tier,omitempty" doc:"memory or disk."`
 	Pin         []string          `json:"pin,omitempty" doc:"Input fields that pin external resources (etag, hash, version id)."`
+}
+
+// FixtureEnv is what every fixture runs with beyond the defaults. It is
+// data, not code: certification never runs the author's test files, so a
+// fixture needing a secret of a particular form (a webhook URL) or a
+// database table says so here.
+type FixtureEnv struct {
+	diag.Source `json:"-"`
+	// Secrets maps a declared secret handle to the placeholder it resolves
+	// to in fixtures (default "fixture-secret:" + handle). Never a real
+	// secret: the spec travels in the artifact and its manifest.
+	Secrets map[string]string `json:"secrets,omitempty" doc:"Placeholder value per declared secret handle (default fixture-secret:<handle>); never a real secret."`
+	// Database declares the schema fixtures of a db.read or db.write
+	// connector run against.
+	Database *FixtureDatabase `json:"database,omitempty" doc:"The database schema fixtures run against (db capabilities)."`
+}
+
+// FixtureDatabase is the schema a db connector's fixtures need.
+type FixtureDatabase struct {
+	diag.Source `json:"-"`
+	// Setup is PostgreSQL DDL (and seed rows) run in a fresh, empty schema
+	// before each fixture.
+	Setup string `json:"setup" flowgen:"required" doc:"PostgreSQL statements run in a fresh schema before each fixture (tables, seed rows)."`
+}
+
+// KeySchema names the spec's idempotency key schema: the id and the major
+// version, "payments.charge@2".
+func (s *Spec) KeySchema() string {
+	major, _, _ := strings.Cut(strings.TrimPrefix(s.Version, "v"), ".")
+	return s.ID + "@" + major
+}
+
+// FixtureSecret is the value handle resolves to in fixtures.
+func (s *Spec) FixtureSecret(handle string) string {
+	if s.FixtureEnv != nil {
+		if v, ok := s.FixtureEnv.Secrets[handle]; ok {
+			return v
+		}
+	}
+	return "fixture-secret:" + handle
 }
 
 // Fixture is a named test case: an input, and either the expected output or

@@ -49,7 +49,7 @@ func (e *nodeEmitter) emit(manifest []byte) {
 		Comment("RetryOwner is the single layer that retries failed calls."),
 		Id("RetryOwner").Op("=").Qual(runtimePkg, retryOwnerConst(s)),
 		Comment("KeySchema names the idempotency key schema: id@major version."),
-		Id("KeySchema").Op("=").Lit(s.ID + "@" + major(s.Version)),
+		Id("KeySchema").Op("=").Lit(s.KeySchema()),
 	}
 	if s.Idempotency != nil {
 		defs = append(defs,
@@ -98,11 +98,6 @@ func specBase(s *connectorspec.Spec) string {
 func splitPath(p string) (dir, base string) {
 	i := strings.LastIndexAny(p, `/\`)
 	return p[:i+1], p[i+1:]
-}
-
-func major(version string) string {
-	m, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
-	return m
 }
 
 func retryOwnerConst(s *connectorspec.Spec) string {

@@ -27,7 +27,11 @@ type Error struct {
 	// RetryAfter is the delay the other side asked for (429 Retry-After);
 	// zero when it did not say.
 	RetryAfter time.Duration
-	Err        error
+	// Status is the HTTP status of the answer the error comes from; 0
+	// when there was no answer (a timeout, a refused connection, a policy
+	// refusal), so the request's outcome is unknown or it was never sent.
+	Status int
+	Err    error
 }
 
 func (e *Error) Error() string {

@@ -144,7 +144,7 @@ func classify(method, rawURL string, resp *http.Response) error {
 	if code < 400 {
 		return nil
 	}
-	e := &Error{Err: fmt.Errorf("%s %s: %s", method, rawURL, resp.Status)}
+	e := &Error{Err: fmt.Errorf("%s %s: %s", method, rawURL, resp.Status), Status: code}
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		e.Kind = Auth

@@ -48,7 +48,7 @@ func Scopes() []string {
 
 // Capabilities returns the capabilities the connector declares.
 func Capabilities() []string {
-	return []string{"dedupe", "http.write", "secrets"}
+	return []string{"dedupe", "http.write", "kv.read", "kv.write", "secrets"}
 }
 
 // RetryPolicy is the backoff policy the spec declares (one attempt when none).
@@ -124,16 +124,29 @@ const manifest = `{
       "version": "^1.0"
     },
     {
+      "name": "kv.read",
+      "version": "^1.0"
+    },
+    {
+      "name": "kv.write",
+      "version": "^1.0"
+    },
+    {
       "name": "secrets",
       "version": "^1.0"
     }
   ],
   "determinism": "BestEffort",
-  "docs": "Webhooks have no idempotency header, so the runtime deduplicates on the\ncanonical key before calling; the orchestrator owns retries.\n",
+  "docs": "Webhooks have no idempotency header, so the connector makes its own: a\ndelivery claims the message in the dedupe store before posting and marks\nit posted in KV after, so a duplicate (a redelivery, a concurrent copy, a\nretry after a lost acknowledgement) never posts twice. A post that\nfailed with an answer frees the message for the next retry; one whose\noutcome is unknown (a timeout) does not, so a message is posted at most\nonce and a lost one is reported, not retried blindly. The orchestrator\nowns retries.\n",
   "effects": "Effectful",
   "egress": [
     "hooks.slack.com"
   ],
+  "fixtureEnv": {
+    "secrets": {
+      "slack/orders-webhook": "https://hooks.slack.com/services/T000/B000/XXXX"
+    }
+  },
   "fixtures": [
     {
       "http": [
@@ -314,16 +327,16 @@ const (
 
 // Context is what Run receives: cancellation (it is a context.Context), the
 // activation's idempotency key and attempt, a heartbeat, and only the
-// capabilities connector.yaml declares: http.write (Do), dedupe (PutIfAbsent),
-// secrets (Secret).
+// capabilities connector.yaml declares: http.write (Do), kv.read (KVGet),
+// kv.write (KVPut), dedupe (PutIfAbsent), secrets (Secret).
 //
 // The other capabilities are absent on purpose, so using one does not compile
-// ("ctx.Now undefined"): http.read (Get), http.read.pinned (GetPinned), kv.read
-// (KVGet), kv.write (KVPut), blob.read or blob.read.hash (ReadBlob), blob.write
-// (WriteBlob), db.read or db.write (Query), db.write (Exec), clock (Now), rng
-// or rng.seeded (Uint64). To use one, declare it under capabilities: in
-// connector.yaml and run go generate; flowgen validate checks that effects
-// Effectful and determinism BestEffort allow it.
+// ("ctx.Now undefined"): http.read (Get), http.read.pinned (GetPinned),
+// blob.read or blob.read.hash (ReadBlob), blob.write (WriteBlob), db.read or
+// db.write (Query), db.write (Exec), clock (Now), rng or rng.seeded (Uint64).
+// To use one, declare it under capabilities: in connector.yaml and run go
+// generate; flowgen validate checks that effects Effectful and determinism
+// BestEffort allow it.
 type Context struct {
 	context.Context
 	rt *runtime.Context
@@ -355,6 +368,26 @@ func (c Context) Do(method, url string, header http.Header, body []byte) (*runti
 		return nil, runtime.NotGranted("http.write")
 	}
 	return h.Do(c, method, url, header, body)
+}
+
+// KVGet reads key from the connector's namespace of the job store; ok is false
+// when it is absent. (capability kv.read)
+func (c Context) KVGet(key string) (value []byte, ok bool, err error) {
+	h := c.rt.Caps().KVRead
+	if h == nil {
+		return nil, false, runtime.NotGranted("kv.read")
+	}
+	return h.Get(c, key)
+}
+
+// KVPut writes key in the connector's namespace of the job store. (capability
+// kv.write)
+func (c Context) KVPut(key string, value []byte) error {
+	h := c.rt.Caps().KVWrite
+	if h == nil {
+		return runtime.NotGranted("kv.write")
+	}
+	return h.Put(c, key, value)
 }
 
 // PutIfAbsent records key for ttl and reports whether it was absent (true:

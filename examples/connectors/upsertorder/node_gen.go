@@ -126,6 +126,11 @@ const manifest = `{
   "egress": [
     "orders-db.internal.example:5432"
   ],
+  "fixtureEnv": {
+    "database": {
+      "setup": "CREATE TABLE orders (\n  order_id text PRIMARY KEY, charge_id text NOT NULL, amount_cents bigint NOT NULL,\n  currency text NOT NULL, status text NOT NULL, row_version bigint NOT NULL);\n"
+    }
+  },
   "fixtures": [
     {
       "input": {

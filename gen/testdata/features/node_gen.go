@@ -345,7 +345,7 @@ const manifest = `{
         "signature": {
           "format": "byte",
           "type": "string",
-          "x-data-class": "secret"
+          "x-data-class": "credential"
         },
         "tags": {
           "items": {

@@ -470,7 +470,7 @@ func DataClass(path string) string {
 	case "in.request_id":
 		return "public"
 	case "in.signature":
-		return "secret"
+		return "credential"
 	case "in.tags":
 		return "public"
 	case "in.tags[]":
