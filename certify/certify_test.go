@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/internal/testutil"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
@@ -47,11 +48,15 @@ func TestExampleConnectorIsCertifiedAndSigned(t *testing.T) {
 			t.Errorf("%s failed: %s %v", c.Name, c.Summary, c.Evidence)
 		}
 	}
-	if c := outcomes(r)["determinism"]; !strings.Contains(c.Summary, "-cpu=1,4") || !strings.Contains(c.Summary, "byte-identical in 6 runs") ||
-		!strings.HasPrefix(r.ReplayHash, "sha256:") || !strings.Contains(strings.Join(c.Evidence, "\n"), "pins: clock fixed at") {
-		t.Errorf("determinism did not replay under GOMAXPROCS 1 and 4: %+v", c)
+	if c := outcomes(r)["determinism"]; !strings.Contains(c.Summary, "byte-identical across 3 sandboxed processes") ||
+		!strings.HasPrefix(r.ReplayHash, "sha256:") || !strings.Contains(strings.Join(c.Evidence, "\n"), "pins: clock fixed at") ||
+		!strings.Contains(strings.Join(c.Evidence, "\n"), "GOMAXPROCS=4") {
+		t.Errorf("determinism did not replay in differing processes: %+v", c)
 	}
-	if len(progress) != 2*len(checkNames) {
+	if r.Insecure || !strings.HasPrefix(r.Sandbox, "bubblewrap") {
+		t.Errorf("the report says the code ran %q (insecure %v)", r.Sandbox, r.Insecure)
+	}
+	if len(progress) != 2*len(checks) {
 		t.Errorf("progress calls: %v", progress)
 	}
 	for _, f := range []string{"report.json", "sbom.spdx.json"} {
@@ -89,7 +94,7 @@ func TestEveryExampleConnectorIsCertified(t *testing.T) {
 		}
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
-			r, err := Run(context.Background(), dir, Options{})
+			r, err := Run(context.Background(), dir, Options{FixtureDatabase: pgtest.DatabaseURL()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,12 +200,13 @@ func TestBrokenConnectorsFailTheRightCheck(t *testing.T) {
 		{"testdata/readonlywrite", "static-analysis", "connector.go:14:6: write: os.WriteFile writes to the file system, but the connector is declared ReadOnly", true},
 		{"testdata/maporder", "static-analysis", "connector.go:9:2: maporder: ranging over a map", true},
 		{"testdata/noidemkey", "spec", "error DAG004: effectful connector broken.no_key has no idempotency key", true},
-		{"testdata/doublecharge", "duplicate-delivery", "(fixture charged) saw 9 effects within its TTL of 24h0m0s", true},
-		// Only the replay hash sees a request header that follows GOMAXPROCS.
-		{"testdata/schedheader", "determinism", `fixture "rate": 2 replay hashes in 6 runs`, true},
-		{"testdata/doubleretry", "fixtures", "the connector repeated its last request 1 time(s) by itself, but its spec makes the retry owner orchestrator", true},
+		{"testdata/doublecharge", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+		// Only the replay sees a request header that follows GOMAXPROCS.
+		{"testdata/schedheader", "determinism", `request 1: header X-Client-Procs was ["1"], then ["4"]`, true},
+		// It has no success fixture, so duplicate delivery cannot run either.
+		{"testdata/doubleretry", "fixtures", "the connector repeated its last request 1 time(s) by itself, but its spec makes the retry owner orchestrator", false},
 		// The host is refused at run time too, so the fixture fails with it.
-		{"testdata/badhost", "egress", `requests evil.example, which is not in egress [api.good.example]`, false},
+		{"testdata/badhost", "egress", `records a request to evil.example, which is not in egress [api.good.example]`, false},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			r, err := Run(context.Background(), tc.dir, Options{Out: t.TempDir()})
@@ -222,5 +228,36 @@ func TestBrokenConnectorsFailTheRightCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDocumentedChecks: docs/certification.md lists every check, in order,
+// with its gate marked as the code has it.
+func TestDocumentedChecks(t *testing.T) {
+	doc, err := os.ReadFile("../docs/certification.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, line := range strings.Split(string(doc), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || !strings.HasPrefix(strings.TrimSpace(cells[2]), "`") {
+			continue
+		}
+		rows = append(rows, strings.Trim(strings.TrimSpace(cells[2]), "`")+" "+strings.TrimSpace(cells[3]))
+	}
+	var want []string
+	for _, c := range checks {
+		gate := ""
+		if c.gate {
+			gate = "yes"
+		}
+		want = append(want, strings.TrimSpace(c.name+" "+gate))
+	}
+	for i := range rows {
+		rows[i] = strings.TrimSpace(rows[i])
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("docs/certification.md lists\n%s\nthe code runs\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 }

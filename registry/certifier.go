@@ -126,7 +126,7 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	}
 	out := filepath.Join(work, "out")
 	report, err := certify.Run(ctx, dir, certify.Options{
-		Out: out, Signer: s.cfg.Signer, Module: m.Module, Tool: "registryd",
+		Out: out, Signer: s.cfg.Signer, Module: m.Module, Tool: "registryd", FixtureDatabase: s.cfg.FixtureDatabase,
 		Now: s.cfg.Now,
 		Progress: func(i, n int, c certify.Check, done bool) {
 			line := fmt.Sprintf("%d/%d %s", i, n, c.Name)

@@ -26,6 +26,7 @@ import (
 	"github.com/flowgen-dev/flowgen/registry"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
@@ -99,7 +100,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	cfg := registry.Config{
-		Meta: o.meta, Blobs: o.blobs, Signer: signer, FlowgenModule: repoRoot(t), WorkDir: t.TempDir(),
+		Meta: o.meta, Blobs: o.blobs, Signer: signer, FlowgenModule: repoRoot(t), WorkDir: t.TempDir(), FixtureDatabase: pgtest.DatabaseURL(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RetryInterval: 200 * time.Millisecond,
 	}
 	if testing.Verbose() {

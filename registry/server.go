@@ -59,6 +59,10 @@ type Config struct {
 	// that certification builds connectors against (a go.work replace), for
 	// artifacts that require flowgen at an unpublished version.
 	FlowgenModule string
+	// FixtureDatabase is a postgres:// URL of a database that db
+	// connectors' fixtures run in during certification (each run as a
+	// throwaway role and schema); without it such connectors are rejected.
+	FixtureDatabase string
 	// BodyReadTimeout is how long an upload may go without sending a byte
 	// before it is cut off (default 30s): slow-loris uploads do not hold a
 	// connection forever.

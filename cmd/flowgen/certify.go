@@ -7,18 +7,31 @@ import (
 	"strings"
 
 	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
-const certifyUsage = `Usage: flowgen certify [--out DIR] [--key KEY] CONNECTOR_DIR
+// fixtureDBEnv names the default fixture database.
+const fixtureDBEnv = "FLOWGEN_FIXTURE_DATABASE"
+
+const certifyUsage = `Usage: flowgen certify [--out DIR] [--key KEY] [--fixture-database URL] CONNECTOR_DIR
 
 Runs the certification checks on a generated connector package and prints
 each check's outcome as it finishes, with its evidence: spec, generated,
-static-analysis, fixtures, determinism, egress, contract-coverage, sbom and
-signature. Writes DIR/report.json (canonical JSON) and DIR/sbom.spdx.json
-(SPDX 2.3); with --key both are signed (FILE.sig, verifiable with flowgen
-verify or cosign verify-blob). An encrypted KEY is opened with
-$` + passwordEnv + `.
+artifact, static-analysis and build (gates: when one fails, nothing after
+it runs), then fixtures, duplicate-delivery, determinism, data-classes,
+egress, contract-coverage, sbom and signature. Writes DIR/artifact.zip,
+DIR/report.json (canonical JSON) and DIR/sbom.spdx.json (SPDX 2.3); with
+--key they are signed (FILE.sig, verifiable with flowgen verify or cosign
+verify-blob). An encrypted KEY is opened with $` + passwordEnv + `.
+
+The connector's code runs only in a sandbox (bubblewrap: Linux namespaces,
+no network, an empty environment, limits), in a harness certify generates;
+its own tests never run. Without a working sandbox certification fails,
+unless --insecure-no-sandbox runs the code directly on this machine, which
+the report records and no registry accepts. A connector with db
+capabilities needs --fixture-database (default $` + fixtureDBEnv + `): a
+PostgreSQL database its fixtures run in, each run as a throwaway role.
 
 Exit status: 0 no check failed, 1 a check failed, 2 usage or I/O error.
 
@@ -29,6 +42,8 @@ func runCertify(e *env, args []string) int {
 	fs := newFlagSet(e, "certify", certifyUsage)
 	out := fs.String("out", "", "where to write the report and SBOM (default CONNECTOR_DIR/certification)")
 	key := fs.String("key", "", "private key to sign the report and SBOM with")
+	fixtureDB := fs.String("fixture-database", os.Getenv(fixtureDBEnv), "postgres:// URL of a database for db connectors' fixtures ["+fixtureDBEnv+"]")
+	insecure := fs.Bool("insecure-no-sandbox", false, "run the connector's code on this machine, outside any sandbox (recorded in the report)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -42,7 +57,15 @@ func runCertify(e *env, args []string) int {
 	if *out == "" {
 		*out = filepath.Join(dir, "certification")
 	}
-	opts := certify.Options{Out: *out, Tool: "flowgen"}
+	opts := certify.Options{Out: *out, Tool: "flowgen", FixtureDatabase: *fixtureDB}
+	if *insecure {
+		opts.Sandbox, err = sandbox.New(sandbox.Options{Insecure: true})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintln(e.stderr, "flowgen certify: --insecure-no-sandbox: the connector's code runs on this machine with your privileges")
+	}
 	if *key != "" {
 		pem, err := os.ReadFile(*key)
 		if err == nil {

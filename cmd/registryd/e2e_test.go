@@ -71,7 +71,7 @@ func (e *e2e) registryd(args ...string) *exec.Cmd {
 func (e *e2e) start() {
 	e.t.Helper()
 	e.logs = &syncBuffer{}
-	e.proc = e.registryd("serve", "--addr", e.addr, "--flowgen-module", e.repo, "--shutdown-timeout", "5s", "--tls-cert", e.cert, "--tls-key", e.key)
+	e.proc = e.registryd("serve", "--addr", e.addr, "--flowgen-module", e.repo, "--fixture-database", pgtest.DatabaseURL(), "--shutdown-timeout", "5s", "--tls-cert", e.cert, "--tls-key", e.key)
 	e.proc.Stderr = e.logs
 	if err := e.proc.Start(); err != nil {
 		e.t.Fatal(err)

@@ -28,6 +28,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	addr := fs.String("addr", envOr("REGISTRYD_ADDR", "127.0.0.1:8700"), "listen address [REGISTRYD_ADDR]")
 	keyFile := fs.String("signing-key", envOr("REGISTRYD_SIGNING_KEY", ""), "PEM private key that signs certified versions; password in "+passwordEnv+" [REGISTRYD_SIGNING_KEY] (default: DATA_DIR/registry.key, created on first start)")
 	flowgenModule := fs.String("flowgen-module", envOr("REGISTRYD_FLOWGEN_MODULE", ""), "directory of the flowgen module that certification builds connectors against, for artifacts requiring an unpublished flowgen [REGISTRYD_FLOWGEN_MODULE]")
+	fixtureDB := fs.String("fixture-database", envOr("REGISTRYD_FIXTURE_DATABASE", ""), "postgres:// URL of a database that db connectors' fixtures run in during certification, each run as a throwaway role; use one that holds nothing else [REGISTRYD_FIXTURE_DATABASE]")
 	maxSize := fs.Int64("max-artifact-size", registry.DefaultMaxArtifactSize, "largest artifact zip accepted, in bytes")
 	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "cut off an upload that sends nothing for this long")
 	tlsCert := fs.String("tls-cert", envOr("REGISTRYD_TLS_CERT", ""), "PEM certificate to serve HTTPS with (the go command sends credentials only over HTTPS) [REGISTRYD_TLS_CERT]")
@@ -61,7 +62,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv, err := registry.New(registry.Config{
 		Meta: metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
-		FlowgenModule: *flowgenModule, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
+		FlowgenModule: *flowgenModule, FixtureDatabase: *fixtureDB, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
 	})
 	if err != nil {
 		return err

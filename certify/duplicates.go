@@ -1,0 +1,289 @@
+package certify
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/certify/recorder"
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+)
+
+// dupInput is one input the duplicate-delivery check delivers again and
+// again: a success fixture, or a variant of one.
+type dupInput struct {
+	name string
+	fx   httpfixture.Fixture
+	key  string
+	// compare: every delivery must return fx.Output (fixtures); variants
+	// only have to succeed.
+	compare bool
+}
+
+// duplicateInputs are the fixtures that expect an output and, for each, a
+// variant whose key fields differ (with default params when the params
+// schema accepts none), so that distinct keys must stay distinct effects.
+func (c *run) duplicateInputs() ([]dupInput, []string, error) {
+	var inputs []dupInput
+	var notes []string
+	defaultParams := c.validParams(nil)
+	for _, fx := range c.manifest.Fixtures {
+		if !fx.Succeeds() {
+			continue
+		}
+		inputs = append(inputs, dupInput{name: "fixture " + fx.Name, fx: fx, compare: true})
+		v, ok := c.keyVariant(fx)
+		if !ok {
+			notes = append(notes, fmt.Sprintf("fixture %q: no key field can be changed into an input the schema accepts, so it has no variant with another key", fx.Name))
+			continue
+		}
+		name := "fixture " + fx.Name + " with other key fields"
+		if defaultParams && len(fx.Params) > 0 && string(fx.Params) != "{}" {
+			v.Params = nil
+			name += " and default params"
+		}
+		inputs = append(inputs, dupInput{name: name, fx: v})
+	}
+	seen := map[string]bool{}
+	out := inputs[:0]
+	for _, in := range inputs {
+		key, err := c.key(in.fx.Input)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", in.name, err)
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		in.key = key
+		out = append(out, in)
+	}
+	return out, notes, nil
+}
+
+// validParams reports whether params (nil for none) validate against the
+// params schema.
+func (c *run) validParams(params json.RawMessage) bool {
+	sch := c.spec.ParamsSchema()
+	if sch == nil {
+		return true
+	}
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	v, err := decodeJSON(params)
+	return err == nil && sch.Validate(v) == nil
+}
+
+// phase is a part of the duplicate schedule.
+type phase struct {
+	name string
+	// now is the world's clock during the phase.
+	now time.Time
+	// burst: each input in its own process, copies delivered at once;
+	// else every input once, in order, in one process.
+	burst   bool
+	attempt int
+}
+
+// duplicates delivers every input the way a misbehaving broker would and
+// counts, in the recorder, the effects each idempotency key had.
+//
+// First each input is delivered once, in a world of its own (the
+// baseline): every key must take effect (an effectful call that changed
+// nothing is a key that collides with another, or a connector that did
+// not do its job), and its number of effects is what one delivery does.
+// Then, in a fresh world: concurrent bursts of 2 to 6 copies with
+// attempts 1 to 3, each input's burst a process of its own, the inputs in
+// shuffled order; a late copy of each at half the TTL (attempt 2), a
+// copy under a clock an hour behind (attempt 1), one a second before the
+// TTL ends (attempt 3), in reordered sequences. Every key must end with
+// exactly its baseline number of effects. A last copy after the TTL is
+// reported, not failed.
+func (c *run) duplicates(ch *Check) {
+	if c.spec.Effects != flowtype.Effectful {
+		ch.Outcome, ch.Summary = Pass, fmt.Sprintf("not required: the connector is %s", c.spec.Effects)
+		return
+	}
+	inputs, notes, err := c.duplicateInputs()
+	if err != nil {
+		ch.Outcome, ch.Summary = Fail, err.Error()
+		return
+	}
+	if len(inputs) == 0 {
+		ch.Outcome, ch.Summary = Fail, "no fixture expects an output: nothing to deliver"
+		return
+	}
+	ttl := 24 * time.Hour
+	if c.spec.Idempotency != nil && c.spec.Idempotency.TTL > 0 {
+		ttl = c.spec.Idempotency.TTL.Std()
+	}
+	var failures []string
+
+	// The baseline: one delivery each.
+	base, err := c.newWorld(fixtureNow)
+	if err != nil {
+		ch.Outcome, ch.Summary = Fail, err.Error()
+		return
+	}
+	// One world for all inputs, in order, as production sees them: a
+	// world per input would hide keys that collide.
+	s := c.dupSession(base, inputs, 1, 1, fixtureNow, recorder.Provider, 0)
+	p := c.runSession(s, variants[0])
+	failures = append(failures, c.judgeDeliveries(p, s, inputs, false)...)
+	baseline := base.Effects()
+	for _, in := range inputs {
+		if !reported(p, s, in.key) {
+			continue // judged above
+		}
+		if baseline[in.key] == 0 {
+			failures = append(failures, fmt.Sprintf("%s (key %s): delivered once, it took no effect: an effectful call must change something for its key (a key that collides with another input's, or a switch that turns the effect off)", in.name, short(in.key)))
+		}
+	}
+	failures = append(failures, c.violations(base)...)
+
+	// The storm.
+	storm, err := c.newWorld(fixtureNow)
+	if err != nil {
+		ch.Outcome, ch.Summary = Fail, err.Error()
+		return
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(len(inputs))))
+	order := slices.Clone(inputs)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	phases := []phase{
+		{name: "burst", now: fixtureNow, burst: true},
+		{name: "late, at half the TTL", now: fixtureNow.Add(ttl / 2), attempt: 2},
+		{name: "under a clock an hour behind", now: fixtureNow.Add(-time.Hour), attempt: 1},
+		{name: "a second before the TTL ends", now: fixtureNow.Add(ttl - time.Second), attempt: 3},
+	}
+	deliveries := 0
+	id := 10000
+	for pi, ph := range phases {
+		storm.SetNow(ph.now)
+		if ph.burst {
+			for _, in := range order {
+				copies := 2 + rng.IntN(5)
+				s := c.dupSession(storm, []dupInput{in}, copies, 0, ph.now, recorder.Provider, id)
+				id += copies
+				deliveries += copies
+				p := c.runSession(s, variants[rng.IntN(len(variants))])
+				failures = append(failures, c.judgeDeliveries(p, s, []dupInput{in}, true)...)
+			}
+			continue
+		}
+		seq := slices.Clone(order)
+		if pi%2 == 1 {
+			slices.Reverse(seq)
+		}
+		s := c.dupSession(storm, seq, 1, ph.attempt, ph.now, recorder.Provider, id)
+		id += len(seq)
+		deliveries += len(seq)
+		p := c.runSession(s, variants[pi%len(variants)])
+		for _, f := range c.judgeDeliveries(p, s, seq, false) {
+			failures = append(failures, ph.name+": "+f)
+		}
+	}
+	effects := storm.Effects()
+	var extra []string
+	for _, in := range inputs {
+		want, got := baseline[in.key], effects[in.key]
+		ch.Evidence = append(ch.Evidence, fmt.Sprintf("%s (key %s): %d effect(s) delivered once, %d under %s", in.name, short(in.key), want, got, "duplicates"))
+		if got != want {
+			extra = append(extra, fmt.Sprintf("%s (key %s): %d effect(s) under duplicate deliveries, but one delivery has %d", in.name, short(in.key), got, want))
+		}
+	}
+	failures = append(failures, extra...)
+	failures = append(failures, c.violations(storm)...)
+
+	// After the TTL: reported only.
+	storm.SetNow(fixtureNow.Add(ttl + time.Second))
+	s = c.dupSession(storm, order, 1, 1, fixtureNow.Add(ttl+time.Second), recorder.Provider, id)
+	c.runSession(s, variants[0])
+	after := storm.Effects()
+	again := 0
+	for _, in := range inputs {
+		if after[in.key] > effects[in.key] {
+			again++
+		}
+	}
+	ch.Evidence = append(ch.Evidence, notes...)
+	ch.Evidence = append(ch.Evidence, fmt.Sprintf("after the TTL (%s), %d of %d keys took effect again (allowed: the dedupe window is the TTL)", ttl, again, len(inputs)))
+	if len(failures) > 0 {
+		ch.Outcome, ch.Summary = Fail, "a key had more or fewer effects than one delivery, or a delivery failed"
+		ch.Evidence = append(failures, ch.Evidence...)
+		return
+	}
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs (bursts, concurrent, late, skewed, attempts 1-3): every key kept the effects of one delivery", deliveries+len(inputs), len(inputs))
+}
+
+// dupSession plans inputs in a session of world: copies of each (with
+// concurrency copies when more than one), attempt given or cycling 1..3
+// when 0, from id on.
+func (c *run) dupSession(world *recorder.World, inputs []dupInput, copies, attempt int, now time.Time, mode recorder.Mode, id int) *recorder.Session {
+	s := &recorder.Session{World: world, Mode: mode, Concurrency: copies}
+	for _, in := range inputs {
+		for n := range copies {
+			a := attempt
+			if a == 0 {
+				a = 1 + n%3
+			}
+			p, err := c.plan(id, in.fx, a, now)
+			if err != nil {
+				continue // reported by duplicateInputs
+			}
+			s.Deliveries = append(s.Deliveries, p)
+			id++
+		}
+	}
+	return s
+}
+
+// reported says whether a delivery of key in s reported a result.
+func reported(p processRun, s *recorder.Session, key string) bool {
+	for _, d := range s.Deliveries {
+		if _, ok := p.Results[d.ID]; ok && d.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeDeliveries checks each delivery of a session: it reported, and it
+// succeeded with the fixture's output (when compared), or, in a burst,
+// failed with a retryable kind (a connector may refuse a concurrent
+// duplicate for now; the broker delivers it again later).
+func (c *run) judgeDeliveries(p processRun, s *recorder.Session, inputs []dupInput, burst bool) []string {
+	var out []string
+	for _, d := range s.Deliveries {
+		in := inputs[slices.IndexFunc(inputs, func(in dupInput) bool { return in.key == d.Key })]
+		what := fmt.Sprintf("%s, attempt %d", in.name, d.Attempt)
+		res, ok := p.Results[d.ID]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s: no result: %s", what, p.failure()))
+			return out
+		case res.Error != nil && burst && (res.Error.Kind == flowtype.Transient.String() || res.Error.Kind == flowtype.RateLimited.String()):
+		case res.Error != nil:
+			out = append(out, fmt.Sprintf("%s: failed with %s: %s", what, res.Error.Kind, res.Error.Message))
+		case in.compare:
+			if diff := httpfixture.JSONDiff(in.fx.Output, res.Output); diff != "" {
+				out = append(out, fmt.Sprintf("%s: output differs from the fixture:\n%s", what, diff))
+			}
+		}
+		for _, problem := range p.Problems[d.ID] {
+			out = append(out, what+": "+problem)
+		}
+	}
+	return append(out, p.Protocol...)
+}
+
+func short(key string) string {
+	if len(key) > 12 {
+		return key[:12] + "…"
+	}
+	return key
+}

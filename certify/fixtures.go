@@ -1,0 +1,298 @@
+package certify
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/certify/recorder"
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+)
+
+// fixtureSession runs every fixture in order in a fresh world, each
+// fixture starting from an empty state, answered strictly from its own
+// recording.
+func (c *run) fixtureSession(v variant) (*recorder.Session, *recorder.World, processRun, error) {
+	world, err := c.newWorld(fixtureNow)
+	if err != nil {
+		return nil, nil, processRun{}, err
+	}
+	s := &recorder.Session{World: world, Mode: recorder.Cassette, Fresh: true, Concurrency: 1}
+	for i, fx := range c.manifest.Fixtures {
+		p, err := c.plan(i, fx, 1, fixtureNow)
+		if err != nil {
+			return nil, nil, processRun{}, err
+		}
+		s.Deliveries = append(s.Deliveries, p)
+	}
+	return s, world, c.runSession(s, v), nil
+}
+
+func (c *run) fixtures(ch *Check) {
+	if len(c.manifest.Fixtures) == 0 {
+		ch.Outcome, ch.Summary = Fail, "the spec has no fixtures"
+		return
+	}
+	_, world, p, err := c.fixtureSession(variants[0])
+	if err != nil {
+		ch.Outcome, ch.Summary = Fail, err.Error()
+		return
+	}
+	c.fixtureRun, c.fixtureWorld = p, world
+	for i, fx := range c.manifest.Fixtures {
+		ch.Evidence = append(ch.Evidence, c.judgeFixture(p, i, fx)...)
+	}
+	ch.Evidence = append(ch.Evidence, p.Protocol...)
+	ch.Evidence = append(ch.Evidence, c.violations(world)...)
+	if len(ch.Evidence) > 0 {
+		ch.Outcome, ch.Summary = Fail, "a fixture's output, error or requests are not what it records"
+		return
+	}
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures pass in the sandbox, their requests answered by the recorder", len(c.manifest.Fixtures))
+}
+
+// judgeFixture compares what fixture i did with what it records.
+func (c *run) judgeFixture(p processRun, i int, fx httpfixture.Fixture) []string {
+	var out []string
+	res, ok := p.Results[i]
+	if !ok {
+		return []string{fmt.Sprintf("fixture %q: no result: %s", fx.Name, p.failure())}
+	}
+	for _, problem := range p.Problems[i] {
+		out = append(out, fmt.Sprintf("fixture %q: %s", fx.Name, problem))
+	}
+	if n := p.Repeats[i]; n > 0 && c.spec.Retry != nil && c.spec.Retry.Owner != flowtype.RetryConnector {
+		out = append(out, fmt.Sprintf("fixture %q: the connector repeated its last request %d time(s) by itself, but its spec makes the retry owner %s: retries must have one owner (declare retry.owner: connector, or stop retrying in Run)",
+			fx.Name, n, c.spec.Retry.Owner))
+	}
+	switch {
+	case fx.Error != nil && res.Error == nil:
+		out = append(out, fmt.Sprintf("fixture %q: want a %s error, got success", fx.Name, fx.Error.Kind))
+	case fx.Error != nil && res.Error.Kind != fx.Error.Kind:
+		out = append(out, fmt.Sprintf("fixture %q: want a %s error, got %s: %s", fx.Name, fx.Error.Kind, res.Error.Kind, res.Error.Message))
+	case fx.Error != nil && fx.Error.RetryAfter != "":
+		want, err := time.ParseDuration(fx.Error.RetryAfter)
+		if err != nil || res.Error.RetryAfter != want {
+			out = append(out, fmt.Sprintf("fixture %q: want retry after %s, got %s", fx.Name, fx.Error.RetryAfter, res.Error.RetryAfter))
+		}
+	case fx.Error == nil && res.Error != nil:
+		out = append(out, fmt.Sprintf("fixture %q: want output, got a %s error: %s", fx.Name, res.Error.Kind, res.Error.Message))
+	case fx.Error == nil:
+		if d := httpfixture.JSONDiff(fx.Output, res.Output); d != "" {
+			out = append(out, fmt.Sprintf("fixture %q: output differs from the fixture:\n%s", fx.Name, d))
+		}
+	}
+	return out
+}
+
+// replayRecord is what one fixture did in one process: the requests it
+// sent, as the recorder saw them, and its result in the form the declared
+// determinism promises to keep (exact bytes for Strict, canonical JSON
+// for Stable, or the error's kind and message).
+type replayRecord struct {
+	requests []recorder.Request
+	result   string
+}
+
+func (c *run) replayRecords(p processRun, world *recorder.World) map[int]replayRecord {
+	out := map[int]replayRecord{}
+	reqs := world.Requests()
+	for i := range c.manifest.Fixtures {
+		var r replayRecord
+		for _, req := range reqs {
+			if req.Delivery == i {
+				r.requests = append(r.requests, req)
+			}
+		}
+		res, ok := p.Results[i]
+		switch {
+		case !ok:
+			r.result = "no result"
+		case res.Error != nil:
+			r.result = fmt.Sprintf("error %s %q", res.Error.Kind, res.Error.Message)
+		case c.spec.Determinism == flowtype.Strict:
+			r.result = "output " + string(res.Output)
+		default:
+			var v any
+			out := res.Output
+			if json.Unmarshal(out, &v) == nil {
+				if canon, err := strictyaml.CanonicalJSON(v); err == nil {
+					out = canon
+				}
+			}
+			r.result = "canonical output " + string(out)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// hash is the replay hash of a record.
+func (r replayRecord) hash() string {
+	h := sha256.New()
+	for _, req := range r.requests {
+		fmt.Fprintf(h, "%s %s\n", req.Method, req.URL)
+		for _, k := range slices.Sorted(maps.Keys(req.Header)) {
+			fmt.Fprintf(h, "%s: %q\n", k, req.Header[k])
+		}
+		fmt.Fprintf(h, "%d\n", len(req.Body))
+		h.Write(req.Body)
+	}
+	fmt.Fprintf(h, "%d\n%s", len(r.result), r.result)
+	return fmt.Sprintf("sha256:%x", h.Sum(nil))
+}
+
+// diff says where two records of one fixture part.
+func (r replayRecord) diff(o replayRecord) string {
+	if len(r.requests) != len(o.requests) {
+		return fmt.Sprintf("sent %d requests in one run and %d in the other", len(r.requests), len(o.requests))
+	}
+	for i := range r.requests {
+		a, b := r.requests[i], o.requests[i]
+		switch {
+		case a.Method != b.Method || a.URL != b.URL:
+			return fmt.Sprintf("request %d: %s %s, then %s %s", i+1, a.Method, a.URL, b.Method, b.URL)
+		case !reflect.DeepEqual(a.Header, b.Header):
+			for _, k := range slices.Sorted(maps.Keys(mergeKeys(a.Header, b.Header))) {
+				if !slices.Equal(a.Header[k], b.Header[k]) {
+					return fmt.Sprintf("request %d: header %s was %q, then %q", i+1, k, a.Header[k], b.Header[k])
+				}
+			}
+		case !bytes.Equal(a.Body, b.Body):
+			return fmt.Sprintf("request %d: the body changed: %.120q, then %.120q", i+1, a.Body, b.Body)
+		}
+	}
+	ra, rb := r.result, o.result
+	for _, prefix := range []string{"output ", "canonical output "} {
+		if xa, ok := strings.CutPrefix(ra, prefix); ok {
+			if xb, ok := strings.CutPrefix(rb, prefix); ok {
+				var va, vb any
+				if json.Unmarshal([]byte(xa), &va) == nil && json.Unmarshal([]byte(xb), &vb) == nil {
+					if p := firstDifference(va, vb, ""); p != "" {
+						return "output " + p
+					}
+				}
+				return fmt.Sprintf("output bytes differ: %.120q, then %.120q", xa, xb)
+			}
+		}
+	}
+	return fmt.Sprintf("result %.120q, then %.120q", ra, rb)
+}
+
+func mergeKeys[V any](a, b map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// firstDifference names the first JSON Pointer where a and b differ, with
+// both values; "" when they are equal.
+func firstDifference(a, b any, ptr string) string {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		for _, k := range slices.Sorted(maps.Keys(mergeKeys(x, y))) {
+			if d := firstDifference(x[k], y[k], ptr+"/"+k); d != "" {
+				return d
+			}
+		}
+		return ""
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			break
+		}
+		for i := range x {
+			if d := firstDifference(x[i], y[i], ptr+"/"+strconv.Itoa(i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	}
+	if reflect.DeepEqual(a, b) {
+		return ""
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if ptr == "" {
+		ptr = "/"
+	}
+	return fmt.Sprintf("%s was %.80s, then %.80s", ptr, ja, jb)
+}
+
+// determinism replays the fixtures in separate sandboxed processes that
+// differ in host name, PID, environment and GOMAXPROCS, and compares each
+// fixture's requests and result with the fixtures run.
+func (c *run) determinism(ch *Check) {
+	if c.spec.Determinism > flowtype.Stable {
+		ch.Outcome, ch.Summary = Pass, fmt.Sprintf("not required: the connector declares %s", c.spec.Determinism)
+		return
+	}
+	if c.fixtureWorld == nil {
+		ch.Outcome, ch.Summary = Fail, "the fixtures did not run"
+		return
+	}
+	base := c.replayRecords(c.fixtureRun, c.fixtureWorld)
+	var diverged []string
+	for _, v := range variants[1:] {
+		_, world, p, err := c.fixtureSession(v)
+		if err != nil {
+			ch.Outcome, ch.Summary = Fail, err.Error()
+			return
+		}
+		other := c.replayRecords(p, world)
+		for i, fx := range c.manifest.Fixtures {
+			if a, b := base[i], other[i]; a.hash() != b.hash() {
+				diverged = append(diverged, fmt.Sprintf("fixture %q, run %s against run %s (%s): %s", fx.Name, variants[0].name, v.name, describe(v), a.diff(b)))
+			}
+		}
+	}
+	what := "byte-identical"
+	if c.spec.Determinism != flowtype.Strict {
+		what = "canonically equal"
+	}
+	if len(diverged) > 0 {
+		ch.Outcome, ch.Summary = Fail, "a fixture's requests or result changed between processes (want "+what+")"
+		ch.Evidence = diverged
+		return
+	}
+	combined := sha256.New()
+	for i, fx := range c.manifest.Fixtures {
+		h := base[i].hash()
+		fmt.Fprintf(combined, "%s %s\n", fx.Name, h)
+		ch.Evidence = append(ch.Evidence, fmt.Sprintf("fixture %q: %s", fx.Name, h))
+	}
+	c.report.ReplayHash = fmt.Sprintf("sha256:%x", combined.Sum(nil))
+	var runs []string
+	for _, v := range variants {
+		runs = append(runs, v.name+": "+describe(v))
+	}
+	ch.Evidence = append(ch.Evidence, "processes: "+strings.Join(runs, "; "),
+		fmt.Sprintf("pins: clock fixed at %s; rng seed 1; HTTP answered from each fixture's recording; state fresh per fixture", fixtureNow.Format(time.RFC3339)))
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures %s across %d sandboxed processes; replay hash %s", len(c.manifest.Fixtures), what, len(variants), c.report.ReplayHash)
+}
+
+func describe(v variant) string {
+	pid := "pid 2"
+	if v.asPID1 {
+		pid = "pid 1"
+	}
+	return fmt.Sprintf("host %s, %s, env %s", v.hostname, pid, strings.Join(v.env, " "))
+}

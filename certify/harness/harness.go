@@ -1,0 +1,258 @@
+// Package harness is what runs inside the certification sandbox: the main
+// package that certify generates for a connector calls [Main] with the
+// connector's node, and the harness runs the deliveries the recorder
+// gives it, every capability backed by the recorder over the sandbox's one
+// socket (package wire).
+//
+// Nothing here is trusted. The harness shares its process with the
+// connector's code, which may rewrite any of it; certification therefore
+// counts effects, checks egress and judges outputs in the recorder,
+// outside the sandbox, and reads no verdict from this process's output or
+// exit status. The harness exists so that honest connectors are exercised
+// through the same runtime code (capability grants, HTTP classification,
+// schema validation) that runs them in production.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/certify/wire"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+	"github.com/flowgen-dev/flowgen/runtime"
+)
+
+// Main runs node against the recorder whose socket is the program's only
+// argument, then exits: 0 when every result was delivered, 1 when the
+// recorder could not be reached, 2 on a usage error.
+func Main(node runtime.Runner) {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: harness RECORDER_SOCKET")
+		os.Exit(2)
+	}
+	if err := Run(context.Background(), node, os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(1)
+	}
+}
+
+// Run fetches the work from the recorder at socket and runs it.
+func Run(ctx context.Context, node runtime.Runner, socket string) error {
+	c := newClient(socket)
+	var work wire.Work
+	if err := c.call(ctx, http.MethodGet, wire.PathWork, nil, &work); err != nil {
+		return err
+	}
+	db := newDB(c)
+	defer db.Close()
+	sem := make(chan struct{}, max(work.Concurrency, 1))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for _, d := range work.Deliveries {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res := deliver(ctx, node, c, db, d)
+			if err := c.call(ctx, http.MethodPost, wire.PathResult, res, nil); err != nil {
+				mu.Lock()
+				firstErr = cmpErr(firstErr, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// deliver runs one delivery through node.
+func deliver(ctx context.Context, node runtime.Runner, c *client, db dbHandle, d wire.Delivery) (res wire.Result) {
+	res.ID = d.ID
+	defer func() {
+		if p := recover(); p != nil {
+			res.Output, res.Error = nil, &wire.Error{Kind: "panic", Message: fmt.Sprint(p)}
+		}
+	}()
+	grants := runtime.Grants{
+		Transport: c, KV: kvClient{c}, Dedupe: dedupeClient{c}, Blobs: blobClient{c}, DB: db.DB,
+		Secrets: secrets(d.Secrets), Clock: fixedClock(d.Now), Seed: d.Seed,
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := node.Run(runtime.NewContext(dctx, d.Key, d.Attempt, grants.For(node.Info())), d.Params, d.Input)
+	if err != nil {
+		e := &wire.Error{Kind: runtime.KindOf(err).String(), Message: err.Error()}
+		var re *runtime.Error
+		if errors.As(err, &re) {
+			e.RetryAfter = re.RetryAfter
+		}
+		res.Error = e
+		return res
+	}
+	res.Output = out
+	return res
+}
+
+// client talks to the recorder; it is also the HTTP capability's
+// transport, so every request the node sends goes to the recorder.
+type client struct {
+	http *http.Client
+}
+
+func newClient(socket string) *client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConnsPerHost: 16,
+	}
+	return &client{http: &http.Client{Transport: tr}}
+}
+
+// call posts in (GET when method says so) to path and decodes the answer
+// into out when out is not nil.
+func (c *client) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://recorder"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("recorder %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBody))
+	if err != nil {
+		return fmt.Errorf("recorder %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("recorder %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// RoundTrip implements http.RoundTripper for the HTTP capability: the
+// request goes to the recorder, which plays the provider.
+func (c *client) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+	}
+	var resp wire.HTTPResponse
+	in := wire.HTTPRequest{Method: req.Method, URL: req.URL.String(), Header: req.Header, Body: body}
+	if err := c.call(req.Context(), http.MethodPost, wire.PathHTTP, in, &resp); err != nil {
+		return nil, runtime.Errorf(runtime.Transient, "%s %s: %v", req.Method, req.URL, err)
+	}
+	switch {
+	case resp.Refused != "":
+		return nil, runtime.Errorf(runtime.Permanent, "%s", resp.Refused)
+	case resp.Timeout:
+		return nil, httpfixture.TimeoutError{What: req.Method + " " + req.URL.String()}
+	}
+	return &http.Response{
+		StatusCode: resp.Status,
+		Status:     fmt.Sprintf("%d %s", resp.Status, http.StatusText(resp.Status)),
+		Header:     http.Header(resp.Header),
+		Body:       io.NopCloser(bytes.NewReader(resp.Body)),
+		Request:    req,
+		Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	}, nil
+}
+
+// capErr turns a failure to reach the recorder into a retryable error.
+func capErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return runtime.Errorf(runtime.Transient, "%s: %v", what, err)
+}
+
+type kvClient struct{ c *client }
+
+func (k kvClient) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	var out wire.KVResponse
+	err := k.c.call(ctx, http.MethodPost, wire.PathKVGet, wire.KVRequest{Key: key}, &out)
+	return out.Value, out.Found, capErr("kv get", err)
+}
+
+func (k kvClient) Put(ctx context.Context, key string, value []byte) error {
+	return capErr("kv put", k.c.call(ctx, http.MethodPost, wire.PathKVPut, wire.KVRequest{Key: key, Value: value}, nil))
+}
+
+type dedupeClient struct{ c *client }
+
+func (d dedupeClient) PutIfAbsent(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	var out wire.DedupeResponse
+	err := d.c.call(ctx, http.MethodPost, wire.PathDedupe, wire.DedupeRequest{Key: key, TTL: ttl}, &out)
+	return out.Absent, capErr("dedupe", err)
+}
+
+type blobClient struct{ c *client }
+
+func (b blobClient) ReadBlob(ctx context.Context, name string) ([]byte, error) {
+	var out wire.BlobResponse
+	if err := b.c.call(ctx, http.MethodPost, wire.PathBlobRead, wire.BlobRequest{Name: name}, &out); err != nil {
+		return nil, capErr("blob read", err)
+	}
+	if out.Missing {
+		return nil, runtime.Errorf(runtime.Permanent, "blob %q does not exist", name)
+	}
+	return out.Data, nil
+}
+
+func (b blobClient) WriteBlob(ctx context.Context, name string, data []byte) error {
+	return capErr("blob write", b.c.call(ctx, http.MethodPost, wire.PathBlobWrite, wire.BlobRequest{Name: name, Data: data}, nil))
+}
+
+// secrets resolves handles to the values the recorder chose.
+type secrets map[string]string
+
+func (s secrets) Secret(_ context.Context, handle string) (string, error) {
+	v, ok := s[handle]
+	if !ok {
+		return "", runtime.Errorf(runtime.Auth, "secret %q has no value in this run", handle)
+	}
+	return v, nil
+}
+
+// fixedClock reads the time the recorder set for the delivery.
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }

@@ -1,0 +1,340 @@
+package certify
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/certify/recorder"
+	"github.com/flowgen-dev/flowgen/certify/wire"
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/fixturetest"
+)
+
+// deliveryTimeout bounds one delivery in the harness.
+const deliveryTimeout = 30 * time.Second
+
+// key computes the idempotency key of input from the spec, as the runtime
+// would for a node named after the connector: certification never asks
+// the connector's code what its key is.
+func (c *run) key(input json.RawMessage) (string, error) {
+	info := runtime.NodeInfo{ID: c.spec.ID, KeySchema: c.spec.KeySchema()}
+	if c.spec.Idempotency != nil {
+		info.KeyFields = c.spec.Idempotency.Key
+	}
+	return runtime.IdempotencyKey(info, c.spec.ID, input)
+}
+
+// fixtureSecrets resolves every declared handle to its fixture placeholder.
+func (c *run) fixtureSecrets() map[string]string {
+	out := map[string]string{}
+	for _, s := range c.spec.Secrets {
+		out[s.Handle] = c.manifest.Secret(s.Handle)
+	}
+	return out
+}
+
+// plan makes a delivery of fixture fx with the given id, attempt and clock.
+func (c *run) plan(id int, fx httpfixture.Fixture, attempt int, now time.Time) (recorder.Planned, error) {
+	key, err := c.key(fx.Input)
+	if err != nil {
+		return recorder.Planned{}, fmt.Errorf("fixture %q: %w", fx.Name, err)
+	}
+	return recorder.Planned{
+		Delivery: wire.Delivery{ID: id, Params: fx.Params, Input: fx.Input, Key: key, Attempt: attempt,
+			Now: now, Seed: 1, Secrets: c.fixtureSecrets(), Timeout: deliveryTimeout},
+		Exchanges: fx.HTTP,
+	}, nil
+}
+
+// substitution replaces one value of a fixture with another wherever the
+// fixture's recording and output mention it, so that a provider answers
+// an altered input as it answered the original.
+type substitution struct {
+	old, new string
+	// number: old and new are integers, replaced only as whole numbers.
+	number bool
+}
+
+func (s substitution) apply(text string) string {
+	if !s.number {
+		text = strings.ReplaceAll(text, s.old, s.new)
+		if q, nq := url.QueryEscape(s.old), url.QueryEscape(s.new); q != s.old {
+			text = strings.ReplaceAll(text, q, nq)
+		}
+		if p, np := url.PathEscape(s.old), url.PathEscape(s.new); p != s.old {
+			text = strings.ReplaceAll(text, p, np)
+		}
+		return text
+	}
+	var b strings.Builder
+	numeric := func(r byte) bool { return r >= '0' && r <= '9' || r == '.' }
+	for i := 0; i < len(text); {
+		j := strings.Index(text[i:], s.old)
+		if j < 0 {
+			b.WriteString(text[i:])
+			break
+		}
+		at := i + j
+		end := at + len(s.old)
+		whole := (at == 0 || !numeric(text[at-1])) && (end == len(text) || !numeric(text[end]))
+		b.WriteString(text[i:at])
+		if whole {
+			b.WriteString(s.new)
+		} else {
+			b.WriteString(s.old)
+		}
+		i = end
+	}
+	return b.String()
+}
+
+// substitute returns fx with every substitution applied to its input,
+// output, recorded requests and responses.
+func substitute(fx httpfixture.Fixture, subs []substitution) httpfixture.Fixture {
+	text := func(s string) string {
+		for _, sub := range subs {
+			s = sub.apply(s)
+		}
+		return s
+	}
+	raw := func(r json.RawMessage) json.RawMessage {
+		if len(r) == 0 {
+			return r
+		}
+		return json.RawMessage(text(string(r)))
+	}
+	out := fx
+	out.Input, out.Output = raw(fx.Input), raw(fx.Output)
+	out.HTTP = make([]httpfixture.Exchange, len(fx.HTTP))
+	for i, ex := range fx.HTTP {
+		ex.Request.URL = text(ex.Request.URL)
+		ex.Request.Headers = mapText(ex.Request.Headers, text)
+		ex.Request.Body = raw(ex.Request.Body)
+		ex.Response.Headers = mapText(ex.Response.Headers, text)
+		ex.Response.Body = raw(ex.Response.Body)
+		out.HTTP[i] = ex
+	}
+	return out
+}
+
+func mapText(m map[string]string, f func(string) string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = f(v)
+	}
+	return out
+}
+
+// keyVariant returns fx with every key field changed, so that it has an
+// idempotency key of its own, its recording rewritten to match; ok is
+// false when no key field can be changed into an input the schema accepts.
+func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
+	if c.spec.Idempotency == nil || len(c.spec.Idempotency.Key) == 0 {
+		return fx, false
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		in, err := decodeJSON(fx.Input)
+		if err != nil {
+			return fx, false
+		}
+		obj, ok := in.(map[string]any)
+		if !ok {
+			return fx, false
+		}
+		var subs []substitution
+		for _, field := range c.spec.Idempotency.Key {
+			v, ok := lookup(obj, field)
+			if !ok {
+				continue
+			}
+			switch x := v.(type) {
+			case string:
+				nv := x + "-k7"
+				if attempt == 1 {
+					nv = bumpLast(x)
+				}
+				if nv != x && x != "" {
+					set(obj, field, nv)
+					subs = append(subs, substitution{old: x, new: nv})
+				}
+			case json.Number:
+				n, err := x.Int64()
+				if err != nil {
+					continue
+				}
+				nv := strconv.FormatInt(n+7919, 10)
+				if attempt == 1 {
+					nv = strconv.FormatInt(n+1, 10)
+				}
+				set(obj, field, json.Number(nv))
+				subs = append(subs, substitution{old: x.String(), new: nv, number: true})
+			}
+		}
+		if len(subs) == 0 {
+			return fx, false
+		}
+		variant := substitute(fx, subs)
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return fx, false
+		}
+		variant.Input = b
+		variant.Name = fx.Name + " (key fields changed)"
+		if c.validInput(variant.Input) {
+			return variant, true
+		}
+	}
+	return fx, false
+}
+
+// bumpLast changes the last letter or digit of s into the next one of its
+// kind, keeping the length (for fields with a pattern or a maximum length).
+func bumpLast(s string) string {
+	b := []byte(s)
+	for i := len(b) - 1; i >= 0; i-- {
+		switch ch := b[i]; {
+		case ch >= '0' && ch <= '9':
+			b[i] = '0' + (ch-'0'+1)%10
+			return string(b)
+		case ch >= 'a' && ch <= 'z':
+			b[i] = 'a' + (ch-'a'+1)%26
+			return string(b)
+		case ch >= 'A' && ch <= 'Z':
+			b[i] = 'A' + (ch-'A'+1)%26
+			return string(b)
+		}
+	}
+	return s
+}
+
+// validInput reports whether input validates against the primary input
+// port's schema.
+func (c *run) validInput(input json.RawMessage) bool {
+	sch := c.spec.InputSchema(c.spec.PrimaryInputPort())
+	if sch == nil {
+		return true
+	}
+	v, err := decodeJSON(input)
+	if err != nil {
+		return false
+	}
+	return sch.Validate(toSchemaValue(v)) == nil
+}
+
+// toSchemaValue converts json.Number leaves for the schema validator,
+// which takes float64 or json.Number alike; kept as one place to adapt.
+func toSchemaValue(v any) any { return v }
+
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// lookup resolves a dotted field path in a decoded object.
+func lookup(obj map[string]any, path string) (any, bool) {
+	var cur any = obj
+	for seg := range strings.SplitSeq(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[seg]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func set(obj map[string]any, path string, v any) {
+	segs := strings.Split(path, ".")
+	cur := obj
+	for _, seg := range segs[:len(segs)-1] {
+		next, ok := cur[seg].(map[string]any)
+		if !ok {
+			return
+		}
+		cur = next
+	}
+	cur[segs[len(segs)-1]] = v
+}
+
+// canary is a marked value certification feeds into a classified input
+// field or a secret, to find where the connector lets it go.
+type canary struct {
+	token  string
+	class  string // the input field's data class, or "secret"
+	origin string // the field's JSON Pointer, or the secret handle
+}
+
+func newCanaryToken() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "fgc" + hex.EncodeToString(b)
+}
+
+// canaryVariant returns fx with a canary appended to every string leaf of
+// its input whose class ranks above internal, with its recording and
+// output rewritten to match, and the canaries placed.
+func (c *run) canaryVariant(fx httpfixture.Fixture) (httpfixture.Fixture, []canary) {
+	in, err := decodeJSON(fx.Input)
+	if err != nil {
+		return fx, nil
+	}
+	var subs []substitution
+	var canaries []canary
+	connectorspec.WalkClasses(c.spec.InputSchema(c.spec.PrimaryInputPort()), in, func(ptr, class string, leaf any) {
+		s, ok := leaf.(string)
+		if !ok || s == "" || connectorspec.ClassRank(class) < connectorspec.ClassRank("confidential") {
+			return
+		}
+		if slices.ContainsFunc(subs, func(sub substitution) bool { return sub.old == s }) {
+			return
+		}
+		tok := newCanaryToken()
+		subs = append(subs, substitution{old: s, new: s + tok})
+		canaries = append(canaries, canary{token: tok, class: class, origin: ptr})
+	})
+	if len(subs) == 0 {
+		return fx, nil
+	}
+	v := substitute(fx, subs)
+	v.Name = fx.Name + " (canaries)"
+	return v, canaries
+}
+
+// canarySecrets resolves each handle to its fixture placeholder with a
+// canary appended (a secret that is a URL stays a URL).
+func (c *run) canarySecrets() (map[string]string, []substitution, []canary) {
+	values := map[string]string{}
+	var subs []substitution
+	var canaries []canary
+	for _, s := range c.spec.Secrets {
+		tok := newCanaryToken()
+		old := c.manifest.Secret(s.Handle)
+		values[s.Handle] = old + tok
+		subs = append(subs, substitution{old: old, new: old + tok})
+		canaries = append(canaries, canary{token: tok, class: "secret", origin: s.Handle})
+	}
+	return values, subs, canaries
+}
+
+// fixtureNow is the clock reading fixtures run at.
+var fixtureNow = fixturetest.Now

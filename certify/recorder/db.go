@@ -1,0 +1,236 @@
+package recorder
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "github.com/lib/pq" // the fixture database is PostgreSQL
+
+	"github.com/flowgen-dev/flowgen/certify/wire"
+)
+
+// FixtureDB is the database a db connector's statements run on during
+// certification: a schema of its own owned by a role of its own, created
+// for one world and dropped with it. The connector's SQL is untrusted, so
+// it runs as that role: no superuser, no role or database creation, a
+// statement timeout, and a search path of its own schema. Point it at a
+// database that holds nothing else.
+type FixtureDB struct {
+	admin    *sql.DB
+	conn     *sql.DB
+	name     string // role and schema
+	setup    string
+	readOnly bool
+	digest   string
+}
+
+// OpenFixtureDB makes the role and schema on the server adminURL names (a
+// postgres:// URL with a user that may create roles), runs setup in the
+// schema as the role, and connects as the role. With readOnly every
+// statement runs in a READ ONLY transaction.
+func OpenFixtureDB(ctx context.Context, adminURL, setup string, readOnly bool) (*FixtureDB, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("fixture database: want a postgres:// URL, got %q", adminURL)
+	}
+	admin, err := sql.Open("postgres", adminURL)
+	if err != nil {
+		return nil, fmt.Errorf("fixture database: %w", err)
+	}
+	admin.SetMaxOpenConns(2)
+	name, password := "flowgen_fx_"+randomHex(8), randomHex(16)
+	d := &FixtureDB{admin: admin, name: name, setup: setup, readOnly: readOnly}
+	stmts := []string{
+		fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s' NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION CONNECTION LIMIT 4`, name, password),
+		fmt.Sprintf(`ALTER ROLE %s SET statement_timeout = '5s'`, name),
+		fmt.Sprintf(`ALTER ROLE %s SET search_path = %s`, name, name),
+		fmt.Sprintf(`CREATE SCHEMA %s AUTHORIZATION %s`, name, name),
+	}
+	for _, s := range stmts {
+		if _, err := admin.ExecContext(ctx, s); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("fixture database: %w", err)
+		}
+	}
+	ru := *u
+	ru.User = url.UserPassword(name, password)
+	if d.conn, err = sql.Open("postgres", ru.String()); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("fixture database: %w", err)
+	}
+	d.conn.SetMaxOpenConns(2)
+	if err := d.runSetup(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *FixtureDB) runSetup(ctx context.Context) error {
+	if strings.TrimSpace(d.setup) != "" {
+		if _, err := d.conn.ExecContext(ctx, d.setup); err != nil {
+			return fmt.Errorf("fixtureEnv.database.setup: %w", err)
+		}
+	}
+	var err error
+	d.digest, err = d.stateDigest(ctx)
+	return err
+}
+
+// Reset empties the schema and runs the setup again.
+func (d *FixtureDB) Reset(ctx context.Context) error {
+	for _, s := range []string{
+		fmt.Sprintf(`DROP SCHEMA %s CASCADE`, d.name),
+		fmt.Sprintf(`CREATE SCHEMA %s AUTHORIZATION %s`, d.name, d.name),
+	} {
+		if _, err := d.admin.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("fixture database: %w", err)
+		}
+	}
+	return d.runSetup(ctx)
+}
+
+// Do runs one statement and reports whether it changed the data of the
+// schema (any row of any table), which is what counts as an effect.
+func (d *FixtureDB) Do(ctx context.Context, req wire.DBRequest) (wire.DBResponse, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	args := make([]any, len(req.Args))
+	for i, a := range req.Args {
+		args[i] = a.Any()
+	}
+	resp, err := d.do(ctx, req, args)
+	if err != nil {
+		return wire.DBResponse{Error: err.Error()}, false
+	}
+	if d.readOnly {
+		return resp, false
+	}
+	digest, err := d.stateDigest(ctx)
+	if err != nil {
+		return wire.DBResponse{Error: err.Error()}, false
+	}
+	changed := digest != d.digest
+	d.digest = digest
+	return resp, changed
+}
+
+func (d *FixtureDB) do(ctx context.Context, req wire.DBRequest, args []any) (wire.DBResponse, error) {
+	tx, err := d.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: d.readOnly})
+	if err != nil {
+		return wire.DBResponse{}, err
+	}
+	defer tx.Rollback()
+	var resp wire.DBResponse
+	if req.Exec {
+		res, err := tx.ExecContext(ctx, req.Query, args...)
+		if err != nil {
+			return resp, err
+		}
+		resp.RowsAffected, _ = res.RowsAffected()
+	} else {
+		rows, err := tx.QueryContext(ctx, req.Query, args...)
+		if err != nil {
+			return resp, err
+		}
+		if resp.Columns, err = rows.Columns(); err != nil {
+			rows.Close()
+			return resp, err
+		}
+		for rows.Next() {
+			vals := make([]any, len(resp.Columns))
+			ptrs := make([]any, len(vals))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return resp, err
+			}
+			row := make([]wire.Value, len(vals))
+			for i, v := range vals {
+				wv, ok := wire.ValueOf(v)
+				if !ok {
+					s := fmt.Sprint(v)
+					wv = wire.Value{String: &s}
+				}
+				row[i] = wv
+			}
+			resp.Rows = append(resp.Rows, row)
+			if len(resp.Rows) > 10000 {
+				rows.Close()
+				return resp, fmt.Errorf("query returned more than 10000 rows")
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return resp, err
+		}
+	}
+	return resp, tx.Commit()
+}
+
+// stateDigest hashes every row of every table in the schema, read as the
+// administrator so that the connector's role cannot shape what is read.
+func (d *FixtureDB) stateDigest(ctx context.Context) (string, error) {
+	rows, err := d.admin.QueryContext(ctx,
+		`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY table_name`, d.name)
+	if err != nil {
+		return "", fmt.Errorf("fixture database: %w", err)
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return "", err
+		}
+		tables = append(tables, t)
+	}
+	rows.Close()
+	h := sha256.New()
+	for _, t := range tables {
+		var sum sql.NullString
+		q := fmt.Sprintf(`SELECT md5(string_agg(t::text, E'\n' ORDER BY t::text)) FROM %s.%s t`, d.name, quoteIdent(t))
+		if err := d.admin.QueryRowContext(ctx, q).Scan(&sum); err != nil {
+			return "", fmt.Errorf("fixture database: %w", err)
+		}
+		fmt.Fprintf(h, "%s %s\n", t, sum.String)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Close drops the schema and the role.
+func (d *FixtureDB) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if d.conn != nil {
+		d.conn.Close()
+	}
+	var firstErr error
+	for _, s := range []string{
+		fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '%s'`, d.name),
+		fmt.Sprintf(`DROP SCHEMA IF EXISTS %s CASCADE`, d.name),
+		fmt.Sprintf(`DROP ROLE IF EXISTS %s`, d.name),
+	} {
+		if _, err := d.admin.ExecContext(ctx, s); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	d.admin.Close()
+	return firstErr
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

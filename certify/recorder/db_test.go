@@ -1,0 +1,86 @@
+package recorder
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+
+	"github.com/flowgen-dev/flowgen/certify/wire"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
+)
+
+func str(s string) wire.Value { return wire.Value{String: &s} }
+
+// TestFixtureDBCountsChangesAndGrantsNothing: a statement is an effect
+// exactly when it changes a row; the connector's SQL runs as a role that
+// cannot reach beyond its schema; closing leaves nothing behind.
+func TestFixtureDBCountsChangesAndGrantsNothing(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenFixtureDB(ctx, pgtest.DatabaseURL(), `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL)`, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := wire.DBRequest{Exec: true, Query: `INSERT INTO orders VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status`, Args: []wire.Value{str("o1"), str("paid")}}
+	if resp, changed := db.Do(ctx, insert); resp.Error != "" || !changed || resp.RowsAffected != 1 {
+		t.Fatalf("first upsert: %+v changed %v", resp, changed)
+	}
+	// Postgres reports the row as affected again, but nothing changed.
+	if resp, changed := db.Do(ctx, insert); resp.Error != "" || changed {
+		t.Fatalf("repeated upsert: %+v changed %v", resp, changed)
+	}
+	resp, changed := db.Do(ctx, wire.DBRequest{Query: `SELECT id, status FROM orders`})
+	if resp.Error != "" || changed || len(resp.Rows) != 1 || *resp.Rows[0][1].String != "paid" {
+		t.Fatalf("select: %+v", resp)
+	}
+	for _, hostile := range []string{
+		`CREATE ROLE intruder SUPERUSER`,
+		`SELECT rolpassword FROM pg_authid`,
+		`COPY (SELECT 1) TO PROGRAM 'touch /tmp/flowgen-pwned'`,
+		`SELECT pg_read_file('/etc/passwd')`,
+		`CREATE TABLE public.planted (x int)`,
+		`SET ROLE postgres`,
+	} {
+		if resp, _ := db.Do(ctx, wire.DBRequest{Exec: true, Query: hostile}); resp.Error == "" {
+			t.Errorf("%s: allowed", hostile)
+		}
+	}
+	if err := db.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := db.Do(ctx, wire.DBRequest{Query: `SELECT count(*) FROM orders`}); resp.Error != "" || *resp.Rows[0][0].Int != 0 {
+		t.Fatalf("after reset: %+v", resp)
+	}
+	name := db.name
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("postgres", pgtest.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var n int
+	if err := admin.QueryRow(`SELECT (SELECT count(*) FROM pg_roles WHERE rolname = $1) + (SELECT count(*) FROM pg_namespace WHERE nspname = $1)`, name).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("left behind %d of role and schema %s (%v)", n, name, err)
+	}
+}
+
+// TestReadOnlyFixtureDB: a db.read connector's statements run read-only.
+func TestReadOnlyFixtureDB(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenFixtureDB(ctx, pgtest.DatabaseURL(), `CREATE TABLE prices (sku text PRIMARY KEY, cents int); INSERT INTO prices VALUES ('a', 1)`, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if resp, _ := db.Do(ctx, wire.DBRequest{Query: `SELECT cents FROM prices WHERE sku = $1`, Args: []wire.Value{str("a")}}); resp.Error != "" || *resp.Rows[0][0].Int != 1 {
+		t.Fatalf("read: %+v", resp)
+	}
+	for _, q := range []string{`UPDATE prices SET cents = 2`, `DELETE FROM prices RETURNING sku`} {
+		resp, changed := db.Do(ctx, wire.DBRequest{Query: q})
+		if !strings.Contains(resp.Error, "read-only transaction") || changed {
+			t.Errorf("%s: %+v changed %v", q, resp, changed)
+		}
+	}
+}

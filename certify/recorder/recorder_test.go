@@ -1,0 +1,169 @@
+package recorder
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/certify/wire"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// post sends one protocol request to the session as the harness would.
+func post[T any](t *testing.T, s *Session, path string, in any) T {
+	t.Helper()
+	b, _ := json.Marshal(in)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(b)))
+	var out T
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
+}
+
+func exchanges(t *testing.T, js string) []httpfixture.Exchange {
+	t.Helper()
+	var ex []httpfixture.Exchange
+	if err := json.Unmarshal([]byte(js), &ex); err != nil {
+		t.Fatal(err)
+	}
+	return ex
+}
+
+func allow(hosts ...string) func(string) bool {
+	return func(h string) bool {
+		for _, a := range hosts {
+			if a == h {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// TestEffectsAreCountedByTheRecorder: writes count against the running
+// delivery's key, repeats that change nothing do not, and reads never.
+func TestEffectsAreCountedByTheRecorder(t *testing.T) {
+	w := NewWorld(t0, allow("api.example.com"))
+	rec := exchanges(t, `[{"request": {"method": "POST", "url": "https://api.example.com/charges"}, "response": {"status": 200, "body": {"id": "ch_1"}}},
+		{"request": {"method": "GET", "url": "https://api.example.com/charges/ch_1"}, "response": {"status": 200}}]`)
+	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{
+		{Delivery: wire.Delivery{ID: 1, Key: "k1"}, Exchanges: rec},
+		{Delivery: wire.Delivery{ID: 2, Key: "k2"}, Exchanges: rec},
+	}}
+	charge := func(idem string) wire.HTTPResponse {
+		h := map[string][]string{}
+		if idem != "" {
+			h["Idempotency-Key"] = []string{idem}
+		}
+		return post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "POST", URL: "https://api.example.com/charges", Header: h})
+	}
+	if r := charge("a"); r.Status != 200 || string(r.Body) != `{"id":"ch_1"}` {
+		t.Fatalf("answer: %+v", r)
+	}
+	charge("a") // the provider applies a key once
+	post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://api.example.com/charges/ch_1"})
+	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "x", Value: []byte("1")})
+	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "x", Value: []byte("1")}) // no change
+	post[struct{}](t, s, wire.PathResult, wire.Result{ID: 1, Output: json.RawMessage(`{}`)})
+	// Now delivery 2 runs: a charge without a key is always new.
+	charge("")
+	charge("")
+	post[struct{}](t, s, wire.PathBlobWrite, wire.BlobRequest{Name: "b", Data: []byte("pdf")})
+	if got := w.Effects(); got["k1"] != 2 || got["k2"] != 3 {
+		t.Fatalf("effects %v, want k1 2 (charge, kv) and k2 3 (two charges, blob)", got)
+	}
+	if v := w.Violations(); len(v) != 0 {
+		t.Fatalf("violations %v", v)
+	}
+}
+
+// TestCassetteRefusesWhatTheFixtureDidNotRecord: in order, byte for
+// byte; a mismatch and an unused exchange are each a problem.
+func TestCassetteRefusesWhatTheFixtureDidNotRecord(t *testing.T) {
+	w := NewWorld(t0, allow("api.example.com"))
+	s := &Session{World: w, Mode: Cassette, Concurrency: 1, Deliveries: []Planned{{
+		Delivery: wire.Delivery{ID: 7, Key: "kk"},
+		Exchanges: exchanges(t, `[{"request": {"method": "PUT", "url": "https://api.example.com/o/{{idempotency_key}}", "body": "a"}, "response": {"status": 204}},
+			{"request": {"method": "GET", "url": "https://api.example.com/o/kk"}, "response": {"status": 200}}]`),
+	}}}
+	r := post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "PUT", URL: "https://api.example.com/o/kk", Body: []byte("b")})
+	if !strings.Contains(r.Refused, `body: recorded "a", sent "b"`) {
+		t.Fatalf("mismatch answered %+v", r)
+	}
+	out := s.Outcome()
+	if len(out.Problems[7]) != 1 {
+		t.Fatalf("problems %v", out.Problems)
+	}
+	// Only one of two was requested: the second is reported unused when
+	// nothing else went wrong.
+	s2 := &Session{World: w, Mode: Cassette, Concurrency: 1, Deliveries: s.Deliveries}
+	post[wire.HTTPResponse](t, s2, wire.PathHTTP, wire.HTTPRequest{Method: "PUT", URL: "https://api.example.com/o/kk", Body: []byte("a")})
+	if p := s2.Outcome().Problems[7]; len(p) != 1 || !strings.Contains(p[0], "1 recorded exchange(s) never requested, starting with GET https://api.example.com/o/kk") {
+		t.Fatalf("unused: %v", p)
+	}
+}
+
+// TestViolations: egress outside the allowlist is refused and recorded;
+// a read-only connector's writes are recorded whatever they are.
+func TestViolations(t *testing.T) {
+	w := NewWorld(t0, allow("api.example.com"))
+	w.ReadOnly = true
+	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{{Delivery: wire.Delivery{ID: 1, Key: "k"},
+		Exchanges: exchanges(t, `[{"request": {"method": "POST", "url": "https://api.example.com/x"}, "response": {"status": 200}}]`)}}}
+	r := post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://evil.example/steal"})
+	if !strings.Contains(r.Refused, "egress to evil.example is not allowed") {
+		t.Fatalf("egress answered %+v", r)
+	}
+	post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://api.example.com/x",
+		Header: map[string][]string{"X-Http-Method-Override": {"POST"}}})
+	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "x", Value: []byte("1")})
+	v := strings.Join(w.Violations(), "\n")
+	for _, want := range []string{"request to evil.example", "a write (POST https://api.example.com/x) from a connector that may only read", "a KV write (x)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("violations %q lack %q", v, want)
+		}
+	}
+}
+
+// TestProtocolViolations: results the harness could forge to shape
+// attribution are refused and recorded.
+func TestProtocolViolations(t *testing.T) {
+	s := &Session{World: NewWorld(t0, nil), Concurrency: 1, Deliveries: []Planned{{Delivery: wire.Delivery{ID: 1, Key: "a"}}, {Delivery: wire.Delivery{ID: 2, Key: "b"}}}}
+	post[struct{}](t, s, wire.PathResult, wire.Result{ID: 2})
+	post[struct{}](t, s, wire.PathResult, wire.Result{ID: 9})
+	post[struct{}](t, s, wire.PathResult, wire.Result{ID: 1})
+	post[struct{}](t, s, wire.PathResult, wire.Result{ID: 1})
+	out := s.Outcome()
+	want := []string{"a result for delivery 2 while delivery 1 was running", "a result for delivery 9, which was never given", "a second result for delivery 1"}
+	if strings.Join(out.Protocol, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("protocol %q", out.Protocol)
+	}
+	if _, ok := out.Results[2]; ok || len(out.Results) != 1 {
+		t.Fatalf("results %v", out.Results)
+	}
+}
+
+// TestDedupeFollowsTheWorldClock: a key is present until its TTL runs out
+// on the recorder's clock, never the harness's.
+func TestDedupeFollowsTheWorldClock(t *testing.T) {
+	w := NewWorld(t0, nil)
+	s := &Session{World: w, Concurrency: 1, Deliveries: []Planned{{Delivery: wire.Delivery{ID: 1, Key: "a"}}}}
+	first := post[wire.DedupeResponse](t, s, wire.PathDedupe, wire.DedupeRequest{Key: "k", TTL: time.Hour})
+	again := post[wire.DedupeResponse](t, s, wire.PathDedupe, wire.DedupeRequest{Key: "k", TTL: time.Hour})
+	w.SetNow(t0.Add(2 * time.Hour))
+	later := post[wire.DedupeResponse](t, s, wire.PathDedupe, wire.DedupeRequest{Key: "k", TTL: time.Hour})
+	if !first.Absent || again.Absent || !later.Absent {
+		t.Fatalf("dedupe: %v %v %v", first, again, later)
+	}
+}

@@ -1,0 +1,333 @@
+package recorder
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/certify/wire"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+)
+
+// Mode is how the provider answers a session's HTTP requests.
+type Mode int
+
+const (
+	// Cassette answers each delivery's requests with its recorded
+	// exchanges, strictly in order; any other request is refused and noted.
+	Cassette Mode = iota
+	// Provider answers a request with a recorded exchange of the same
+	// method and URL, in any order and as often as asked, as a live
+	// provider would answer duplicates.
+	Provider
+)
+
+// Planned is one delivery and what the provider recorded for it.
+type Planned struct {
+	wire.Delivery
+	Exchanges []httpfixture.Exchange
+}
+
+// Session is what one harness process runs against a world.
+type Session struct {
+	World       *World
+	Deliveries  []Planned
+	Concurrency int
+	Mode        Mode
+	// Fresh resets the world before each delivery (each fixture starts
+	// from nothing).
+	Fresh bool
+
+	mu       sync.Mutex
+	results  map[int]wire.Result
+	order    []int // result ids in arrival order
+	cursor   map[int]int
+	problems map[int][]string
+	repeats  map[int]int
+	protocol []string
+	resetErr error
+}
+
+// Outcome is what a session observed.
+type Outcome struct {
+	// Results by delivery id; a delivery missing here never reported.
+	Results map[int]wire.Result
+	// Problems by delivery id: requests that did not match the recording,
+	// recorded exchanges never requested (Cassette mode).
+	Problems map[int][]string
+	// Protocol lists what the harness did that the protocol forbids
+	// (results out of order, twice, for unknown deliveries).
+	Protocol []string
+	// Repeats counts, per delivery, requests beyond its recording that
+	// repeat the last recorded one (Cassette mode): the connector retrying
+	// by itself.
+	Repeats map[int]int
+}
+
+func (s *Session) init() {
+	if s.results == nil {
+		s.results, s.cursor, s.problems, s.repeats = map[int]wire.Result{}, map[int]int{}, map[int][]string{}, map[int]int{}
+	}
+}
+
+// Outcome returns what the session observed so far, with each delivery's
+// unused recorded exchanges (Cassette mode) among its problems.
+func (s *Session) Outcome() Outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	out := Outcome{Results: map[int]wire.Result{}, Problems: map[int][]string{}, Protocol: slices.Clone(s.protocol), Repeats: maps.Clone(s.repeats)}
+	for id, r := range s.results {
+		out.Results[id] = r
+	}
+	for _, d := range s.Deliveries {
+		p := slices.Clone(s.problems[d.ID])
+		if s.Mode == Cassette && len(p) == 0 {
+			if next := s.cursor[d.ID]; next < len(d.Exchanges) {
+				ex := d.Exchanges[next]
+				p = append(p, fmt.Sprintf("%d recorded exchange(s) never requested, starting with %s %s", len(d.Exchanges)-next, ex.Request.Method, httpfixture.Expand(ex.Request.URL, d.Key)))
+			}
+		}
+		if len(p) > 0 {
+			out.Problems[d.ID] = p
+		}
+	}
+	if s.resetErr != nil {
+		out.Protocol = append(out.Protocol, "resetting the world: "+s.resetErr.Error())
+	}
+	return out
+}
+
+// current is the delivery that requests are attributed to: the first that
+// has not reported (all deliveries of a concurrent session share one key
+// and one recording, so any of them is the same).
+func (s *Session) current() *Planned {
+	for i := range s.Deliveries {
+		if _, done := s.results[s.Deliveries[i].ID]; !done {
+			return &s.Deliveries[i]
+		}
+	}
+	if len(s.Deliveries) == 0 {
+		return nil
+	}
+	return &s.Deliveries[len(s.Deliveries)-1]
+}
+
+// ServeHTTP serves the wire protocol.
+func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.init()
+	s.mu.Unlock()
+	r.Body = http.MaxBytesReader(w, r.Body, wire.MaxBody)
+	var out any
+	var err error
+	switch r.URL.Path {
+	case wire.PathWork:
+		out = s.work()
+	case wire.PathResult:
+		err = decode(r, func(res wire.Result) { s.result(r.Context(), res) })
+	case wire.PathHTTP:
+		err = decode(r, func(req wire.HTTPRequest) { out = s.http(req) })
+	case wire.PathKVGet:
+		err = decode(r, func(req wire.KVRequest) {
+			v, ok := s.World.kvGet(req.Key)
+			out = wire.KVResponse{Value: v, Found: ok}
+		})
+	case wire.PathKVPut:
+		err = decode(r, func(req wire.KVRequest) { s.World.kvPut(s.attribution(), req.Key, req.Value) })
+	case wire.PathDedupe:
+		err = decode(r, func(req wire.DedupeRequest) { out = wire.DedupeResponse{Absent: s.World.putIfAbsent(req.Key, req.TTL)} })
+	case wire.PathBlobRead:
+		err = decode(r, func(req wire.BlobRequest) {
+			v, ok := s.World.blobRead(req.Name)
+			out = wire.BlobResponse{Data: v, Missing: !ok}
+		})
+	case wire.PathBlobWrite:
+		err = decode(r, func(req wire.BlobRequest) { s.World.blobWrite(s.attribution(), req.Name, req.Data) })
+	case wire.PathDB:
+		err = decode(r, func(req wire.DBRequest) { out = s.db(r.Context(), req) })
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if out == nil {
+		out = struct{}{}
+	}
+	json.NewEncoder(w).Encode(out)
+}
+
+// decode reads a JSON body of type T strictly and hands it to f.
+func decode[T any](r *http.Request, f func(T)) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	var v T
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("%s: %w", r.URL.Path, err)
+	}
+	f(v)
+	return nil
+}
+
+func (s *Session) work() wire.Work {
+	w := wire.Work{Concurrency: max(s.Concurrency, 1)}
+	for _, d := range s.Deliveries {
+		w.Deliveries = append(w.Deliveries, d.Delivery)
+	}
+	return w
+}
+
+// attribution is the idempotency key effects are counted against now.
+func (s *Session) attribution() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.current(); d != nil {
+		return d.Key
+	}
+	return ""
+}
+
+func (s *Session) result(ctx context.Context, res wire.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	known := slices.ContainsFunc(s.Deliveries, func(d Planned) bool { return d.ID == res.ID })
+	_, dup := s.results[res.ID]
+	switch {
+	case !known:
+		s.protocol = append(s.protocol, fmt.Sprintf("a result for delivery %d, which was never given", res.ID))
+		return
+	case dup:
+		s.protocol = append(s.protocol, fmt.Sprintf("a second result for delivery %d", res.ID))
+		return
+	case s.Concurrency <= 1 && s.current().ID != res.ID:
+		s.protocol = append(s.protocol, fmt.Sprintf("a result for delivery %d while delivery %d was running", res.ID, s.current().ID))
+		return
+	}
+	s.results[res.ID] = res
+	s.order = append(s.order, res.ID)
+	if s.Fresh && len(s.results) < len(s.Deliveries) {
+		if err := s.World.Reset(ctx); err != nil && s.resetErr == nil {
+			s.resetErr = err
+		}
+	}
+}
+
+func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
+	s.mu.Lock()
+	d := s.current()
+	s.mu.Unlock()
+	if d == nil {
+		return wire.HTTPResponse{Refused: "no delivery is running"}
+	}
+	req := &Request{Method: in.Method, URL: in.URL, Header: http.Header(in.Header), Body: in.Body}
+	if !s.World.http(d.ID, d.Key, req) {
+		return wire.HTTPResponse{Refused: fmt.Sprintf("egress to %s is not allowed", req.Host)}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ex, problem := s.answer(d, req)
+	if problem != "" {
+		s.problems[d.ID] = append(s.problems[d.ID], problem)
+		return wire.HTTPResponse{Refused: problem}
+	}
+	if ex.Response.Timeout {
+		return wire.HTTPResponse{Timeout: true}
+	}
+	resp := wire.HTTPResponse{Status: ex.Response.Status, Header: map[string][]string{}, Body: ex.ResponseBody()}
+	for k, v := range ex.Response.Headers {
+		resp.Header[http.CanonicalHeaderKey(k)] = []string{v}
+	}
+	return resp
+}
+
+// answer finds the recorded exchange that answers req, or says why none
+// does.
+func (s *Session) answer(d *Planned, req *Request) (httpfixture.Exchange, string) {
+	if s.Mode == Cassette {
+		next := s.cursor[d.ID]
+		if next >= len(d.Exchanges) {
+			if n := len(d.Exchanges); n > 0 && d.Exchanges[n-1].SameTarget(req.Method, req.URL, d.Key) {
+				s.repeats[d.ID]++
+			}
+			return httpfixture.Exchange{}, fmt.Sprintf("unexpected request %s %s: the fixture records %d exchange(s)", req.Method, req.URL, len(d.Exchanges))
+		}
+		s.cursor[d.ID] = next + 1
+		ex := d.Exchanges[next]
+		if diffs := ex.Diff(req.Method, req.URL, req.Header, req.Body, d.Key); len(diffs) > 0 {
+			return ex, fmt.Sprintf("request %d (%s %s) does not match the recording:\n  %s", next+1, req.Method, req.URL, strings.Join(diffs, "\n  "))
+		}
+		return ex, ""
+	}
+	var target *httpfixture.Exchange
+	for i := range d.Exchanges {
+		ex := &d.Exchanges[i]
+		if !ex.SameTarget(req.Method, req.URL, d.Key) {
+			continue
+		}
+		if len(ex.Diff(req.Method, req.URL, req.Header, req.Body, d.Key)) == 0 {
+			return *ex, ""
+		}
+		if target == nil {
+			target = ex
+		}
+	}
+	if target == nil {
+		return httpfixture.Exchange{}, fmt.Sprintf("no recorded exchange answers %s %s", req.Method, req.URL)
+	}
+	return *target, ""
+}
+
+func (s *Session) db(ctx context.Context, req wire.DBRequest) wire.DBResponse {
+	if s.World.DB == nil {
+		return wire.DBResponse{Error: "no fixture database: declare fixtureEnv.database in the spec"}
+	}
+	key := s.attribution()
+	s.World.mu.Lock()
+	defer s.World.mu.Unlock()
+	resp, changed := s.World.DB.Do(ctx, req)
+	if req.Exec && s.World.ReadOnly {
+		s.World.violate("a database exec from a connector that may only read: " + firstLine(req.Query))
+	}
+	if changed {
+		s.World.effect(key)
+	}
+	return resp
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " ..."
+	}
+	return s
+}
+
+// Serve answers the session's protocol on ln until ctx is done or Close.
+func Serve(ctx context.Context, ln net.Listener, s *Session) (stop func()) {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ln)
+	}()
+	return func() {
+		srv.Close()
+		<-done
+	}
+}

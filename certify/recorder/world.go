@@ -1,0 +1,202 @@
+// Package recorder is certification's side of the sandbox socket: it
+// plays every provider and store a connector's capabilities reach (HTTP
+// answered from the fixtures, KV, dedupe, blobs, a fixture database), and
+// records what the connector did to them, in the certifier's process where
+// the connector's code cannot reach.
+//
+// A [World] is the outside world for one check: the state deliveries act
+// on and the effects they had, counted per idempotency key. A [Session] is
+// one harness process's conversation with a world: the deliveries it runs,
+// how the provider answers (the strict, in-order recording of each fixture,
+// or any recorded exchange to the same target, for duplicates), and the
+// results it reported.
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+)
+
+// Request is one HTTP request a connector sent.
+type Request struct {
+	// Delivery is the session's delivery it is attributed to, and Key that
+	// delivery's idempotency key.
+	Delivery int
+	Key      string
+	Method   string
+	URL      string
+	Host     string
+	Header   http.Header
+	Body     []byte
+	// Write is true for a request that is not safe (httpfixture.Safe).
+	Write bool
+	// Effect is true when it changed the provider (httpfixture.Provider).
+	Effect bool
+}
+
+// World is the state deliveries act on and what they did to it. It is
+// safe for concurrent use.
+type World struct {
+	// Allowed reports whether a host[:port] is on the connector's egress
+	// allowlist.
+	Allowed func(hostport string) bool
+	// ReadOnly marks a connector that may not write: every write it sends
+	// is a violation.
+	ReadOnly bool
+	// DB backs the db capabilities; nil when the connector has none.
+	DB *FixtureDB
+
+	mu         sync.Mutex
+	provider   httpfixture.Provider
+	kv         map[string][]byte
+	blobs      map[string][]byte
+	dedupe     map[string]time.Time
+	now        time.Time
+	effects    map[string]int
+	requests   []Request
+	violations []string
+}
+
+// NewWorld returns an untouched world whose clock reads now.
+func NewWorld(now time.Time, allowed func(string) bool) *World {
+	return &World{Allowed: allowed, now: now, kv: map[string][]byte{}, blobs: map[string][]byte{},
+		dedupe: map[string]time.Time{}, effects: map[string]int{}}
+}
+
+// SetNow moves the world's clock, which dedupe TTLs follow.
+func (w *World) SetNow(t time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.now = t
+}
+
+// Reset forgets the state (not the effects, requests or violations
+// recorded): the provider, KV, blobs, dedupe and the database start again.
+func (w *World) Reset(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.provider = httpfixture.Provider{}
+	w.kv, w.blobs, w.dedupe = map[string][]byte{}, map[string][]byte{}, map[string]time.Time{}
+	if w.DB != nil {
+		return w.DB.Reset(ctx)
+	}
+	return nil
+}
+
+// Effects returns the effects counted so far per idempotency key.
+func (w *World) Effects() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int, len(w.effects))
+	for k, v := range w.effects {
+		out[k] = v
+	}
+	return out
+}
+
+// Requests returns every HTTP request seen, in order.
+func (w *World) Requests() []Request {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.requests)
+}
+
+// Violations lists what the connector did that it may never do (egress
+// outside the allowlist, writes from a read-only connector), in order.
+func (w *World) Violations() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.violations)
+}
+
+func (w *World) violate(msg string) {
+	w.violations = append(w.violations, msg)
+}
+
+func (w *World) effect(key string) { w.effects[key]++ }
+
+// http records a request attributed to delivery (key) and reports whether
+// it may be answered: false for egress violations.
+func (w *World) http(delivery int, key string, req *Request) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	req.Delivery, req.Key = delivery, key
+	u, err := url.Parse(req.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		w.violate("request to an invalid URL " + req.URL)
+		w.requests = append(w.requests, *req)
+		return false
+	}
+	req.Host = u.Host
+	req.Write = !httpfixture.Safe(req.Method, req.Header)
+	allowed := w.Allowed == nil || w.Allowed(u.Host)
+	if !allowed {
+		w.violate("request to " + u.Host + " (" + req.Method + " " + req.URL + "), which is not in the egress allowlist")
+	}
+	if req.Write && w.ReadOnly {
+		w.violate("a write (" + httpfixture.Method(req.Method, req.Header) + " " + req.URL + ") from a connector that may only read")
+	}
+	if allowed {
+		req.Effect = w.provider.Apply(req.Method, req.URL, req.Header, req.Body)
+		if req.Effect {
+			w.effect(key)
+		}
+	}
+	w.requests = append(w.requests, *req)
+	return allowed
+}
+
+func (w *World) kvGet(key string) ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.kv[key]
+	return v, ok
+}
+
+func (w *World) kvPut(attribution, key string, value []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ReadOnly {
+		w.violate("a KV write (" + key + ") from a connector that may only read")
+	}
+	if old, ok := w.kv[key]; !ok || !bytes.Equal(old, value) {
+		w.kv[key] = bytes.Clone(value)
+		w.effect(attribution)
+	}
+}
+
+func (w *World) putIfAbsent(key string, ttl time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if exp, ok := w.dedupe[key]; ok && exp.After(w.now) {
+		return false
+	}
+	w.dedupe[key] = w.now.Add(ttl)
+	return true
+}
+
+func (w *World) blobRead(name string) ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.blobs[name]
+	return v, ok
+}
+
+func (w *World) blobWrite(attribution, name string, data []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ReadOnly {
+		w.violate("a blob write (" + name + ") from a connector that may only read")
+	}
+	if old, ok := w.blobs[name]; !ok || !bytes.Equal(old, data) {
+		w.blobs[name] = bytes.Clone(data)
+		w.effect(attribution)
+	}
+}

@@ -1,0 +1,196 @@
+// Package wire is the protocol between certification's recorder, which
+// runs in the certifier's process, and the harness, which runs the
+// connector inside the sandbox. It is HTTP with JSON bodies over the one
+// Unix socket the sandbox can reach.
+//
+// The harness asks for its work, runs each delivery through the node, and
+// posts each result. Every capability the node uses is a request to the
+// recorder: HTTP exchanges, KV, dedupe, blobs and database statements. The
+// recorder answers them from the fixtures and its own state, and counts
+// effects itself; nothing the harness says about effects is believed,
+// because the harness shares its process with the connector's code.
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The recorder's endpoints. Each takes a POST of the request type named
+// and answers the response type, except Work (GET).
+const (
+	PathWork      = "/work"       // GET → Work
+	PathResult    = "/result"     // Result → nothing
+	PathHTTP      = "/http"       // HTTPRequest → HTTPResponse
+	PathKVGet     = "/kv/get"     // KVRequest → KVResponse
+	PathKVPut     = "/kv/put"     // KVRequest → nothing
+	PathDedupe    = "/dedupe"     // DedupeRequest → DedupeResponse
+	PathBlobRead  = "/blob/read"  // BlobRequest → BlobResponse
+	PathBlobWrite = "/blob/write" // BlobRequest → nothing
+	PathDB        = "/db"         // DBRequest → DBResponse
+)
+
+// MaxBody bounds every request and response body on the socket.
+const MaxBody = 32 << 20
+
+// Work is what one harness process does.
+type Work struct {
+	Deliveries []Delivery `json:"deliveries"`
+	// Concurrency is how many deliveries run at once (1: in order, each
+	// after the previous one's result was posted).
+	Concurrency int `json:"concurrency"`
+}
+
+// Delivery is one activation of the node.
+type Delivery struct {
+	ID      int             `json:"id"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Input   json.RawMessage `json:"input"`
+	Key     string          `json:"key"`
+	Attempt int             `json:"attempt"`
+	// Now is what the clock capability reads during this delivery.
+	Now  time.Time `json:"now"`
+	Seed uint64    `json:"seed"`
+	// Secrets maps each declared handle to the value it resolves to.
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// Timeout bounds the delivery.
+	Timeout time.Duration `json:"timeout"`
+}
+
+// Result is how a delivery ended.
+type Result struct {
+	ID     int             `json:"id"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+// Error is a failed delivery's error.
+type Error struct {
+	Kind       string        `json:"kind"`
+	Message    string        `json:"message"`
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+}
+
+// HTTPRequest is a request the node sent through its HTTP capability.
+type HTTPRequest struct {
+	Method string              `json:"method"`
+	URL    string              `json:"url"`
+	Header map[string][]string `json:"header,omitempty"`
+	Body   []byte              `json:"body,omitempty"`
+}
+
+// HTTPResponse is the provider's answer. Timeout means the provider never
+// answers; Refused means the recorder refused the request (its reason),
+// which the harness returns as a Permanent error.
+type HTTPResponse struct {
+	Status  int                 `json:"status,omitempty"`
+	Header  map[string][]string `json:"header,omitempty"`
+	Body    []byte              `json:"body,omitempty"`
+	Timeout bool                `json:"timeout,omitempty"`
+	Refused string              `json:"refused,omitempty"`
+}
+
+// KVRequest reads or writes one key of the connector's namespace.
+type KVRequest struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value,omitempty"`
+}
+
+// KVResponse is a read's answer.
+type KVResponse struct {
+	Value []byte `json:"value,omitempty"`
+	Found bool   `json:"found"`
+}
+
+// DedupeRequest records a key for a time.
+type DedupeRequest struct {
+	Key string        `json:"key"`
+	TTL time.Duration `json:"ttl"`
+}
+
+// DedupeResponse says whether the key was absent.
+type DedupeResponse struct {
+	Absent bool `json:"absent"`
+}
+
+// BlobRequest reads or writes one blob.
+type BlobRequest struct {
+	Name string `json:"name"`
+	Data []byte `json:"data,omitempty"`
+}
+
+// BlobResponse is a read's answer.
+type BlobResponse struct {
+	Data    []byte `json:"data,omitempty"`
+	Missing bool   `json:"missing,omitempty"`
+}
+
+// DBRequest is one statement: a query (rows back) or an exec.
+type DBRequest struct {
+	Exec  bool    `json:"exec,omitempty"`
+	Query string  `json:"query"`
+	Args  []Value `json:"args,omitempty"`
+}
+
+// DBResponse is a statement's answer; Error is the database's message.
+type DBResponse struct {
+	Columns      []string  `json:"columns,omitempty"`
+	Rows         [][]Value `json:"rows,omitempty"`
+	RowsAffected int64     `json:"rows_affected,omitempty"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// Value is one database/sql driver value with its type kept: exactly one
+// field is set, or none for NULL.
+type Value struct {
+	Int    *int64     `json:"i,omitempty"`
+	Float  *float64   `json:"f,omitempty"`
+	Bool   *bool      `json:"b,omitempty"`
+	String *string    `json:"s,omitempty"`
+	Bytes  []byte     `json:"y,omitempty"`
+	Time   *time.Time `json:"t,omitempty"`
+}
+
+// ValueOf wraps a driver value (int64, float64, bool, string, []byte,
+// time.Time or nil); ok is false for any other type.
+func ValueOf(v any) (Value, bool) {
+	switch x := v.(type) {
+	case nil:
+		return Value{}, true
+	case int64:
+		return Value{Int: &x}, true
+	case float64:
+		return Value{Float: &x}, true
+	case bool:
+		return Value{Bool: &x}, true
+	case string:
+		return Value{String: &x}, true
+	case []byte:
+		if x == nil {
+			x = []byte{}
+		}
+		return Value{Bytes: x}, true
+	case time.Time:
+		return Value{Time: &x}, true
+	}
+	return Value{}, false
+}
+
+// Any returns the driver value.
+func (v Value) Any() any {
+	switch {
+	case v.Int != nil:
+		return *v.Int
+	case v.Float != nil:
+		return *v.Float
+	case v.Bool != nil:
+		return *v.Bool
+	case v.String != nil:
+		return *v.String
+	case v.Bytes != nil:
+		return v.Bytes
+	case v.Time != nil:
+		return *v.Time
+	}
+	return nil
+}
