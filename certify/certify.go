@@ -40,7 +40,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"go/token"
 	"maps"
 	"net/url"
 	"os"
@@ -52,9 +54,6 @@ import (
 	"time"
 
 	spdxjson "github.com/spdx/tools-golang/json"
-	"golang.org/x/tools/go/analysis"
-	"golang.org/x/tools/go/analysis/checker"
-	"golang.org/x/tools/go/packages"
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify/recorder"
@@ -110,12 +109,28 @@ type Report struct {
 	// Sandbox says how connector code ran; Insecure is true when it ran
 	// outside any sandbox (flowgen certify --insecure-no-sandbox), which no
 	// registry accepts.
-	Sandbox  string            `json:"sandbox,omitempty"`
-	Insecure bool              `json:"insecure,omitempty"`
+	Sandbox  string `json:"sandbox,omitempty"`
+	Insecure bool   `json:"insecure,omitempty"`
+	// Waivers lists every //flowgen:allow comment in the connector's code,
+	// whether it accepted a finding, and why it was refused if it was.
+	Waivers  []Waiver          `json:"waivers,omitempty"`
 	Checks   []Check           `json:"checks"`
 	Tools    map[string]string `json:"tools"`
 	Started  time.Time         `json:"started"`
 	Finished time.Time         `json:"finished"`
+}
+
+// Waiver is one //flowgen:allow comment, as evidence.
+type Waiver struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason,omitempty"`
+	// Used is true when it accepted a finding.
+	Used bool `json:"used"`
+	// Refused says why it accepted nothing (a rule that can never be
+	// waived, no reason given, an unknown rule).
+	Refused string `json:"refused,omitempty"`
 }
 
 // Check returns the named check, or nil when it is not in the report.
@@ -272,6 +287,9 @@ type run struct {
 	sbomPath   string
 	failedGate string
 	importPath string
+	// generatedFiles are the absolute paths of files equal to what flowgen
+	// gen writes for the spec.
+	generatedFiles []string
 
 	ws       *sandbox.Workspace
 	sessions atomic.Int64
@@ -337,6 +355,16 @@ func (c *run) generated(ch *Check) {
 	for _, s := range stale {
 		ch.Evidence = append(ch.Evidence, "out of date: "+filepath.ToSlash(s))
 	}
+	// The files that equal a fresh generation are the only ones static
+	// analysis lets call the runtime's internals, whatever other files'
+	// headers claim.
+	for _, f := range files {
+		if f.Data != nil && !slices.Contains(stale, f.Path) {
+			if abs, err := filepath.Abs(f.Path); err == nil {
+				c.generatedFiles = append(c.generatedFiles, abs)
+			}
+		}
+	}
 	if len(stale) > 0 {
 		ch.Outcome, ch.Summary = Fail, "generated code does not match the spec; run go generate"
 		return
@@ -344,44 +372,82 @@ func (c *run) generated(ch *Check) {
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d generated files match the spec", len(files))
 }
 
+// analysis runs connectorvet.Reach over the connector's packages and
+// their dependencies. Every finding fails the check with its call path;
+// waived findings and every waiver are evidence, and the waivers go into
+// the report for pull policies to judge.
 func (c *run) analysis(ch *Check) {
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.LoadAllSyntax, Dir: c.dir, Context: c.ctx}, ".")
-	if err != nil || len(pkgs) != 1 || len(pkgs[0].Errors) > 0 {
-		ch.Outcome, ch.Summary = Fail, "the package does not load"
-		if err != nil {
-			ch.Evidence = append(ch.Evidence, err.Error())
-		}
-		for _, p := range pkgs {
-			for _, e := range p.Errors {
-				ch.Evidence = append(ch.Evidence, e.Error())
-			}
-		}
+	res, err := connectorvet.Reach(c.ctx, connectorvet.Config{
+		Dir: c.dir, Env: goEnv(), Effects: c.spec.Effects, Determinism: c.spec.Determinism, Generated: c.generatedFiles,
+	})
+	var le *connectorvet.LoadError
+	switch {
+	case errors.As(err, &le):
+		ch.Outcome, ch.Summary = Fail, "the connector's packages do not load"
+		ch.Evidence = le.Problems
 		return
-	}
-	graph, err := checker.Analyze([]*analysis.Analyzer{connectorvet.Analyzer}, pkgs, nil)
-	if err != nil {
+	case err != nil:
 		ch.Outcome, ch.Summary = Fail, err.Error()
 		return
 	}
-	for act := range graph.All() {
-		if !act.IsRoot {
-			continue
-		}
-		for _, d := range act.Diagnostics {
-			p := act.Package.Fset.Position(d.Pos)
-			abs, _ := filepath.Abs(c.dir)
-			rel, err := filepath.Rel(abs, p.Filename)
-			if err != nil {
-				rel = p.Filename
-			}
-			ch.Evidence = append(ch.Evidence, fmt.Sprintf("%s:%d:%d: %s", filepath.ToSlash(rel), p.Line, p.Column, d.Message))
+	c.importPath = res.Root
+	for _, f := range res.Findings {
+		ch.Evidence = append(ch.Evidence, c.finding(f))
+	}
+	for _, w := range res.Waivers {
+		rw := Waiver{File: c.rel(w.Pos.Filename), Line: w.Pos.Line, Rule: string(w.Rule), Reason: w.Reason, Used: w.Used, Refused: w.Refused}
+		c.report.Waivers = append(c.report.Waivers, rw)
+	}
+	for _, f := range res.Waived {
+		ch.Evidence = append(ch.Evidence, fmt.Sprintf("waived at %s:%d (%s): %s", c.rel(f.Waiver.Pos.Filename), f.Waiver.Pos.Line, f.Waiver.Reason, c.finding(f)))
+	}
+	for _, w := range c.report.Waivers {
+		if w.Refused != "" {
+			ch.Evidence = append(ch.Evidence, fmt.Sprintf("waiver at %s:%d refused: %s", w.File, w.Line, w.Refused))
 		}
 	}
-	if len(ch.Evidence) > 0 {
-		ch.Outcome, ch.Summary = Fail, fmt.Sprintf("%d findings in the connector's code", len(ch.Evidence))
-		return
+	scope := fmt.Sprintf("%d packages, %d reachable functions", res.Packages, res.Functions)
+	switch {
+	case len(res.Findings) > 0:
+		ch.Outcome, ch.Summary = Fail, fmt.Sprintf("%d findings reachable from the connector's entry points (%s)", len(res.Findings), scope)
+	case len(res.Waived) > 0:
+		ch.Outcome, ch.Summary = Warn, fmt.Sprintf("no findings but %d waived (%s)", len(res.Waived), scope)
+	default:
+		ch.Outcome, ch.Summary = Pass, "nothing forbidden is reachable: "+scope
 	}
-	ch.Outcome, ch.Summary = Pass, "no nondeterminism or capability bypass found"
+}
+
+// finding renders a finding with its position and call path.
+func (c *run) finding(f connectorvet.Finding) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s: %s (fix: %s)", c.pos(f.Pos), f.Rule, f.Message, f.Rule.Fix())
+	for _, fr := range f.Path {
+		fmt.Fprintf(&b, "\n    %s", fr.Func)
+		if fr.Pos.IsValid() {
+			fmt.Fprintf(&b, " at %s", c.pos(fr.Pos))
+		}
+	}
+	return b.String()
+}
+
+func (c *run) pos(p token.Position) string {
+	if p.Line == 0 {
+		return c.rel(p.Filename)
+	}
+	return fmt.Sprintf("%s:%d:%d", c.rel(p.Filename), p.Line, p.Column)
+}
+
+// rel shows a file relative to the connector directory, or from its
+// module path in the module cache.
+func (c *run) rel(file string) string {
+	abs, _ := filepath.Abs(c.dir)
+	if r, err := filepath.Rel(abs, file); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	if _, after, ok := strings.Cut(filepath.ToSlash(file), "/pkg/mod/"); ok {
+		return after
+	}
+	return filepath.ToSlash(file)
 }
 
 func tail(s string, n int) []string {

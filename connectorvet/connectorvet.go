@@ -1,31 +1,30 @@
-// Package connectorvet is the static analysis certification runs over a
-// connector's own code (generated files and tests are skipped): it reports
-// what would make the connector nondeterministic or let it act outside its
-// declared capabilities, each finding at its file:line with the rule and
-// the fix. It runs as `flowgen certify`'s analysis check and, unchanged,
-// as `go vet -vettool=$(which flowgen-vet)`.
+// Package connectorvet is the static analysis of connector code. It has
+// two entry points over one vocabulary of rules (rules.go):
 //
-// Rules:
-//
-//	clock       time.Now, time.Since, time.Until: use the clock capability (ctx.Now)
-//	rand        math/rand, math/rand/v2, crypto/rand: use ctx.Uint64 (rng.seeded for Strict)
-//	env         os.Getenv, os.LookupEnv, os.Environ: use params or secrets by handle
-//	goroutine   go statements, and select over more than one channel (a
-//	            wait that only races ctx.Done() is fine)
-//	maporder    ranging over a map while building ordered output (append,
-//	            writes to a builder or writer, fmt.Fprint*): sort the keys first
-//	bypass      net/http clients, net.Dial, database/sql.Open: use the HTTP and
-//	            db capabilities, which enforce egress and replay
-//	write       file system writes in a connector declared Pure or ReadOnly
+//   - [Reach], which certification runs: SSA and a call graph over every
+//     package of the artifact and of its non-standard dependencies, and a
+//     walk of every path from the connector's entry points to what its
+//     declared effects and determinism forbid (the clock, randomness, the
+//     environment and host, the file system, processes, the network outside
+//     the capabilities, system calls, unsafe code, reflection, plugins, cgo,
+//     assembly, goroutines, package state written from Run, the runtime's
+//     internals). Each finding carries its call path. This is what decides.
+//   - [Analyzer], for editors and `go vet -vettool=$(which flowgen-vet)`:
+//     the same rules applied to the direct calls in one package, without
+//     following them. It finds the common mistakes early; a clean vet does
+//     not mean a connector certifies.
 //
 // A finding is accepted, with a reason, by a comment on its line or the
-// line above: //flowgen:allow clock -- reason.
+// line above, or on a line of the connector's own code that its call path
+// runs through: //flowgen:allow RULE -- reason. Rules that let a connector
+// act outside its capabilities (env, fs, write, exec, net, syscall, plugin,
+// cgo, bypass, excluded, trust) can never be waived; every waiver, used,
+// unused or refused, is evidence in the certification report.
 package connectorvet
 
 import (
 	"fmt"
 	"go/ast"
-	"go/constant"
 	"go/token"
 	"go/types"
 	"strings"
@@ -35,7 +34,7 @@ import (
 	"golang.org/x/tools/go/ast/inspector"
 )
 
-// Analyzer reports the rules above.
+// Analyzer reports the rules on one package's direct calls.
 var Analyzer = &analysis.Analyzer{
 	Name:     "connectorvet",
 	Doc:      "report nondeterminism and capability bypasses in flowgen connector code",
@@ -44,119 +43,73 @@ var Analyzer = &analysis.Analyzer{
 	Run:      run,
 }
 
-// calls maps "package.Func" or "package.Type.Method" to its rule and fix.
-var calls = map[string][2]string{
-	"time.Now":                     {"clock", "declare the clock capability and use ctx.Now"},
-	"time.Since":                   {"clock", "declare the clock capability and subtract from ctx.Now"},
-	"time.Until":                   {"clock", "declare the clock capability and subtract ctx.Now"},
-	"os.Getenv":                    {"env", "take the value as a param, or a secret by handle (ctx.Secret)"},
-	"os.LookupEnv":                 {"env", "take the value as a param, or a secret by handle (ctx.Secret)"},
-	"os.Environ":                   {"env", "take the values as params, or secrets by handle (ctx.Secret)"},
-	"net/http.Get":                 {"bypass", "declare http.read and use ctx.Get, which enforces the egress allowlist"},
-	"net/http.Head":                {"bypass", "declare http.read and use ctx.Get"},
-	"net/http.Post":                {"bypass", "declare http.write and use ctx.Do"},
-	"net/http.PostForm":            {"bypass", "declare http.write and use ctx.Do"},
-	"net/http.Client.Do":           {"bypass", "use ctx.Get or ctx.Do instead of an http.Client"},
-	"net/http.Client.Get":          {"bypass", "use ctx.Get instead of an http.Client"},
-	"net/http.Client.Post":         {"bypass", "use ctx.Do instead of an http.Client"},
-	"net/http.Client.Head":         {"bypass", "use ctx.Get instead of an http.Client"},
-	"net/http.Client.PostForm":     {"bypass", "use ctx.Do instead of an http.Client"},
-	"net/http.Transport.RoundTrip": {"bypass", "use ctx.Get or ctx.Do"},
-	"net.Dial":                     {"bypass", "talk to the network through the declared capabilities"},
-	"net.DialTimeout":              {"bypass", "talk to the network through the declared capabilities"},
-	"net.Dialer.Dial":              {"bypass", "talk to the network through the declared capabilities"},
-	"net.Dialer.DialContext":       {"bypass", "talk to the network through the declared capabilities"},
-	"database/sql.Open":            {"bypass", "declare db.read or db.write and use ctx.Query or ctx.Exec"},
-	"database/sql.OpenDB":          {"bypass", "declare db.read or db.write and use ctx.Query or ctx.Exec"},
-}
-
-// writes are file system writes, effects a Pure or ReadOnly connector
-// must not have.
-var writes = map[string]bool{
-	"os.WriteFile": true, "os.Create": true, "os.OpenFile": true, "os.Remove": true, "os.RemoveAll": true,
-	"os.Mkdir": true, "os.MkdirAll": true, "os.Rename": true, "os.Symlink": true, "os.Link": true,
-	"os.Chmod": true, "os.Chtimes": true, "os.Truncate": true, "os.CreateTemp": true, "os.MkdirTemp": true,
-	"os.File.Write": true, "os.File.WriteString": true, "os.File.WriteAt": true, "os.File.Truncate": true,
-}
-
-// randPackages are sources of randomness.
-var randPackages = map[string]bool{"math/rand": true, "math/rand/v2": true, "crypto/rand": true}
-
 func run(pass *analysis.Pass) (any, error) {
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
-	effects := declaredEffects(pass.Pkg)
 	skip := map[*token.File]bool{}
-	allowed := map[string]bool{} // "file:line:rule"
+	var files []*ast.File
 	for _, f := range pass.Files {
 		tf := pass.Fset.File(f.Pos())
-		name := tf.Name()
-		if ast.IsGenerated(f) || strings.HasSuffix(name, "_test.go") {
+		if ast.IsGenerated(f) || strings.HasSuffix(tf.Name(), "_test.go") {
 			skip[tf] = true
 			continue
 		}
-		for _, cg := range f.Comments {
-			for _, c := range cg.List {
-				text, ok := strings.CutPrefix(c.Text, "//flowgen:allow ")
-				if !ok {
-					continue
-				}
-				rule, _, _ := strings.Cut(strings.TrimSpace(text), " ")
-				line := tf.Line(c.Pos())
-				allowed[fmt.Sprintf("%s:%d:%s", name, line, rule)] = true
-				allowed[fmt.Sprintf("%s:%d:%s", name, line+1, rule)] = true
-			}
-		}
+		files = append(files, f)
 	}
-	report := func(pos token.Pos, rule, format string, args ...any) {
-		p := pass.Fset.Position(pos)
-		if allowed[fmt.Sprintf("%s:%d:%s", p.Filename, p.Line, rule)] {
+	waivers := parseWaivers(pass.Fset, files)
+	report := func(pos token.Pos, r Rule, msg string) {
+		if skip[pass.Fset.File(pos)] {
 			return
 		}
-		pass.Report(analysis.Diagnostic{Pos: pos, Category: rule, Message: rule + ": " + fmt.Sprintf(format, args...)})
+		f := &Finding{Rule: r, Pos: pass.Fset.Position(pos)}
+		if waive(f, waivers) != nil {
+			return
+		}
+		pass.Report(analysis.Diagnostic{Pos: pos, Category: string(r), Message: fmt.Sprintf("%s: %s; %s", r, msg, r.Fix())})
 	}
-	inGenerated := func(n ast.Node) bool { return skip[pass.Fset.File(n.Pos())] }
-
-	nodes := []ast.Node{(*ast.CallExpr)(nil), (*ast.GoStmt)(nil), (*ast.SelectStmt)(nil), (*ast.RangeStmt)(nil)}
+	astChecks(pass.Fset, files, pass.TypesInfo, report)
+	nodes := []ast.Node{(*ast.Ident)(nil), (*ast.GoStmt)(nil), (*ast.CallExpr)(nil)}
 	ins.Preorder(nodes, func(n ast.Node) {
-		if inGenerated(n) {
-			return
-		}
 		switch n := n.(type) {
-		case *ast.CallExpr:
-			name, pkg := callee(pass.TypesInfo, n)
-			if name == "" {
-				return
-			}
-			if r, ok := calls[name]; ok {
-				report(n.Pos(), r[0], "%s: %s", name, r[1])
-			}
-			if randPackages[pkg] {
-				report(n.Pos(), "rand", "%s draws unseeded randomness: declare rng.seeded (or rng) and use ctx.Uint64", name)
-			}
-			if writes[name] && (effects == "Pure" || effects == "ReadOnly") {
-				report(n.Pos(), "write", "%s writes to the file system, but the connector is declared %s: declare effects: Effectful and blob.write, or drop the write", name, effects)
-			}
 		case *ast.GoStmt:
-			report(n.Pos(), "goroutine", "a goroutine makes the order of effects and output depend on scheduling: do the work in Run, in order")
-		case *ast.SelectStmt:
-			chans, cancel := 0, false
-			for _, c := range n.Body.List {
-				if cc, ok := c.(*ast.CommClause); ok && cc.Comm != nil {
-					chans++
-					cancel = cancel || isContextDone(pass.TypesInfo, cc.Comm)
-				}
+			report(n.Pos(), Goroutine, "a goroutine makes the order of effects and output depend on scheduling")
+		case *ast.CallExpr:
+			if tv, ok := pass.TypesInfo.Types[n.Fun]; ok && tv.IsType() && isUnsafePointer(tv.Type) {
+				report(n.Pos(), Unsafe, "a conversion to unsafe.Pointer escapes the type system")
 			}
-			// Waiting for one channel or cancellation is deterministic.
-			if chans > 2 || (chans == 2 && !cancel) {
-				report(n.Pos(), "goroutine", "select over %d channels picks a ready case at random", chans)
-			}
-		case *ast.RangeStmt:
-			if _, isMap := pass.TypesInfo.TypeOf(n.X).Underlying().(*types.Map); isMap && buildsOrderedOutput(pass.TypesInfo, n.Body) {
-				report(n.Pos(), "maporder", "ranging over a map gives its keys in random order, and this loop builds ordered output: range over slices.Sorted(maps.Keys(m))")
-			}
+		case *ast.Ident:
+			judge(pass.TypesInfo, n, report)
 		}
 	})
 	return nil, nil
+}
+
+// judge reports a use of a classified standard library function, method
+// or variable.
+func judge(info *types.Info, id *ast.Ident, report func(token.Pos, Rule, string)) {
+	obj := info.Uses[id]
+	if obj == nil || obj.Pkg() == nil {
+		return
+	}
+	name := obj.Name()
+	switch o := obj.(type) {
+	case *types.Func:
+		if recv := o.Type().(*types.Signature).Recv(); recv != nil {
+			n := namedOf(recv.Type())
+			if n == nil {
+				return
+			}
+			name = n.Obj().Name() + "." + name
+		}
+	case *types.Var:
+		if o.IsField() || o.Parent() != o.Pkg().Scope() {
+			return
+		}
+	default:
+		return
+	}
+	if r := classify(obj.Pkg().Path(), name); r != "" {
+		report(id.Pos(), r, fmt.Sprintf("%s.%s %s", obj.Pkg().Path(), name, describe(r)))
+	}
 }
 
 // isContextDone reports whether a select case receives from ctx.Done().
@@ -243,24 +196,4 @@ func buildsOrderedOutput(info *types.Info, body *ast.BlockStmt) bool {
 		return true
 	})
 	return found
-}
-
-// declaredEffects reads the package's generated Effects constant (0 Pure,
-// 1 ReadOnly, 2 Effectful); "" when the package has none.
-func declaredEffects(pkg *types.Package) string {
-	c, ok := pkg.Scope().Lookup("Effects").(*types.Const)
-	if !ok {
-		return ""
-	}
-	v, ok := constant.Int64Val(constant.ToInt(c.Val()))
-	if !ok {
-		return ""
-	}
-	switch v {
-	case 0:
-		return "Pure"
-	case 1:
-		return "ReadOnly"
-	}
-	return "Effectful"
 }

@@ -12,8 +12,11 @@
 //	requiredChecks: [static-analysis, duplicate-delivery]  # must have passed
 //	publishers: [ci-payments]         # token names allowed to have published
 //	namespaces: [payments, catalog]
+//	refuseWaivers: true               # no finding of static analysis may have been waived
 //
-// Every field is optional; an absent field accepts everything.
+// Every field is optional; an absent field accepts everything. A report
+// made without the sandbox (flowgen certify --insecure-no-sandbox) is
+// refused whatever the policy says.
 package policy
 
 import (
@@ -47,6 +50,9 @@ type Policy struct {
 	RequiredChecks       []string               `json:"requiredChecks,omitempty"`
 	Publishers           []string               `json:"publishers,omitempty"`
 	Namespaces           []string               `json:"namespaces,omitempty"`
+	// RefuseWaivers refuses a connector whose certification accepted any
+	// //flowgen:allow waiver.
+	RefuseWaivers bool `json:"refuseWaivers,omitempty"`
 }
 
 // Parse reads a policy. The error lists every problem with its
@@ -150,6 +156,16 @@ func (p *Policy) Check(e Evidence) []Violation {
 			fail("requiredChecks", "signed certification report", "check %s did not run", name)
 		case c.Outcome != certify.Pass:
 			fail("requiredChecks", "signed certification report", "check %s is %s: %s", name, c.Outcome, c.Summary)
+		}
+	}
+	if e.Report.Insecure {
+		fail("sandbox", "signed certification report", "the connector was certified without a sandbox (%s)", e.Report.Sandbox)
+	}
+	if p.RefuseWaivers {
+		for _, w := range e.Report.Waivers {
+			if w.Used {
+				fail("refuseWaivers", "signed certification report", "static analysis accepted a %s finding waived at %s:%d (%s)", w.Rule, w.File, w.Line, w.Reason)
+			}
 		}
 	}
 	if len(p.Publishers) > 0 && !slices.Contains(p.Publishers, e.Publisher) {

@@ -34,6 +34,7 @@ forbiddenDataClasses: [pii]
 requiredChecks: [fixtures, determinism]
 publishers: [ci]
 namespaces: [catalog]
+refuseWaivers: true
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,8 @@ namespaces: [catalog]
 			"email": map[string]any{"x-data-class": "pii.email"}, "id": map[string]any{"x-data-class": "public"}}}},
 		"outputs": map[string]any{"out": map[string]any{"$defs": map[string]any{"c": map[string]any{"x-data-class": "pii"}}}},
 	})
-	report := &certify.Report{ManifestDigest: "abc", Checks: []certify.Check{{Name: "fixtures", Outcome: certify.Pass}, {Name: "determinism", Outcome: certify.Warn, Summary: "skipped"}}}
+	report := &certify.Report{ManifestDigest: "abc", Checks: []certify.Check{{Name: "fixtures", Outcome: certify.Pass}, {Name: "determinism", Outcome: certify.Warn, Summary: "skipped"}},
+		Waivers: []certify.Waiver{{File: "connector.go", Line: 12, Rule: "asm", Reason: "vendored SIMD", Used: true}, {File: "connector.go", Line: 30, Rule: "env", Refused: "rule env can never be waived"}}}
 	got := p.Check(Evidence{Namespace: "payments", Publisher: "someone", Report: report, Spec: spec})
 	var rules []string
 	for _, v := range got {
@@ -58,6 +60,7 @@ namespaces: [catalog]
 		"forbiddenDataClasses: data class pii is on outputs/out; the policy forbids pii",
 		"forbiddenDataClasses: data class pii.email is on inputs/in; the policy forbids pii",
 		"requiredChecks: check determinism is warn: skipped",
+		"refuseWaivers: static analysis accepted a asm finding waived at connector.go:12 (vendored SIMD)",
 		`publishers: published by "someone"; the policy allows [ci]`,
 		`namespaces: namespace "payments"; the policy allows [catalog]`,
 	}
@@ -72,5 +75,10 @@ namespaces: [catalog]
 	empty, _ := Parse("e.yaml", []byte("apiVersion: flowgen.dev/v1\nkind: PullPolicy\n"))
 	if v := empty.Check(Evidence{Report: report, Spec: spec}); len(v) != 0 {
 		t.Errorf("an empty policy rejected: %v", v)
+	}
+	insecure := *report
+	insecure.Insecure, insecure.Sandbox = true, "unsandboxed (--insecure-no-sandbox)"
+	if v := empty.Check(Evidence{Report: &insecure, Spec: spec}); len(v) != 1 || v[0].Rule != "sandbox" {
+		t.Errorf("an unsandboxed certification passed an empty policy: %v", v)
 	}
 }

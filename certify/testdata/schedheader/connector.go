@@ -2,17 +2,21 @@ package schedheader
 
 import (
 	"net/http"
-	"runtime"
 	"strconv"
 )
 
-// Connector tells the provider how many threads it runs on: a request that
-// changes with GOMAXPROCS although the output does not.
+// Connector tells the provider when its call times out: a request that
+// changes with the wall clock although the output does not. Waiting on a
+// deadline is allowed, so no static rule sees that the deadline's value
+// leaks; only the replay in another process does.
 type Connector struct{}
 
 // Run reads the rate for the pair, pinned by its ETag.
 func (Connector) Run(ctx Context, _ Params, in Input) (Output, error) {
-	header := http.Header{"If-Match": {in.Etag}, "X-Client-Procs": {strconv.Itoa(runtime.GOMAXPROCS(0))}}
+	header := http.Header{"If-Match": {in.Etag}}
+	if d, ok := ctx.Deadline(); ok {
+		header.Set("X-Client-Deadline", strconv.FormatInt(d.UnixNano(), 10))
+	}
 	resp, err := ctx.GetPinned("https://api.rates.example/"+in.Pair, in.Etag, header)
 	if err != nil {
 		return Output{}, err

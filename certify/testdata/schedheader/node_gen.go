@@ -174,7 +174,7 @@ const manifest = `{
     }
   },
   "provider": "flowgen",
-  "summary": "Claims Stable but sends a header that depends on the scheduler.",
+  "summary": "Claims Stable but sends a header that depends on the wall clock.",
   "version": "1.0.0"
 }
 `

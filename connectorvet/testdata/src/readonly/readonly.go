@@ -2,12 +2,10 @@ package readonly
 
 import "os"
 
-// Effects is ReadOnly.
-const Effects = 1
-
 func save() {
-	_ = os.WriteFile("cache", nil, 0o644) // want `write: os.WriteFile writes to the file system, but the connector is declared ReadOnly`
-	f, _ := os.Create("x")                // want `write: os.Create writes`
-	_, _ = f.Write(nil)                   // want `write: os.File.Write writes`
-	_, _ = os.ReadFile("x")
+	_ = os.WriteFile("cache", nil, 0o644) // want `write: os.WriteFile changes the file system`
+	f, _ := os.Create("x")                // want `write: os.Create changes the file system`
+	_, _ = f.Write(nil)                   // a File came from a finding above
+	_, _ = os.ReadFile("x")               // want `fs: os.ReadFile reads the file system`
+	os.Stdout.WriteString("logging is fine")
 }
