@@ -16,6 +16,7 @@ require (
 	github.com/spdx/tools-golang v0.5.7
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/mod v0.41.0
+	golang.org/x/sys v0.48.0
 	golang.org/x/text v0.43.0
 	golang.org/x/tools v0.51.0
 	lukechampine.com/blake3 v1.4.1
@@ -53,7 +54,6 @@ require (
 	golang.org/x/exp/typeparams v0.0.0-20260811152304-ee035b5b010f // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260727163830-6c54dddc4772 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

@@ -167,8 +167,11 @@ type Options struct {
 	// Out is where sbom.spdx.json, report.json and their signatures go.
 	Out string
 	// Signer signs the SBOM and the report; without it the signature
-	// check warns.
+	// check warns, unless SignedBy names who signs them after the run.
 	Signer *signing.Signer
+	// SignedBy names the party that signs the output after checking the
+	// report (registryd): the certifying process never holds its key.
+	SignedBy string
 	// Progress is told when each check starts (done false) and ends.
 	Progress func(index, total int, c Check, done bool)
 	// Now is the clock recorded in the report and SBOM.
@@ -313,6 +316,10 @@ func (c *run) close() {
 }
 
 func (c *run) signature(ch *Check) {
+	if c.opts.Signer == nil && c.opts.SignedBy != "" {
+		ch.Outcome, ch.Summary = Pass, fmt.Sprintf("the artifact, the SBOM and the report are signed by %s after it checks this report; certification never held the key", c.opts.SignedBy)
+		return
+	}
 	if c.opts.Signer == nil {
 		ch.Outcome, ch.Summary = Warn, "no signing key given: the artifact, SBOM and report are unsigned"
 		return

@@ -125,32 +125,24 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 		return err
 	}
 	out := filepath.Join(work, "out")
-	report, err := certify.Run(ctx, dir, certify.Options{
-		Out: out, Signer: s.cfg.Signer, Module: m.Module, Tool: "registryd", FixtureDatabase: s.cfg.FixtureDatabase,
-		Now: s.cfg.Now,
-		Progress: func(i, n int, c certify.Check, done bool) {
-			line := fmt.Sprintf("%d/%d %s", i, n, c.Name)
-			if done {
-				line += ": " + string(c.Outcome)
-			}
+	report, err := s.runWorker(ctx, WorkerRequest{Dir: dir, Out: out, Module: m.Module, FixtureDatabase: s.cfg.FixtureDatabase, Now: s.now()},
+		func(p workerProgress) {
+			line := fmt.Sprintf("%d/%d %s: %s", p.Index, p.Total, p.Check, p.Outcome)
 			s.meta.UpdateVersion(ctx, k, func(v *meta.Version) error {
 				v.Progress, v.Updated = line, s.now()
 				return nil
 			})
-		},
-	})
+		})
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped: resumed at the next start
 	}
 	if err != nil {
 		return s.finish(ctx, k, nil, "certification could not run: "+err.Error())
 	}
-	evidence, err := s.storeEvidence(ctx, out)
-	if err != nil {
-		return err
-	}
 	reason := ""
 	switch {
+	case report.Insecure:
+		reason = "certification ran without a sandbox; the registry never accepts that"
 	case !report.Passed():
 		reason = "certification failed: " + failedChecks(report)
 	case report.ArtifactDigest != v.Digest:
@@ -158,8 +150,43 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	case !specCertified(m, report):
 		reason = "the manifest's spec is not the spec that was certified"
 	}
+	// Only now, the report checked, does the key sign: the upload's own
+	// bytes, and the SBOM and report the worker wrote.
+	if err := s.sign(out, zipData); err != nil {
+		return err
+	}
+	evidence, err := s.storeEvidence(ctx, out)
+	if err != nil {
+		return err
+	}
 	s.metrics.certifyDuration.Observe(time.Since(start).Seconds())
 	return s.finish(ctx, k, evidence, reason)
+}
+
+// sign writes the signatures of the uploaded zip and of the SBOM and
+// report in out.
+func (s *Server) sign(out string, zipData []byte) error {
+	files := map[string][]byte{FileArtifact: zipData}
+	for _, name := range []string{FileReport, FileSBOM} {
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		files[name] = data
+	}
+	for name, data := range files {
+		sig, err := s.cfg.Signer.Sign(data)
+		if err != nil {
+			return fmt.Errorf("sign %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(out, name+SignatureSuffix), sig, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // certifierActor is who the audit log says certified a version.

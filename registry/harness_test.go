@@ -59,6 +59,21 @@ type harnessOptions struct {
 	cfg       func(*registry.Config)
 }
 
+// testBinary is this test binary, which doubles as the certification
+// worker (TestMain dispatches registry.WorkerCommand), as registryd does.
+var testBinary string
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[len(os.Args)-1] == registry.WorkerCommand {
+		os.Exit(registry.WorkerMain(context.Background(), os.Stdin, os.Stdout, os.Stderr))
+	}
+	var err error
+	if testBinary, err = os.Executable(); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
 func repoRoot(t testing.TB) string {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -100,7 +115,8 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	cfg := registry.Config{
-		Meta: o.meta, Blobs: o.blobs, Signer: signer, FlowgenModule: repoRoot(t), WorkDir: t.TempDir(), FixtureDatabase: pgtest.DatabaseURL(),
+		Worker: []string{testBinary},
+		Meta:   o.meta, Blobs: o.blobs, Signer: signer, FlowgenModule: repoRoot(t), WorkDir: t.TempDir(), FixtureDatabase: pgtest.DatabaseURL(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RetryInterval: 200 * time.Millisecond,
 	}
 	if testing.Verbose() {

@@ -34,7 +34,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	b, _ := blobstore.NewDisk(t.TempDir())
 	priv, _, _ := signing.GenerateKey(nil)
 	signer, _ := signing.LoadSigner(priv, nil)
-	s, err := New(Config{Meta: m, Blobs: b, Signer: signer})
+	s, err := New(Config{Meta: m, Blobs: b, Signer: signer, Worker: []string{"unused"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,11 @@ type Config struct {
 	// that certification builds connectors against (a go.work replace), for
 	// artifacts that require flowgen at an unpublished version.
 	FlowgenModule string
+	// Worker is the command of the certification worker, the process that
+	// certifies an upload without access to Signer: the registry runs it
+	// with WorkerCommand appended ([os.Executable()] for registryd, which
+	// dispatches registryd certify-worker to WorkerMain).
+	Worker []string
 	// FixtureDatabase is a postgres:// URL of a database that db
 	// connectors' fixtures run in during certification (each run as a
 	// throwaway role and schema); without it such connectors are rejected.
@@ -103,8 +108,8 @@ type Server struct {
 
 // New checks cfg and builds a Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Meta == nil || cfg.Blobs == nil || cfg.Signer == nil {
-		return nil, errors.New("registry: Meta, Blobs and Signer are required")
+	if cfg.Meta == nil || cfg.Blobs == nil || cfg.Signer == nil || len(cfg.Worker) == 0 {
+		return nil, errors.New("registry: Meta, Blobs, Signer and Worker are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))

@@ -127,6 +127,12 @@ func runPublish(e *env, args []string) int {
 		if json.Unmarshal(data, &r) == nil {
 			for _, ch := range r.Checks {
 				fmt.Fprintf(e.stdout, "  %-18s %-4s %s\n", ch.Name, ch.Outcome, ch.Summary)
+				if ch.Outcome == certify.Fail {
+					// The cause, not only the verdict: what the registry saw.
+					for _, ev := range ch.Evidence {
+						fmt.Fprintf(e.stdout, "      %s\n", strings.ReplaceAll(ev, "\n", "\n      "))
+					}
+				}
 			}
 		}
 	}

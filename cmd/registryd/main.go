@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/flowgen-dev/flowgen/registry"
 )
 
 const usage = `registryd is the flowgen connector registry.
@@ -51,6 +53,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serve(ctx, args[1:], stderr)
 	case "token":
 		err = token(ctx, args[1:], stdout, stderr)
+	case registry.WorkerCommand:
+		// Internal: serve starts it for each certification.
+		return registry.WorkerMain(ctx, os.Stdin, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "registryd: unknown command %q\n\n%s", args[0], usage)
 		return 2

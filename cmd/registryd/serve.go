@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry"
@@ -26,7 +27,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	var st storageFlags
 	st.register(fs)
 	addr := fs.String("addr", envOr("REGISTRYD_ADDR", "127.0.0.1:8700"), "listen address [REGISTRYD_ADDR]")
-	keyFile := fs.String("signing-key", envOr("REGISTRYD_SIGNING_KEY", ""), "PEM private key that signs certified versions; password in "+passwordEnv+" [REGISTRYD_SIGNING_KEY] (default: DATA_DIR/registry.key, created on first start)")
+	keyFile := fs.String("signing-key", envOr("REGISTRYD_SIGNING_KEY", ""), "PEM private key that signs certified versions [REGISTRYD_SIGNING_KEY] (default: DATA_DIR/registry.key, created on first start)")
+	passwordFile := fs.String("signing-key-password-file", envOr("REGISTRYD_SIGNING_KEY_PASSWORD_FILE", ""), "file holding the signing key's password (else $"+passwordEnv+"); read once at start, and a new key is created encrypted with it [REGISTRYD_SIGNING_KEY_PASSWORD_FILE]")
 	flowgenModule := fs.String("flowgen-module", envOr("REGISTRYD_FLOWGEN_MODULE", ""), "directory of the flowgen module that certification builds connectors against, for artifacts requiring an unpublished flowgen [REGISTRYD_FLOWGEN_MODULE]")
 	fixtureDB := fs.String("fixture-database", envOr("REGISTRYD_FIXTURE_DATABASE", ""), "postgres:// URL of a database that db connectors' fixtures run in during certification, each run as a throwaway role; use one that holds nothing else [REGISTRYD_FIXTURE_DATABASE]")
 	maxSize := fs.Int64("max-artifact-size", registry.DefaultMaxArtifactSize, "largest artifact zip accepted, in bytes")
@@ -42,9 +44,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	signer, err := loadOrCreateKey(*keyFile, st.dataDir, log)
+	password, err := keyPassword(*passwordFile)
 	if err != nil {
 		return err
+	}
+	signer, err := loadOrCreateKey(*keyFile, st.dataDir, password, log)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find registryd's own binary for the certification worker: %w", err)
 	}
 	metaStore, err := st.openMeta(ctx)
 	if err != nil {
@@ -62,6 +72,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv, err := registry.New(registry.Config{
 		Meta: metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
+		Worker:        []string{self},
 		FlowgenModule: *flowgenModule, FixtureDatabase: *fixtureDB, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
 	})
 	if err != nil {
@@ -118,10 +129,24 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
+// keyPassword reads the signing key's password once: from file when one is
+// given, else from $FLOWGEN_KEY_PASSWORD, which it then removes from the
+// environment so that no process registryd starts inherits it.
+func keyPassword(file string) ([]byte, error) {
+	defer os.Unsetenv(passwordEnv)
+	if file == "" {
+		return []byte(os.Getenv(passwordEnv)), nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("signing key password: %w", err)
+	}
+	return []byte(strings.TrimRight(string(data), "\r\n")), nil
+}
+
 // loadOrCreateKey reads the signing key, or creates DATA_DIR/registry.key
 // (and .pub) the first time when no key is given.
-func loadOrCreateKey(file, dataDir string, log *slog.Logger) (*signing.Signer, error) {
-	password := []byte(os.Getenv(passwordEnv))
+func loadOrCreateKey(file, dataDir string, password []byte, log *slog.Logger) (*signing.Signer, error) {
 	if file == "" {
 		file = filepath.Join(dataDir, "registry.key")
 		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {

@@ -1,0 +1,2 @@
+// Package sandboxed is a hostile connector for the registry end-to-end test.
+package sandboxed

@@ -1,0 +1,2 @@
+// Package static is a hostile connector for the registry end-to-end test.
+package static
