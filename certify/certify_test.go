@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,47 +191,153 @@ func containsAll(problems, want []string) bool {
 	return true
 }
 
-// TestBrokenConnectorsFailTheRightCheck: each deliberately broken
-// connector under testdata fails the check about its defect, with
-// evidence that names it.
-func TestBrokenConnectorsFailTheRightCheck(t *testing.T) {
-	for _, tc := range []struct {
-		dir, check, evidence string
-		onlyFailure          bool
-	}{
-		{"testdata/strictclock", "static-analysis", "connector.go:10:14: clock: calls time.Now: reads the clock", true},
-		{"testdata/readonlywrite", "static-analysis", "connector.go:14:18: write: calls os.WriteFile: changes the file system", true},
-		{"testdata/maporder", "static-analysis", "connector.go:9:2: maporder: ranging over a map", true},
-		{"testdata/noidemkey", "spec", "error DAG004: effectful connector broken.no_key has no idempotency key", true},
-		{"testdata/doublecharge", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
-		// Only the replay in another process sees a header that follows
-		// the wall clock through the context's deadline.
-		{"testdata/schedheader", "determinism", `request 1: header X-Client-Deadline was`, true},
-		// It has no success fixture, so duplicate delivery cannot run either.
-		{"testdata/doubleretry", "fixtures", "the connector repeated its last request 1 time(s) by itself, but its spec makes the retry owner orchestrator", false},
-		// The host is refused at run time too, so the fixture fails with it.
-		{"testdata/badhost", "egress", `records a request to evil.example, which is not in egress [api.good.example]`, false},
-	} {
-		t.Run(tc.dir, func(t *testing.T) {
-			r, err := Run(context.Background(), tc.dir, Options{Out: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
+// corpus lists the adversarial connectors under testdata: each is a
+// realistic way to cheat or to get it wrong, and must fail check with
+// evidence containing evidence. With only set, no other check may fail.
+var corpus = []struct {
+	dir, check, evidence string
+	only                 bool
+}{
+	// The spec gate.
+	{"noidemkey", "spec", "error DAG004: effectful connector broken.no_key has no idempotency key", true},
+	{"wrongkind", "spec", "error FIX002: fixture \"throttled\" expects Permanent, but its last recorded answer is status 429", true},
+	{"unclassified", "spec", `error DATA101: property "email" has no x-data-class`, true},
+	// Static analysis: what the connector may not do, however it is reached.
+	{"strictclock", "static-analysis", "connector.go:10:14: clock: calls time.Now", true},
+	{"clockvalue", "static-analysis", "connector.go:13:9: clock: calls time.Now", true},
+	{"subpkgclock", "static-analysis", "stamp/stamp.go:7:35: clock: calls time.Now", true},
+	{"depclock", "static-analysis", "timeutil/timeutil.go:8:38: clock: calls time.Now", true},
+	{"fakegenerated", "static-analysis", "zz_helpers_gen.go:8:16: env: calls os.Getenv", true},
+	{"initenv", "static-analysis", "connector.go:10:22: env: calls os.Getenv", true},
+	{"hostname", "static-analysis", "host: calls os.Hostname", true},
+	{"fileread", "static-analysis", "fs: calls os.ReadFile", true},
+	{"readonlywrite", "static-analysis", "connector.go:14:18: write: calls os.WriteFile", true},
+	{"execproc", "static-analysis", "exec: calls os/exec.Command", true},
+	{"dnslookup", "static-analysis", "net: calls net.LookupHost", true},
+	{"rawsocket", "static-analysis", "net: calls net.Dial", true},
+	{"httpclient", "static-analysis", "net/http.Transport.RoundTrip: uses the network outside the capabilities", true},
+	{"runtimebypass", "static-analysis", "bypass: calls github.com/flowgen-dev/flowgen/runtime.NewHTTP", true},
+	{"grantsbypass", "static-analysis", "bypass: calls github.com/flowgen-dev/flowgen/runtime.Grants.For", true},
+	{"waivenet", "static-analysis", "refused: rule net can never be waived", true},
+	{"globalstate", "static-analysis", "global: Run writes package variable calls", true},
+	{"goroutine", "static-analysis", "goroutine: a goroutine makes the order", true},
+	{"maporder", "static-analysis", "connector.go:9:2: maporder: ranging over a map", true},
+	{"linkname", "static-analysis", "syscall: calls github.com/flowgen-dev/flowgen/certify/testdata/linkname.nanotime, which has no body", true},
+	{"excludedfile", "static-analysis", "excluded: prod.go is not part of the certified build", true},
+	{"cgofile", "static-analysis", "cgo: native.go uses cgo", true},
+	// What only running it shows.
+	{"doubleretry", "fixtures", "the connector repeated its last request 1 time(s) by itself, but its spec makes the retry owner orchestrator", false},
+	{"methodoverride", "fixtures", "a write (DELETE https://api.crm.example/customers/c-1) from a connector that may only read", true},
+	{"doublecharge", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"attemptkey", "duplicate-delivery", "3 effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"blobattempt", "duplicate-delivery", "3 effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"kvappend", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"defaultoff", "duplicate-delivery", "with other key fields and default params (key", true},
+	{"collidingkey", "duplicate-delivery", "fixture paid with other key fields (key", true},
+	{"collidingkey", "duplicate-delivery", "delivered once, it took no effect", true},
+	{"noeffect", "duplicate-delivery", "fixture paid (key", true},
+	{"schedheader", "determinism", "request 1: header X-Client-Deadline was", true},
+	{"firstkey", "determinism", "output /note was", false},
+	{"piileak", "data-classes", "a pii.email value from input /email appears in output /greeting, classified public", true},
+	{"piierror", "data-classes", "the pii.email value from /email appears in the error message", true},
+	{"secretleak", "data-classes", "the value of secret crm/api-key appears in output /greeting", true},
+	{"secretlog", "data-classes", "the secret value from secret crm/api-key was written to stderr (logs)", true},
+	{"badhost", "egress", "records a request to evil.example, which is not in egress [api.good.example]", false},
+}
+
+// TestCorpus: every adversarial connector fails the check about its
+// defect, with evidence that names it; and the good ones certify, one of
+// them with a waiver that the report records.
+func TestCorpus(t *testing.T) {
+	reports := map[string]*Report{}
+	var mu sync.Mutex
+	t.Run("certify", func(t *testing.T) {
+		dirs := []string{"goodtwofixtures", "goodkv", "goodwaiver"}
+		for _, c := range corpus {
+			if !slices.Contains(dirs, c.dir) {
+				dirs = append(dirs, c.dir)
 			}
-			if r.Passed() {
-				t.Fatal("certified")
-			}
-			c := outcomes(r)[tc.check]
-			if c.Outcome != Fail || !strings.Contains(strings.Join(c.Evidence, "\n"), tc.evidence) {
-				t.Errorf("%s: %+v", tc.check, c)
-			}
-			if tc.onlyFailure {
-				for _, other := range r.Checks {
-					if other.Name != tc.check && other.Outcome == Fail {
-						t.Errorf("%s failed too: %s", other.Name, other.Summary)
-					}
+		}
+		for _, dir := range dirs {
+			t.Run(dir, func(t *testing.T) {
+				t.Parallel()
+				r, err := Run(context.Background(), filepath.Join("testdata", dir), Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				reports[dir] = r
+				mu.Unlock()
+			})
+		}
+	})
+	for _, c := range corpus {
+		r := reports[c.dir]
+		if r == nil {
+			t.Fatalf("%s: not certified", c.dir)
+		}
+		if r.Passed() {
+			t.Errorf("%s: certified", c.dir)
+			continue
+		}
+		ch := outcomes(r)[c.check]
+		if ch.Outcome != Fail || !strings.Contains(strings.Join(ch.Evidence, "\n"), c.evidence) {
+			t.Errorf("%s: %s is %s, want a failure naming %q:\n%s", c.dir, c.check, ch.Outcome, c.evidence, strings.Join(ch.Evidence, "\n"))
+		}
+		if c.only {
+			for _, other := range r.Checks {
+				if other.Name != c.check && other.Outcome == Fail {
+					t.Errorf("%s: %s failed too: %s", c.dir, other.Name, other.Summary)
 				}
 			}
-		})
+		}
+	}
+	for _, good := range []string{"goodtwofixtures", "goodkv", "goodwaiver"} {
+		for _, ch := range reports[good].Checks {
+			if ch.Outcome == Fail {
+				t.Errorf("%s: %s failed: %s\n%s", good, ch.Name, ch.Summary, strings.Join(ch.Evidence, "\n"))
+			}
+		}
+	}
+	w := reports["goodwaiver"].Waivers
+	if len(w) != 1 || !w[0].Used || w[0].Rule != "rand" || w[0].File != "connector.go" || !strings.Contains(w[0].Reason, "random nonce") {
+		t.Errorf("the waiver is not in the report as evidence: %+v", w)
+	}
+	if ch := outcomes(reports["goodwaiver"])["static-analysis"]; ch.Outcome != Warn || !strings.Contains(strings.Join(ch.Evidence, "\n"), "waived at connector.go:15") {
+		t.Errorf("the waived finding is not evidence: %+v", ch)
+	}
+	if n := len(corpus); n < 30 {
+		t.Errorf("the corpus has %d cases", n)
+	}
+}
+
+// TestReplaceDirectiveIsRefused: a connector that is a module of its own
+// and replaces the runtime with a copy is refused before anything runs:
+// modules that require it ignore replace directives, so certification
+// would vouch for a build nobody gets.
+func TestReplaceDirectiveIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "replaced")
+	if err := os.CopyFS(dir, os.DirFS("testdata/goodkv")); err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := filepath.Abs("..")
+	gosum, _ := os.ReadFile("../go.sum")
+	os.WriteFile(filepath.Join(dir, "go.sum"), gosum, 0o644)
+	// flowgen's own requirements, so that the module graph is complete.
+	gomod, _ := os.ReadFile("../go.mod")
+	mod := strings.Replace(string(gomod), "module github.com/flowgen-dev/flowgen", "module example.com/replaced", 1) +
+		"\nrequire github.com/flowgen-dev/flowgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/flowgen-dev/flowgen => " + repo + "\n"
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644)
+	r, err := Run(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := outcomes(r)["static-analysis"]
+	if ch.Outcome != Fail || !strings.Contains(strings.Join(ch.Evidence, "\n"), "trust: go.mod replaces github.com/flowgen-dev/flowgen with "+repo) {
+		t.Fatalf("static-analysis: %+v", ch)
+	}
+	if b := outcomes(r)["build"]; b.Outcome != Skip {
+		t.Errorf("build ran after the gate failed: %+v", b)
 	}
 }
 

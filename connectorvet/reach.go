@@ -372,7 +372,7 @@ func (a *analyzer) goMod() {
 	if err != nil {
 		return
 	}
-	f, err := modfile.ParseLax(path, data, nil)
+	f, err := modfile.Parse(path, data, nil) // ParseLax would skip replace directives
 	if err != nil {
 		return
 	}
@@ -680,6 +680,10 @@ func hasAsm(fn *ssa.Function) bool {
 // reaches), and, for a standard library type, the methods the interface
 // names, judged by the classification.
 func (a *analyzer) madeInterface(fn *ssa.Function, in *ssa.MakeInterface) {
+	pos := in.Pos()
+	if !pos.IsValid() {
+		pos = fn.Pos() // an implicit conversion has no position of its own
+	}
 	t := in.X.Type()
 	n := namedOf(t)
 	if n == nil || n.Obj().Pkg() == nil {
@@ -687,7 +691,7 @@ func (a *analyzer) madeInterface(fn *ssa.Function, in *ssa.MakeInterface) {
 	}
 	switch a.kind[n.Obj().Pkg()] {
 	case analysedPkg:
-		a.addType(fn, t, in.Pos())
+		a.addType(fn, t, pos)
 	case stdPkg:
 		iface, ok := in.Type().Underlying().(*types.Interface)
 		if !ok {
@@ -697,7 +701,7 @@ func (a *analyzer) madeInterface(fn *ssa.Function, in *ssa.MakeInterface) {
 			m := iface.Method(i).Name()
 			if r := classify(n.Obj().Pkg().Path(), n.Obj().Name()+"."+m); r != "" {
 				name := n.Obj().Pkg().Path() + "." + n.Obj().Name() + "." + m
-				a.add(r, a.position(in.Pos()), a.path(fn), fmt.Sprintf("makes a %s usable as %s, whose %s: %s", n.Obj().Name(), types.TypeString(in.Type(), nil), name, describe(r)))
+				a.add(r, a.position(pos), a.path(fn), fmt.Sprintf("makes a %s usable as %s, whose %s: %s", n.Obj().Name(), types.TypeString(in.Type(), nil), name, describe(r)))
 			}
 		}
 	}

@@ -126,7 +126,7 @@ func TestViolations(t *testing.T) {
 		t.Fatalf("egress answered %+v", r)
 	}
 	post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://api.example.com/x",
-		Header: map[string][]string{"X-Http-Method-Override": {"POST"}}})
+		Header: map[string][]string{"X-HTTP-Method-Override": {"POST"}}}) // as written, not canonical
 	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "x", Value: []byte("1")})
 	v := strings.Join(w.Violations(), "\n")
 	for _, want := range []string{"request to evil.example", "a write (POST https://api.example.com/x) from a connector that may only read", "a KV write (x)"} {

@@ -230,7 +230,12 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	if d == nil {
 		return wire.HTTPResponse{Refused: "no delivery is running"}
 	}
-	req := &Request{Method: in.Method, URL: in.URL, Header: http.Header(in.Header), Body: in.Body}
+	header := http.Header{}
+	for k, vs := range in.Header {
+		ck := http.CanonicalHeaderKey(k)
+		header[ck] = append(header[ck], vs...)
+	}
+	req := &Request{Method: in.Method, URL: in.URL, Header: header, Body: in.Body}
 	if !s.World.http(d.ID, d.Key, req) {
 		return wire.HTTPResponse{Refused: fmt.Sprintf("egress to %s is not allowed", req.Host)}
 	}

@@ -205,9 +205,16 @@ func (e TimeoutError) Temporary() bool { return true }
 // override header names (X-HTTP-Method-Override, X-HTTP-Method,
 // X-Method-Override), which many providers honour on a POST.
 func Method(method string, header http.Header) string {
-	for _, h := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"} {
-		if v := strings.TrimSpace(header.Get(h)); v != "" {
-			return strings.ToUpper(v)
+	// Keys are matched case-insensitively: a header set by map assignment
+	// keeps the case it was written in.
+	for k, vs := range header {
+		switch strings.ToLower(k) {
+		case "x-http-method-override", "x-http-method", "x-method-override":
+			for _, v := range vs {
+				if v = strings.TrimSpace(v); v != "" {
+					return strings.ToUpper(v)
+				}
+			}
 		}
 	}
 	return strings.ToUpper(method)

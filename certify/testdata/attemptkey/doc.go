@@ -1,0 +1,2 @@
+// Package attemptkey is a connector of the certification corpus.
+package attemptkey

@@ -1,0 +1,2 @@
+// Package badhost is a connector of the certification corpus.
+package badhost

@@ -1,0 +1,2 @@
+// Package blobattempt is a connector of the certification corpus.
+package blobattempt

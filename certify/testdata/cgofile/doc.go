@@ -1,0 +1,2 @@
+// Package cgofile is a connector of the certification corpus.
+package cgofile

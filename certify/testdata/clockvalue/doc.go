@@ -1,0 +1,2 @@
+// Package clockvalue is a connector of the certification corpus.
+package clockvalue

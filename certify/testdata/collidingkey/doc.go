@@ -1,0 +1,2 @@
+// Package collidingkey is a connector of the certification corpus.
+package collidingkey

@@ -1,0 +1,2 @@
+// Package defaultoff is a connector of the certification corpus.
+package defaultoff

@@ -1,0 +1,2 @@
+// Package depclock is a connector of the certification corpus.
+package depclock

@@ -1,0 +1,2 @@
+// Package dnslookup is a connector of the certification corpus.
+package dnslookup

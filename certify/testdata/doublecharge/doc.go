@@ -1,0 +1,2 @@
+// Package doublecharge is a connector of the certification corpus.
+package doublecharge

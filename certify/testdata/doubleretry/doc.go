@@ -1,0 +1,2 @@
+// Package doubleretry is a connector of the certification corpus.
+package doubleretry

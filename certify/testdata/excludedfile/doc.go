@@ -1,0 +1,2 @@
+// Package excludedfile is a connector of the certification corpus.
+package excludedfile

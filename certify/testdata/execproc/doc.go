@@ -1,0 +1,2 @@
+// Package execproc is a connector of the certification corpus.
+package execproc

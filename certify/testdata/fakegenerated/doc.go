@@ -1,0 +1,2 @@
+// Package fakegenerated is a connector of the certification corpus.
+package fakegenerated

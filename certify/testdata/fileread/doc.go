@@ -1,0 +1,2 @@
+// Package fileread is a connector of the certification corpus.
+package fileread

@@ -1,0 +1,2 @@
+// Package firstkey is a connector of the certification corpus.
+package firstkey

@@ -1,0 +1,2 @@
+// Package globalstate is a connector of the certification corpus.
+package globalstate

@@ -1,0 +1,2 @@
+// Package goodkv is a connector of the certification corpus.
+package goodkv

@@ -1,0 +1,2 @@
+// Package goodtwofixtures is a connector of the certification corpus.
+package goodtwofixtures

@@ -1,0 +1,2 @@
+// Package goodwaiver is a connector of the certification corpus.
+package goodwaiver

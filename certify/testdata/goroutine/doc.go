@@ -1,0 +1,2 @@
+// Package goroutine is a connector of the certification corpus.
+package goroutine

@@ -1,0 +1,2 @@
+// Package grantsbypass is a connector of the certification corpus.
+package grantsbypass

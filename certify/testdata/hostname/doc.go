@@ -1,0 +1,2 @@
+// Package hostname is a connector of the certification corpus.
+package hostname

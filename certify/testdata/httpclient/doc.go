@@ -1,0 +1,2 @@
+// Package httpclient is a connector of the certification corpus.
+package httpclient

@@ -1,0 +1,2 @@
+// Package initenv is a connector of the certification corpus.
+package initenv

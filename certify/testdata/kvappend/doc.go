@@ -1,0 +1,2 @@
+// Package kvappend is a connector of the certification corpus.
+package kvappend

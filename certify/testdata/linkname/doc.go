@@ -1,0 +1,2 @@
+// Package linkname is a connector of the certification corpus.
+package linkname

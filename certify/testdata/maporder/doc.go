@@ -1,0 +1,2 @@
+// Package maporder is a connector of the certification corpus.
+package maporder

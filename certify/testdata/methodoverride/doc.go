@@ -1,0 +1,2 @@
+// Package methodoverride is a connector of the certification corpus.
+package methodoverride

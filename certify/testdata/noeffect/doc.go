@@ -1,0 +1,2 @@
+// Package noeffect is a connector of the certification corpus.
+package noeffect

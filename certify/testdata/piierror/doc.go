@@ -1,0 +1,2 @@
+// Package piierror is a connector of the certification corpus.
+package piierror

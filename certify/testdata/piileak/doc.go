@@ -1,0 +1,2 @@
+// Package piileak is a connector of the certification corpus.
+package piileak

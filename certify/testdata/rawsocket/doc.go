@@ -1,0 +1,2 @@
+// Package rawsocket is a connector of the certification corpus.
+package rawsocket

@@ -1,0 +1,2 @@
+// Package readonlywrite is a connector of the certification corpus.
+package readonlywrite

@@ -1,0 +1,2 @@
+// Package schedheader is a connector of the certification corpus.
+package schedheader

@@ -1,0 +1,2 @@
+// Package secretleak is a connector of the certification corpus.
+package secretleak

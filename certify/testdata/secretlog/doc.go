@@ -1,0 +1,2 @@
+// Package secretlog is a connector of the certification corpus.
+package secretlog

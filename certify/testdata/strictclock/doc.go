@@ -1,0 +1,2 @@
+// Package strictclock is a connector of the certification corpus.
+package strictclock

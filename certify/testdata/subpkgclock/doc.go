@@ -1,0 +1,2 @@
+// Package subpkgclock is a connector of the certification corpus.
+package subpkgclock

@@ -1,0 +1,2 @@
+// Package waivenet is a connector of the certification corpus.
+package waivenet
