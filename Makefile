@@ -10,7 +10,7 @@ PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.y
 FUZZ      := ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./idemkey:FuzzEncode:200000x ./gen:FuzzGenerate:500x
 FUZZTIME  ?=
 
-.PHONY: help build test unit fuzz chaos lint bench bench-postgres demo verify
+.PHONY: help build test unit fuzz chaos lint bench bench-postgres bench-certify demo verify
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -43,9 +43,13 @@ lint: ## gofmt, go vet and staticcheck.
 bench: ## Benchmarks with figures and ratios against in-run baselines.
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 	bench/postgres.sh
+	bench/certify.sh
 
 bench-postgres: ## PostgreSQL node executions/s with 1/2/4 workers vs River, same database.
 	bench/postgres.sh
+
+bench-certify: ## Certification time of charge and normalize, before the sandbox and now, with the ratio.
+	bench/certify.sh
 
 demo: ## The main job on embedded defaults: validate and show the examples.
 	$(GO) run ./cmd/flowgen validate examples
