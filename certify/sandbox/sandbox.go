@@ -476,3 +476,42 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Masked wraps argv so that it runs with the host's file system except
+// hide: a hidden directory is empty (but for the paths in keep below it),
+// a hidden file unreadable. It also gets a PID namespace and /proc of its
+// own, so it cannot read the memory or the environment of the process
+// that started it. registryd runs its certification worker this way: the
+// worker builds and runs connectors (they in a Sandbox of their own, which
+// nests) without a view of the signing key or the registry's data.
+func (s *Sandbox) Masked(argv, hide, keep []string) ([]string, error) {
+	if s.opts.Insecure {
+		return nil, fmt.Errorf("%w: an insecure sandbox cannot mask files", ErrUnavailable)
+	}
+	args := []string{s.bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--die-with-parent"}
+	for _, p := range hide {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		info, err := os.Stat(abs)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("sandbox: %w", err)
+		case info.IsDir():
+			args = append(args, "--tmpfs", abs)
+		default:
+			args = append(args, "--ro-bind", "/dev/null", abs)
+		}
+	}
+	for _, p := range keep {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--bind", abs, abs)
+	}
+	return append(append(args, "--"), argv...), nil
+}

@@ -259,3 +259,36 @@ func TestInsecureRunsOnTheHost(t *testing.T) {
 		t.Fatalf("wall time: %+v %v", res, err)
 	}
 }
+
+// TestMaskedHidesWhatItShould: a masked command sees the host but not the
+// hidden key or data directory, sees the directory kept inside it, has
+// no view of its parent's process, and can still sandbox programs itself.
+func TestMaskedHidesWhatItShould(t *testing.T) {
+	sb := newSandbox(t)
+	data := t.TempDir()
+	os.MkdirAll(filepath.Join(data, "work"), 0o755)
+	os.WriteFile(filepath.Join(data, "meta.db"), []byte("tokens"), 0o600)
+	key := filepath.Join(t.TempDir(), "registry.key")
+	os.WriteFile(key, []byte("KEY"), 0o600)
+	data, _ = filepath.EvalSymlinks(data)
+	script := fmt.Sprintf(`cat %[1]s/meta.db; cat %[2]s; ls %[1]s; echo work-ok > %[1]s/work/x; cat /proc/%[3]d/environ; test -d /proc/self && echo proc-ok`,
+		data, key, os.Getpid())
+	argv, err := sb.Masked([]string{"/bin/sh", "-c", script}, []string{data, key}, []string{filepath.Join(data, "work")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	got := string(out)
+	if strings.Contains(got, "tokens") || strings.Contains(got, "KEY") || strings.Contains(got, "\nmeta.db") {
+		t.Errorf("a masked command read what was hidden:\n%s", got)
+	}
+	if !strings.Contains(got, "work\n") || !strings.Contains(got, "proc-ok") {
+		t.Errorf("a masked command lost what it should keep:\n%s", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "work", "x")); err != nil || string(b) != "work-ok\n" {
+		t.Errorf("the kept directory is not the host's: %q %v", b, err)
+	}
+	if strings.Contains(got, "PATH=") {
+		t.Errorf("a masked command read its parent's environment:\n%s", got)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/registry"
 	"github.com/flowgen-dev/flowgen/signing"
 )
@@ -52,9 +53,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	worker, err := workerCommand(st.dataDir, *keyFile, *passwordFile)
 	if err != nil {
-		return fmt.Errorf("find registryd's own binary for the certification worker: %w", err)
+		return err
 	}
 	metaStore, err := st.openMeta(ctx)
 	if err != nil {
@@ -72,7 +73,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv, err := registry.New(registry.Config{
 		Meta: metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
-		Worker:        []string{self},
+		Worker:        worker,
 		FlowgenModule: *flowgenModule, FixtureDatabase: *fixtureDB, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
 	})
 	if err != nil {
@@ -127,6 +128,34 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("registryd stopped")
 	return nil
+}
+
+// workerCommand is how serve starts its certification worker: registryd
+// itself, in a bubblewrap view of the host without the data directory
+// (but for its work directory), the signing key or its password file, and
+// with a PID namespace of its own. Certification runs connectors in a
+// sandbox anyway; without bubblewrap registryd does not start.
+func workerCommand(dataDir, keyFile, passwordFile string) ([]string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find registryd's own binary for the certification worker: %w", err)
+	}
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("certification needs its sandbox, and registryd never certifies without it: %w", err)
+	}
+	if keyFile == "" {
+		keyFile = filepath.Join(dataDir, "registry.key")
+	}
+	hide := []string{dataDir, keyFile}
+	if passwordFile != "" {
+		hide = append(hide, passwordFile)
+	}
+	work := filepath.Join(dataDir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	return sb.Masked([]string{self}, hide, []string{work})
 }
 
 // keyPassword reads the signing key's password once: from file when one is
