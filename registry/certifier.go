@@ -107,11 +107,11 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	if err := json.Unmarshal(mj, &m); err != nil {
 		return s.finish(ctx, k, nil, "the stored manifest does not parse: "+err.Error())
 	}
-	work, err := os.MkdirTemp(s.cfg.WorkDir, "certify-")
+	work, done, err := s.newWorkDir()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer done()
 	root := filepath.Join(work, "src")
 	dir, err := artifact.Extract(&artifact.Artifact{Zip: zipData, Manifest: m}, root)
 	if err != nil {

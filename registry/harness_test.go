@@ -254,9 +254,14 @@ func (h *harness) waitFor(ns, connector, version string) meta.Version {
 
 // snapshot is everything a request could change: stored blobs (as files on
 // disk or objects listed by digest), every version, tokens and the audit log.
+// Blobs no version refers to are garbage collected first: what a failed
+// upload stores is the collector's to remove, never the upload's.
 func (h *harness) snapshot() string {
 	h.t.Helper()
 	ctx := context.Background()
+	if _, err := h.srv.CollectGarbage(ctx, registry.GCOptions{Grace: time.Nanosecond}); err != nil {
+		h.t.Fatal(err)
+	}
 	var b strings.Builder
 	if h.blobDir != "" {
 		filepath.WalkDir(h.blobDir, func(p string, d fs.DirEntry, err error) error {

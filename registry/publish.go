@@ -11,7 +11,9 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/mod/module"
@@ -52,6 +54,13 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	if !p.canPublish(k.Namespace) {
 		return &authError{http.StatusForbidden, fmt.Sprintf("token %s may not publish to namespace %q", p.token.ID, k.Namespace)}
 	}
+	select {
+	case s.uploads <- struct{}{}:
+		defer func() { <-s.uploads }()
+	default:
+		w.Header().Set("Retry-After", "5")
+		return apiErr(http.StatusServiceUnavailable, "busy", "%d uploads are being received; try again shortly", cap(s.uploads))
+	}
 	defer func() { s.metrics.publishes.WithLabelValues(outcome(err)).Inc() }()
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" || params["boundary"] == "" {
@@ -67,16 +76,23 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	if err != nil {
 		return err
 	}
-	switch existing, err := s.meta.GetVersion(ctx, k); {
-	case err == nil && existing.Digest == m.Digest:
-		return writeJSON(w, http.StatusOK, existing) // a replayed upload
-	case err == nil:
+	existing, err := s.meta.GetVersion(ctx, k)
+	replay := err == nil
+	switch {
+	case replay && existing.Digest != m.Digest:
 		return &meta.ConflictError{Key: k, Stored: existing.Digest, Offered: m.Digest}
+	case replay && s.blobsPresent(ctx, existing):
+		return writeJSON(w, http.StatusOK, existing) // a replayed upload
+	case replay:
+		// A replay of a version whose stored bytes are gone: store them
+		// again, so that the version can be served.
+		s.log.Warn("a replayed upload restores missing blobs", slog.String("version", k.String()))
 	case !errors.Is(err, meta.ErrNotFound):
 		return storageErr(err)
-	}
-	if err := s.checkModuleOwner(ctx, k, m.Module); err != nil {
-		return err
+	default:
+		if err := s.checkModuleOwner(ctx, k, m.Module); err != nil {
+			return err
+		}
 	}
 
 	part, err := mr.NextPart()
@@ -86,27 +102,13 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	if part.FormName() != PartArtifact {
 		return apiErr(http.StatusBadRequest, "bad_upload", "second part is %q, want %q (the zip)", part.FormName(), PartArtifact)
 	}
-	// Blobs this upload added; removed again if it fails, so that a failed
-	// upload leaves nothing behind.
-	var added []string
-	defer func() {
-		if err != nil {
-			for _, d := range added {
-				if derr := s.blobs.Delete(context.WithoutCancel(ctx), d); derr != nil {
-					s.log.Error("could not remove the blob of a failed upload", slog.String("digest", d), slog.Any("error", derr))
-				}
-			}
-		}
-	}()
-	put := func(r io.Reader, want string, limit int64) (blobstore.Descriptor, error) {
-		_, statErr := s.blobs.Stat(ctx, want)
-		d, err := s.blobs.Put(ctx, r, want, limit)
-		if err == nil && errors.Is(statErr, blobstore.ErrNotFound) {
-			added = append(added, d.Digest)
-		}
-		return d, err
-	}
-	zd, err := put(part, m.Digest, m.Size)
+	// An upload never deletes a blob, even one it added itself: another
+	// upload of the same bytes may rely on it. What a failed upload leaves
+	// is garbage collected once unreferenced for the grace period; the
+	// read lock keeps the collector out until this version is committed.
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	zd, err := s.blobs.Put(ctx, part, m.Digest, m.Size)
 	switch {
 	case errors.Is(err, blobstore.ErrTooLarge):
 		return apiErr(http.StatusRequestEntityTooLarge, "too_large", "the artifact part is larger than the manifest's size, %d bytes", m.Size)
@@ -117,6 +119,9 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		var maxBytes *http.MaxBytesError
 		if errors.As(err, &mismatch) || errors.As(err, &maxBytes) {
 			return err
+		}
+		if clientFault(err) {
+			return apiErr(http.StatusBadRequest, "bad_upload", "the artifact part ended early: %v", err)
 		}
 		return storageErr(err)
 	case zd.Size != m.Size:
@@ -140,9 +145,12 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	if err != nil {
 		return err
 	}
-	md, err := put(bytes.NewReader(mj), sha256Digest(mj), int64(len(mj)))
+	md, err := s.blobs.Put(ctx, bytes.NewReader(mj), sha256Digest(mj), int64(len(mj)))
 	if err != nil {
 		return storageErr(err)
+	}
+	if replay {
+		return writeJSON(w, http.StatusOK, existing)
 	}
 	now := s.now()
 	v := meta.Version{
@@ -168,6 +176,24 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	s.Wake()
 	w.Header().Set("Location", "/v1/connectors/"+k.Namespace+"/"+k.Connector+"/versions/"+k.Version)
 	return writeJSON(w, http.StatusAccepted, stored)
+}
+
+// blobsPresent reports whether every blob of v is stored.
+func (s *Server) blobsPresent(ctx context.Context, v meta.Version) bool {
+	for _, d := range v.Blobs {
+		if _, err := s.blobs.Stat(ctx, d); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// clientFault reports whether a failure to store a body came from the
+// client (a body that ended early or a connection that broke), not from
+// storage.
+func clientFault(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // readManifestPart reads and checks the first part against the request path.

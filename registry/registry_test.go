@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"golang.org/x/mod/module"
@@ -197,12 +198,12 @@ func tamper(t *testing.T, h *harness, digest string) {
 }
 
 // TestConcurrentPublishesOfOneVersion: 20 uploads of the same version with
-// different digests at once: exactly one wins, the rest get 409, and only
-// the winner's blobs remain.
+// different digests at once: exactly one wins, the rest get 409, and once
+// garbage is collected only the winner's blobs remain.
 func TestConcurrentPublishesOfOneVersion(t *testing.T) {
-	for name, stores := range map[string]func(testing.TB) harnessOptions{"disk": diskStores, "postgres+s3": realStores} {
+	for name, stores := range storeKinds {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, stores(t))
+			h := newHarness(t, withConfig(stores(t), func(c *registry.Config) { c.MaxConcurrentUploads = 32 }))
 			var wg sync.WaitGroup
 			codes := make([]int, 20)
 			for i := range codes {
@@ -226,6 +227,9 @@ func TestConcurrentPublishesOfOneVersion(t *testing.T) {
 			}
 			v, err := h.meta.GetVersion(context.Background(), meta.Key{Namespace: "payments", Connector: "payments.charge", Version: "4.0.0"})
 			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.srv.CollectGarbage(context.Background(), registry.GCOptions{Grace: time.Nanosecond}); err != nil {
 				t.Fatal(err)
 			}
 			if n := countBlobs(t, h); n != 2 {

@@ -72,12 +72,23 @@ type Config struct {
 	// before it is cut off (default 30s): slow-loris uploads do not hold a
 	// connection forever.
 	BodyReadTimeout time.Duration
+	// MaxConcurrentUploads bounds the uploads received at once (default
+	// DefaultMaxConcurrentUploads); one more is refused with 503 busy.
+	MaxConcurrentUploads int
+	// GCGrace is how long a blob no version refers to is kept (default
+	// DefaultGCGrace); JanitorInterval how often RunJanitor sweeps and
+	// collects garbage (0: only the sweep at start).
+	GCGrace         time.Duration
+	JanitorInterval time.Duration
 	// RetryInterval is how long the certifier waits after a storage error
 	// before trying a version again (default 10s).
 	RetryInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
+
+// DefaultMaxConcurrentUploads is the default of Config.MaxConcurrentUploads.
+const DefaultMaxConcurrentUploads = 16
 
 // DefaultMaxArtifactSize is the default bound on an uploaded artifact zip.
 const DefaultMaxArtifactSize = 64 << 20
@@ -102,6 +113,14 @@ type Server struct {
 	mux     *http.ServeMux
 	// policyCache holds policy verdicts by policy and evidence digests.
 	policyCache sync.Map
+	// gcMu: uploads hold it for reading from their first blob store until
+	// their version is committed; garbage collection holds it to decide.
+	gcMu sync.RWMutex
+	// work lists the certification work directories in use.
+	workMu sync.Mutex
+	work   map[string]bool
+	// uploads holds one token per upload being received.
+	uploads chan struct{}
 	// patterns lists the routes, for the API documentation test.
 	patterns []string
 }
@@ -123,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BodyReadTimeout <= 0 {
 		cfg.BodyReadTimeout = 30 * time.Second
 	}
+	if cfg.MaxConcurrentUploads <= 0 {
+		cfg.MaxConcurrentUploads = DefaultMaxConcurrentUploads
+	}
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = 10 * time.Second
 	}
@@ -135,13 +157,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, meta: cfg.Meta, blobs: cfg.Blobs, log: cfg.Logger, pubKey: pub,
-		wake: make(chan struct{}, 1), metrics: newMetrics(),
+		wake: make(chan struct{}, 1), metrics: newMetrics(), work: map[string]bool{},
+		uploads: make(chan struct{}, cfg.MaxConcurrentUploads),
 	}
 	s.routes()
 	return s, nil
 }
 
 func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
+
+// UploadsInFlight is the number of uploads being received now.
+func (s *Server) UploadsInFlight() int { return len(s.uploads) }
 
 // Handler serves the API, the Go module proxy, health and metrics.
 func (s *Server) Handler() http.Handler { return s.mux }

@@ -36,6 +36,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "cut off an upload that sends nothing for this long")
 	tlsCert := fs.String("tls-cert", envOr("REGISTRYD_TLS_CERT", ""), "PEM certificate to serve HTTPS with (the go command sends credentials only over HTTPS) [REGISTRYD_TLS_CERT]")
 	tlsKey := fs.String("tls-key", envOr("REGISTRYD_TLS_KEY", ""), "PEM private key of --tls-cert [REGISTRYD_TLS_KEY]")
+	gcGrace := fs.Duration("gc-grace", registry.DefaultGCGrace, "keep a blob that no version refers to (what a failed upload stored) for this long before collecting it")
+	janitor := fs.Duration("janitor-interval", time.Hour, "how often to collect garbage and sweep what interrupted uploads and certifications left (0: only at start)")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a stop waits for requests in flight")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: registryd serve [flags]\n\nServes the registry API, the Go module proxy (/go/), /metrics, /healthz and /readyz,\nand certifies uploads in the background. SIGINT or SIGTERM stops it gracefully:\nrequests in flight finish; a certification in progress resumes at the next start.\n\nFlags:\n")
@@ -73,7 +75,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv, err := registry.New(registry.Config{
 		Meta: metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
-		Worker:        worker,
+		Worker: worker, GCGrace: *gcGrace, JanitorInterval: *janitor,
 		FlowgenModule: *flowgenModule, FixtureDatabase: *fixtureDB, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
 	})
 	if err != nil {
@@ -99,6 +101,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		defer close(certDone)
 		srv.RunCertifier(certCtx)
 	}()
+	janitorDone := make(chan struct{})
+	go func() {
+		defer close(janitorDone)
+		srv.RunJanitor(certCtx)
+	}()
 	serveErr := make(chan error, 1)
 	go func() {
 		if *tlsCert != "" || *tlsKey != "" {
@@ -114,6 +121,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	case err := <-serveErr:
 		stopCertifier()
 		<-certDone
+		<-janitorDone
 		return err
 	case <-ctx.Done():
 	}
@@ -123,6 +131,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cancel()
 	err = hs.Shutdown(shutdownCtx)
 	<-certDone
+	<-janitorDone
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -6,8 +6,9 @@
 //
 // Every backend guarantees: a blob is visible under its digest only once
 // all of it is stored and its digest verified; a failed, oversized or
-// mismatched upload leaves nothing behind; storing the same bytes twice is
-// a no-op.
+// mismatched upload leaves nothing behind; storing the same bytes twice
+// stores them once but refreshes their Modified time, so that a blob an
+// upload relies on is young again for garbage collection's grace period.
 package blobstore
 
 import (
@@ -19,6 +20,7 @@ import (
 	"hash"
 	"io"
 	"strings"
+	"time"
 )
 
 // Descriptor identifies a stored blob.
@@ -26,6 +28,8 @@ type Descriptor struct {
 	// Digest is "sha256:" and 64 lowercase hex digits.
 	Digest string `json:"digest"`
 	Size   int64  `json:"size"`
+	// Modified is when the blob was last stored (Stat and List set it).
+	Modified time.Time `json:"-"`
 }
 
 // Store is content-addressed blob storage. Implementations are safe for
@@ -43,6 +47,12 @@ type Store interface {
 	Stat(ctx context.Context, digest string) (Descriptor, error)
 	// Delete removes the blob; deleting a missing blob is not an error.
 	Delete(ctx context.Context, digest string) error
+	// List calls fn for every stored blob, in no particular order, until
+	// fn returns an error, which List returns.
+	List(ctx context.Context, fn func(Descriptor) error) error
+	// Sweep removes what interrupted uploads left staged (a process killed
+	// mid-upload) before the given time, and returns how many it removed.
+	Sweep(ctx context.Context, before time.Time) (int, error)
 }
 
 // Errors callers branch on.

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Disk stores blobs in a local directory: blobs/sha256/ab/abcd... for each
@@ -63,6 +64,8 @@ func (d *Disk) Put(ctx context.Context, r io.Reader, want string, limit int64) (
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return Descriptor{}, fmt.Errorf("blobstore: %w", err)
 	}
+	// Renaming over the same bytes stores them once and refreshes their
+	// modification time.
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		return Descriptor{}, fmt.Errorf("blobstore: %w", err)
 	}
@@ -87,7 +90,7 @@ func (d *Disk) Open(_ context.Context, digest string) (io.ReadCloser, Descriptor
 		f.Close()
 		return nil, Descriptor{}, fmt.Errorf("blobstore: %w", err)
 	}
-	return f, Descriptor{Digest: digest, Size: info.Size()}, nil
+	return f, Descriptor{Digest: digest, Size: info.Size(), Modified: info.ModTime()}, nil
 }
 
 // Stat implements Store.
@@ -103,7 +106,52 @@ func (d *Disk) Stat(_ context.Context, digest string) (Descriptor, error) {
 	if err != nil {
 		return Descriptor{}, fmt.Errorf("blobstore: %w", err)
 	}
-	return Descriptor{Digest: digest, Size: info.Size()}, nil
+	return Descriptor{Digest: digest, Size: info.Size(), Modified: info.ModTime()}, nil
+}
+
+// List implements Store.
+func (d *Disk) List(ctx context.Context, fn func(Descriptor) error) error {
+	root := filepath.Join(d.root, "blobs", "sha256")
+	return filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("blobstore: %w", err)
+		}
+		if e.IsDir() || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		digest := "sha256:" + e.Name()
+		if _, err := CheckDigest(digest); err != nil {
+			return nil // not a blob
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("blobstore: %w", err)
+		}
+		return fn(Descriptor{Digest: digest, Size: info.Size(), Modified: info.ModTime()})
+	})
+}
+
+// Sweep implements Store: staged files older than before.
+func (d *Disk) Sweep(_ context.Context, before time.Time) (int, error) {
+	dir := filepath.Join(d.root, "uploads")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("blobstore: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(before) {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, e.Name())) == nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Delete implements Store.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -17,7 +19,11 @@ const partSize = 16 << 20
 // S3 stores blobs in one bucket of S3-compatible storage under
 // PREFIX/blobs/sha256/<hex>. An upload streams to PREFIX/uploads/<random>
 // while its digest is computed, and is copied into place server-side only
-// once verified; the staging object is removed whatever happens.
+// once verified; the staging object is removed whatever happens. Before it
+// starts, an upload writes PREFIX/uploads/<random>.pending, removed with
+// the staging object: a process killed mid-upload leaves the marker, by
+// which Sweep finds the multipart upload to abort (MinIO lists incomplete
+// uploads only by exact object name).
 type S3 struct {
 	client *minio.Client
 	bucket string
@@ -46,7 +52,15 @@ func (s *S3) Put(ctx context.Context, r io.Reader, want string, limit int64) (De
 	var id [12]byte
 	rand.Read(id[:])
 	staging := s.prefix + "uploads/" + hex.EncodeToString(id[:])
-	defer s.client.RemoveObject(context.WithoutCancel(ctx), s.bucket, staging, minio.RemoveObjectOptions{})
+	if _, err := s.client.PutObject(ctx, s.bucket, staging+pendingSuffix, strings.NewReader(""), 0, minio.PutObjectOptions{}); err != nil {
+		return Descriptor{}, fmt.Errorf("blobstore: s3 upload: %w", err)
+	}
+	defer func() {
+		bg := context.WithoutCancel(ctx)
+		s.client.RemoveIncompleteUpload(bg, s.bucket, staging)
+		s.client.RemoveObject(bg, s.bucket, staging, minio.RemoveObjectOptions{})
+		s.client.RemoveObject(bg, s.bucket, staging+pendingSuffix, minio.RemoveObjectOptions{})
+	}()
 	hr := newHashingReader(r, limit)
 	// The size is unknown while streaming; an explicit part size bounds the
 	// memory minio-go buffers per part (its default for unknown sizes is
@@ -62,10 +76,9 @@ func (s *S3) Put(ctx context.Context, r io.Reader, want string, limit int64) (De
 	if err != nil {
 		return Descriptor{}, err
 	}
+	// Copying over the same bytes stores them once and refreshes their
+	// modification time.
 	final, _ := s.key(desc.Digest)
-	if _, err := s.client.StatObject(ctx, s.bucket, final, minio.StatObjectOptions{}); err == nil {
-		return desc, nil // already stored: the same bytes
-	}
 	_, err = s.client.CopyObject(ctx, minio.CopyDestOptions{Bucket: s.bucket, Object: final}, minio.CopySrcOptions{Bucket: s.bucket, Object: staging})
 	if err != nil {
 		return Descriptor{}, fmt.Errorf("blobstore: s3 copy into place: %w", err)
@@ -88,7 +101,7 @@ func (s *S3) Open(ctx context.Context, digest string) (io.ReadCloser, Descriptor
 		obj.Close()
 		return nil, Descriptor{}, s.classify(digest, err)
 	}
-	return obj, Descriptor{Digest: digest, Size: info.Size}, nil
+	return obj, Descriptor{Digest: digest, Size: info.Size, Modified: info.LastModified}, nil
 }
 
 // Stat implements Store.
@@ -101,7 +114,53 @@ func (s *S3) Stat(ctx context.Context, digest string) (Descriptor, error) {
 	if err != nil {
 		return Descriptor{}, s.classify(digest, err)
 	}
-	return Descriptor{Digest: digest, Size: info.Size}, nil
+	return Descriptor{Digest: digest, Size: info.Size, Modified: info.LastModified}, nil
+}
+
+// List implements Store.
+func (s *S3) List(ctx context.Context, fn func(Descriptor) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	prefix := s.prefix + "blobs/sha256/"
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return fmt.Errorf("blobstore: s3 list: %w", obj.Err)
+		}
+		digest := "sha256:" + strings.TrimPrefix(obj.Key, prefix)
+		if _, err := CheckDigest(digest); err != nil {
+			continue
+		}
+		if err := fn(Descriptor{Digest: digest, Size: obj.Size, Modified: obj.LastModified}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pendingSuffix marks an upload in progress (see S3).
+const pendingSuffix = ".pending"
+
+// Sweep implements Store: staging objects older than before, and for each
+// stale pending marker the multipart upload it names.
+func (s *S3) Sweep(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + "uploads/", Recursive: true}) {
+		if obj.Err != nil {
+			return n, fmt.Errorf("blobstore: s3 list: %w", obj.Err)
+		}
+		if !obj.LastModified.Before(before) {
+			continue
+		}
+		if staging, ok := strings.CutSuffix(obj.Key, pendingSuffix); ok {
+			if err := s.client.RemoveIncompleteUpload(ctx, s.bucket, staging); err != nil {
+				return n, fmt.Errorf("blobstore: s3 abort %s: %w", staging, err)
+			}
+		}
+		if s.client.RemoveObject(ctx, s.bucket, obj.Key, minio.RemoveObjectOptions{}) == nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Delete implements Store.

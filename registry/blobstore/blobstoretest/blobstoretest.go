@@ -10,8 +10,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 )
@@ -32,7 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) blobstore.Store) {
 		if got := read(t, s, d.Digest); !bytes.Equal(got, data) {
 			t.Fatalf("read back %q", got)
 		}
-		if st, err := s.Stat(ctx, d.Digest); err != nil || st != d {
+		if st, err := s.Stat(ctx, d.Digest); err != nil || st.Digest != d.Digest || st.Size != d.Size || st.Modified.IsZero() {
 			t.Fatalf("stat %+v, %v", st, err)
 		}
 	})
@@ -157,6 +159,76 @@ func Run(t *testing.T, open func(t *testing.T) blobstore.Store) {
 		}
 		if err := s.Delete(ctx, d.Digest); err != nil {
 			t.Errorf("deleting twice: %v", err)
+		}
+	})
+	t.Run("List", func(t *testing.T) {
+		s := open(t)
+		want := map[string]int64{}
+		for i := range 3 {
+			b := random(t, 100+i)
+			d, err := s.Put(ctx, bytes.NewReader(b), "", 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[d.Digest] = d.Size
+		}
+		got := map[string]int64{}
+		err := s.List(ctx, func(d blobstore.Descriptor) error {
+			if d.Modified.IsZero() {
+				t.Errorf("%s listed without a modification time", d.Digest)
+			}
+			got[d.Digest] = d.Size
+			return nil
+		})
+		if err != nil || !maps.Equal(got, want) {
+			t.Errorf("List: %v %v, want %v", got, err, want)
+		}
+		stop := errors.New("stop")
+		n := 0
+		if err := s.List(ctx, func(blobstore.Descriptor) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+			t.Errorf("List did not stop at the callback's error: %v after %d", err, n)
+		}
+	})
+	t.Run("StoringAgainRefreshesTheAge", func(t *testing.T) {
+		s := open(t)
+		b := random(t, 64)
+		first, err := s.Put(ctx, bytes.NewReader(b), "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Stat(ctx, first.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Some stores keep whole seconds: store again until the time moves.
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			if _, err := s.Put(ctx, bytes.NewReader(b), first.Digest, 100); err != nil {
+				t.Fatal(err)
+			}
+			again, err := s.Stat(ctx, first.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Modified.After(st.Modified) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("storing the same bytes again left the age at %s", again.Modified)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	t.Run("SweepLeavesBlobsAlone", func(t *testing.T) {
+		s := open(t)
+		d, err := s.Put(ctx, bytes.NewReader([]byte("kept")), "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Sweep(ctx, time.Now().Add(time.Hour)); err != nil || n != 0 {
+			t.Errorf("Sweep of a clean store: %d %v", n, err)
+		}
+		if _, err := s.Stat(ctx, d.Digest); err != nil {
+			t.Errorf("Sweep removed a blob: %v", err)
 		}
 	})
 }
