@@ -37,6 +37,7 @@ type harness struct {
 	srv   *registry.Server
 	meta  meta.Store
 	blobs blobstore.Store
+	ts *httptest.Server
 	// blobDir is the disk blob store's root ("" on S3).
 	blobDir string
 	// s3 and bucket are the S3 store's client and bucket (nil on disk).
@@ -129,9 +130,12 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	// The server registryd runs, with its timeouts.
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Config = srv.HTTPServer()
+	ts.Start()
 	t.Cleanup(ts.Close)
-	h := &harness{t: t, url: ts.URL, srv: srv, meta: o.meta, blobs: o.blobs, blobDir: o.blobDir, s3: o.s3, bucket: o.bucket}
+	h := &harness{t: t, url: ts.URL, srv: srv, ts: ts, meta: o.meta, blobs: o.blobs, blobDir: o.blobDir, s3: o.s3, bucket: o.bucket}
 	h.pub, _ = signer.PublicKey()
 	h.admin = h.token("admin", []string{registry.ScopeAdmin}, "")
 	h.publisher = h.token("ci-payments", []string{"publish:payments"}, "")

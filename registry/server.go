@@ -72,6 +72,9 @@ type Config struct {
 	// before it is cut off (default 30s): slow-loris uploads do not hold a
 	// connection forever.
 	BodyReadTimeout time.Duration
+	// WriteTimeout bounds writing one response (default 10 min, enough
+	// for the largest artifact over a slow link).
+	WriteTimeout time.Duration
 	// MaxConcurrentUploads bounds the uploads received at once (default
 	// DefaultMaxConcurrentUploads); one more is refused with 503 busy.
 	MaxConcurrentUploads int
@@ -142,6 +145,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BodyReadTimeout <= 0 {
 		cfg.BodyReadTimeout = 30 * time.Second
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Minute
+	}
 	if cfg.MaxConcurrentUploads <= 0 {
 		cfg.MaxConcurrentUploads = DefaultMaxConcurrentUploads
 	}
@@ -171,6 +177,23 @@ func (s *Server) UploadsInFlight() int { return len(s.uploads) }
 
 // Handler serves the API, the Go module proxy, health and metrics.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// HTTPServer is the http.Server to serve Handler with: request headers
+// must arrive within 10 s; a request body is read under Config's
+// BodyReadTimeout between reads (uploads) or within a minute in all;
+// a response must be written within Config.WriteTimeout (default 10 min);
+// an idle connection is closed after 2 min.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
@@ -202,7 +225,9 @@ func (s *Server) handle(m *http.ServeMux, pattern string, h handlerFunc) {
 	s.patterns = append(s.patterns, pattern)
 	m.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		body := &eofReader{r: r.Body}
+		r.Body = body
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK, req: r, body: body}
 		p, err := s.authenticate(r.Context(), r)
 		if err == nil {
 			err = h(rec, r, p)
@@ -219,27 +244,63 @@ func (s *Server) handle(m *http.ServeMux, pattern string, h handlerFunc) {
 	})
 }
 
-// recorder remembers the status and size of a response.
+// recorder remembers the status and size of a response, and closes the
+// connection of a request whose body it answers before reading to the end.
 type recorder struct {
 	http.ResponseWriter
 	status  int
 	bytes   int64
 	written bool
+	req     *http.Request
+	body    *eofReader
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.written {
 		r.status, r.written = code, true
+		r.abandonBody()
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
-	r.written = true
+	if !r.written {
+		r.written = true
+		r.abandonBody()
+	}
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)
 	return n, err
 }
+
+// abandonBody: an answer given before the request body ended (401, 403,
+// 409, a replay, a bad manifest) closes the connection instead of leaving
+// the server to drain the rest, which a stalled client would make it wait
+// for until the read deadline; expiring the deadline now makes the server
+// give up on it at once.
+func (r *recorder) abandonBody() {
+	if r.body.eof || (r.req.ContentLength == 0 && len(r.req.TransferEncoding) == 0) {
+		return
+	}
+	r.Header().Set("Connection", "close")
+	http.NewResponseController(r.ResponseWriter).SetReadDeadline(time.Now())
+}
+
+// eofReader remembers whether the body was read to its end.
+type eofReader struct {
+	r   io.ReadCloser
+	eof bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		e.eof = true
+	}
+	return n, err
+}
+
+func (e *eofReader) Close() error { return e.r.Close() }
 
 // Unwrap lets http.ResponseController reach the connection (read deadlines).
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

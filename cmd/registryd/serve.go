@@ -88,13 +88,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second, // slow-loris headers
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := srv.HTTPServer()
 	certCtx, stopCertifier := context.WithCancel(context.Background())
 	certDone := make(chan struct{})
 	go func() {
@@ -130,9 +124,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
 	err = hs.Shutdown(shutdownCtx)
+	if err != nil {
+		// The grace is over: whatever is still open is cut off.
+		hs.Close()
+	}
 	<-certDone
 	<-janitorDone
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("registryd stopped")
