@@ -37,7 +37,7 @@ type harness struct {
 	srv   *registry.Server
 	meta  meta.Store
 	blobs blobstore.Store
-	ts *httptest.Server
+	ts    *httptest.Server
 	// blobDir is the disk blob store's root ("" on S3).
 	blobDir string
 	// s3 and bucket are the S3 store's client and bucket (nil on disk).
