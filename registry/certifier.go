@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/artifact"
@@ -136,8 +139,14 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped: resumed at the next start
 	}
+	scrub := s.scrubber(dir, work)
 	if err != nil {
-		return s.finish(ctx, k, nil, "certification could not run: "+err.Error())
+		return s.finish(ctx, k, nil, scrub.Replace("certification could not run: "+err.Error()))
+	}
+	// Nothing a client can read carries a server path: the report names
+	// the connector's files relative to it and the rest by what they are.
+	if report, err = scrubReport(filepath.Join(out, certify.ReportFile), scrub); err != nil {
+		return err
 	}
 	reason := ""
 	switch {
@@ -187,6 +196,60 @@ func (s *Server) sign(out string, zipData []byte) error {
 		}
 	}
 	return nil
+}
+
+// scrubber replaces the server's paths (the unpacked connector, the work
+// directory, the flowgen module, the Go module cache and GOROOT) with
+// names that say what they were.
+func (s *Server) scrubber(dir, work string) *strings.Replacer {
+	var pairs []string
+	add := func(path, name string) {
+		if path != "" && path != "/" {
+			pairs = append(pairs, path+"/", name, path, strings.TrimSuffix(name, "/"))
+		}
+	}
+	add(dir, "")
+	add(work, "$WORK/")
+	add(s.cfg.WorkDir, "$WORK/")
+	add(s.cfg.FlowgenModule, "$FLOWGEN/")
+	goEnvOnce.Do(func() {
+		out, _ := exec.Command("go", "env", "GOMODCACHE", "GOROOT").Output()
+		goEnvPaths = strings.Fields(string(out))
+	})
+	if len(goEnvPaths) == 2 {
+		add(goEnvPaths[0], "")
+		add(goEnvPaths[1], "$GOROOT/")
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+var (
+	goEnvOnce  sync.Once
+	goEnvPaths []string
+)
+
+// scrubReport rewrites the report file through scrub and returns it.
+func scrubReport(path string, scrub *strings.Replacer) (*certify.Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r certify.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	for i := range r.Checks {
+		c := &r.Checks[i]
+		c.Summary = scrub.Replace(c.Summary)
+		for j := range c.Evidence {
+			c.Evidence[j] = scrub.Replace(c.Evidence[j])
+		}
+	}
+	canon, err := r.CanonicalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return &r, os.WriteFile(path, canon, 0o644)
 }
 
 // certifierActor is who the audit log says certified a version.

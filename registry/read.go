@@ -51,6 +51,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p *principal) er
 	if err != nil {
 		return storageErr(err)
 	}
+	vs = slices.DeleteFunc(vs, func(v meta.Version) bool { return !p.mayInspect(v) })
 	vs = s.filterPullable(r, p, vs)
 	if limit, err := strconv.Atoi(qv.Get("limit")); err == nil && limit > 0 && limit < len(vs) {
 		vs = vs[:limit]
@@ -72,9 +73,7 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return storageErr(err)
 	}
-	if !p.canPublish(k.Namespace) {
-		vs = slices.DeleteFunc(vs, func(v meta.Version) bool { return v.State != meta.Certified })
-	}
+	vs = slices.DeleteFunc(vs, func(v meta.Version) bool { return !p.mayInspect(v) })
 	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(s.filterPullable(r, p, vs))})
 }
 
@@ -99,7 +98,17 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, p *principal
 	if err != nil {
 		return notFoundOr(err, k)
 	}
+	if !p.mayInspect(v) {
+		return notFoundOr(meta.ErrNotFound, k)
+	}
 	return writeJSON(w, http.StatusOK, v)
+}
+
+// mayInspect: a certified version is visible to every reader; a pending,
+// certifying or rejected one (its progress, its reasons, its files) only
+// to those who may publish to its namespace.
+func (p *principal) mayInspect(v meta.Version) bool {
+	return v.State == meta.Certified || p.canPublish(v.Namespace)
 }
 
 // servedFiles are the files of a version and their content types.
@@ -108,10 +117,9 @@ var servedFiles = map[string]string{
 	FileArtifact + SignatureSuffix: "text/plain", FileSBOM + SignatureSuffix: "text/plain", FileReport + SignatureSuffix: "text/plain",
 }
 
-// getFile handles GET .../versions/{version}/files/{file}. The artifact and
-// its evidence are served for certified versions (and to the namespace's
-// publishers); the report of any version, since it says why a version was
-// rejected.
+// getFile handles GET .../versions/{version}/files/{file}: the files of a
+// certified version, and to the namespace's publishers those of any
+// version (the report says why one was rejected).
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, p *principal) error {
 	k, err := key(r)
 	if err != nil {
@@ -129,11 +137,10 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, p *principal) e
 	if err != nil {
 		return notFoundOr(err, k)
 	}
-	isReport := strings.HasPrefix(name, FileReport)
-	if v.State != meta.Certified && !isReport && !p.canPublish(k.Namespace) {
-		return apiErr(http.StatusNotFound, "not_certified", "%s is %s, not certified: only its report is served", k, v.State)
+	if !p.mayInspect(v) {
+		return notFoundOr(meta.ErrNotFound, k)
 	}
-	if !isReport {
+	if !strings.HasPrefix(name, FileReport) {
 		if err := s.checkPullable(r, p, v); err != nil {
 			return err
 		}
