@@ -169,9 +169,10 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"unknown file of a version", func() (int, []byte) {
 			return h.do("GET", versionPath("payments", "payments.charge", "2.1.0")+"/files/..%2F..%2Fetc%2Fpasswd", h.puller, "", nil)
 		}, 404, "no file"},
+		// To a puller an uncertified version does not exist.
 		{"artifact of an uncertified version", func() (int, []byte) {
 			return h.do("GET", versionPath("payments", "payments.charge", "2.1.0")+"/files/artifact.zip", h.puller, "", nil)
-		}, 404, "not certified"},
+		}, 404, "no version payments/payments.charge@2.1.0"},
 		{"audit log with a pull token", func() (int, []byte) { return h.do("GET", "/v1/audit", h.puller, "", nil) }, 403, "admin"},
 	}
 	if len(cases) < 30 {
