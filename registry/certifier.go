@@ -128,7 +128,7 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 		return err
 	}
 	out := filepath.Join(work, "out")
-	report, err := s.runWorker(ctx, WorkerRequest{Dir: dir, Out: out, Module: m.Module, FixtureDatabase: s.cfg.FixtureDatabase, Now: s.now()},
+	err = s.runWorker(ctx, WorkerRequest{Dir: dir, Out: out, Module: m.Module, FixtureDatabase: s.cfg.FixtureDatabase, Now: s.now()},
 		func(p workerProgress) {
 			line := fmt.Sprintf("%d/%d %s: %s", p.Index, p.Total, p.Check, p.Outcome)
 			s.meta.UpdateVersion(ctx, k, func(v *meta.Version) error {
@@ -145,8 +145,9 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	}
 	// Nothing a client can read carries a server path: the report names
 	// the connector's files relative to it and the rest by what they are.
-	if report, err = scrubReport(filepath.Join(out, certify.ReportFile), scrub); err != nil {
-		return err
+	report, err := scrubReport(filepath.Join(out, certify.ReportFile), scrub)
+	if err != nil {
+		return s.finish(ctx, k, nil, "the certification worker wrote no readable report: "+scrub.Replace(err.Error()))
 	}
 	reason := ""
 	switch {

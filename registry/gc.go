@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
@@ -46,15 +47,30 @@ type GCReport struct {
 }
 
 // CollectGarbage removes blobs that no version refers to and that are
-// older than the grace period (with DryRun, only reports them).
+// older than the grace period (with DryRun, only reports them), holding
+// uploads off while it decides.
 func (s *Server) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = s.cfg.GCGrace
+	}
+	rep, err := CollectGarbage(ctx, s.meta, s.blobs, s.now(), opts, &s.gcMu)
+	if err == nil && !opts.DryRun && len(rep.Removed) > 0 {
+		s.log.Info("garbage collected", slog.Int("blobs", len(rep.Removed)), slog.Int64("bytes", rep.RemovedBytes))
+	}
+	return rep, err
+}
+
+// CollectGarbage is garbage collection on the stores themselves, for
+// registryd gc when no server runs; uploads, when lock is not nil, hold its
+// read side (Server.CollectGarbage passes its own).
+func CollectGarbage(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, now time.Time, opts GCOptions, lock sync.Locker) (GCReport, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGCGrace
 	}
 	rep := GCReport{DryRun: opts.DryRun, Removed: []string{}}
-	cutoff := s.now().Add(-opts.Grace)
+	cutoff := now.Add(-opts.Grace)
 	var candidates []blobstore.Descriptor
-	err := s.blobs.List(ctx, func(d blobstore.Descriptor) error {
+	err := blobs.List(ctx, func(d blobstore.Descriptor) error {
 		rep.Blobs++
 		if d.Modified.After(cutoff) {
 			rep.Young++
@@ -71,9 +87,11 @@ func (s *Server) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, 
 	}
 	// With uploads held off, read what is referenced now and remove the
 	// rest, each checked again for a store that made it young.
-	s.gcMu.Lock()
-	defer s.gcMu.Unlock()
-	versions, err := s.meta.Search(ctx, meta.Query{States: allStates})
+	if lock != nil {
+		lock.Lock()
+		defer lock.Unlock()
+	}
+	versions, err := metaStore.Search(ctx, meta.Query{States: allStates})
 	if err != nil {
 		return rep, err
 	}
@@ -88,21 +106,18 @@ func (s *Server) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, 
 			rep.Referenced++
 			continue
 		}
-		now, err := s.blobs.Stat(ctx, d.Digest)
-		if err != nil || now.Modified.After(cutoff) {
+		cur, err := blobs.Stat(ctx, d.Digest)
+		if err != nil || cur.Modified.After(cutoff) {
 			rep.Young++
 			continue
 		}
 		if !opts.DryRun {
-			if err := s.blobs.Delete(ctx, d.Digest); err != nil {
+			if err := blobs.Delete(ctx, d.Digest); err != nil {
 				return rep, err
 			}
 		}
 		rep.Removed = append(rep.Removed, d.Digest)
 		rep.RemovedBytes += d.Size
-	}
-	if !opts.DryRun && len(rep.Removed) > 0 {
-		s.log.Info("garbage collected", slog.Int("blobs", len(rep.Removed)), slog.Int64("bytes", rep.RemovedBytes))
 	}
 	return rep, nil
 }

@@ -207,6 +207,10 @@ func (s *Server) routes() {
 	s.handle(m, "POST "+v+"/deprecate", s.deprecate)
 	s.handle(m, "POST "+v+"/yank", s.yank)
 	s.handle(m, "GET /v1/audit", s.audit)
+	s.handle(m, "POST /v1/admin/tokens", s.adminCreateToken)
+	s.handle(m, "GET /v1/admin/tokens", s.adminListTokens)
+	s.handle(m, "POST /v1/admin/tokens/{id}/revoke", s.adminRevokeToken)
+	s.handle(m, "POST /v1/admin/gc", s.adminGC)
 	s.handle(m, "GET /go/{path...}", s.goProxy)
 	s.handle(m, "GET /healthz", func(w http.ResponseWriter, r *http.Request, _ *principal) error {
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -94,15 +93,15 @@ func workerEnv() []string {
 	return env
 }
 
-// runWorker certifies dir in a worker process and returns the report it
-// wrote to out, telling progress each line it prints.
-func (s *Server) runWorker(ctx context.Context, req WorkerRequest, progress func(workerProgress)) (*certify.Report, error) {
+// runWorker certifies dir in a worker process, which writes its report to
+// req.Out, telling progress each line it prints.
+func (s *Server) runWorker(ctx context.Context, req WorkerRequest, progress func(workerProgress)) error {
 	if len(s.cfg.Worker) == 0 {
-		return nil, errors.New("no certification worker is configured")
+		return errors.New("no certification worker is configured")
 	}
 	in, err := json.Marshal(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cmd := exec.CommandContext(ctx, s.cfg.Worker[0], append(s.cfg.Worker[1:], WorkerCommand)...)
 	cmd.Env = workerEnv()
@@ -111,10 +110,10 @@ func (s *Server) runWorker(ctx context.Context, req WorkerRequest, progress func
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the certification worker: %w", err)
+		return fmt.Errorf("start the certification worker: %w", err)
 	}
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
@@ -125,17 +124,9 @@ func (s *Server) runWorker(ctx context.Context, req WorkerRequest, progress func
 	}
 	if err := cmd.Wait(); err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		return nil, fmt.Errorf("certification worker: %v: %s", err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("certification worker: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	data, err := os.ReadFile(filepath.Join(req.Out, certify.ReportFile))
-	if err != nil {
-		return nil, fmt.Errorf("certification worker wrote no report: %w", err)
-	}
-	var r certify.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("certification worker wrote a report that does not parse: %w", err)
-	}
-	return &r, nil
+	return nil
 }

@@ -25,6 +25,11 @@ Usage:
   registryd token create --name N --scope S [--scope S] [--expires D] [--policy FILE]
   registryd token revoke TOKEN_ID
   registryd token list
+  registryd gc [--dry-run] [--grace D]    remove blobs no version refers to
+
+token and gc work on a running registryd through its admin API with
+--registry URL --token ADMIN_TOKEN; without them, on the stores directly
+(embedded stores belong to a running registryd, which then must be used).
 
 Storage flags (serve and token; every flag also reads the environment
 variable in brackets):
@@ -53,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serve(ctx, args[1:], stderr)
 	case "token":
 		err = token(ctx, args[1:], stdout, stderr)
+	case "gc":
+		err = gc(ctx, args[1:], stdout, stderr)
 	case registry.WorkerCommand:
 		// Internal: serve starts it for each certification.
 		return registry.WorkerMain(ctx, os.Stdin, stdout, stderr)

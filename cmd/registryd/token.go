@@ -12,7 +12,6 @@ import (
 
 	"github.com/flowgen-dev/flowgen/policy"
 	"github.com/flowgen-dev/flowgen/registry"
-	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
 // scopeList is a repeatable, comma-separated --scope flag.
@@ -35,23 +34,27 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("token "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var st storageFlags
-	st.register(fs)
+	var af adminFlags
+	af.register(fs)
 	switch args[0] {
 	case "create":
-		name := fs.String("name", "", "who the token is for, e.g. ci-payments (required)")
+		var req registry.TokenRequest
+		fs.StringVar(&req.Name, "name", "", "who the token is for, e.g. ci-payments (required)")
 		var scopes scopeList
 		fs.Var(&scopes, "scope", "admin, pull or publish:NAMESPACE; repeat or separate with commas (required)")
 		expires := fs.Duration("expires", 0, "lifetime, e.g. 720h (default: until revoked)")
 		policyFile := fs.String("policy", "", "pull policy YAML to bind to the token (pull scope only)")
 		fs.Usage = func() {
-			fmt.Fprint(stderr, "Usage: registryd token create --name N --scope S [--expires D] [--policy FILE]\n\nCreates a token and prints its secret once; only a hash is stored.\n\nFlags:\n")
+			fmt.Fprint(stderr, "Usage: registryd token create --name N --scope S [--expires D] [--policy FILE]\n\nCreates a token and prints its secret once; only a hash is stored. With --registry, through a\nrunning registryd's admin API; else in the stores (which a running registryd owns, if embedded).\n\nFlags:\n")
 			fs.PrintDefaults()
 		}
 		if err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		var pol string
+		req.Scopes = scopes
+		if *expires > 0 {
+			req.ExpiresIn = expires.String()
+		}
 		if *policyFile != "" {
 			data, err := os.ReadFile(*policyFile)
 			if err != nil {
@@ -60,28 +63,19 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if _, err := policy.Parse(*policyFile, data); err != nil {
 				return err
 			}
-			pol = string(data)
+			req.Policy = string(data)
 		}
-		now := time.Now()
-		var exp time.Time
-		if *expires > 0 {
-			exp = now.Add(*expires)
-		}
-		t, secret, err := registry.NewToken(*name, scopes, exp, pol, now)
+		a, err := af.open(ctx)
 		if err != nil {
 			return err
 		}
-		m, err := st.openMeta(ctx)
+		defer a.Close()
+		t, err := a.CreateToken(ctx, req)
 		if err != nil {
 			return err
 		}
-		defer m.Close()
-		if err := m.CreateToken(ctx, t); err != nil {
-			return err
-		}
-		m.AppendAudit(ctx, meta.Event{Time: now.UTC(), Actor: "registryd token", Action: "token-create", Subject: t.ID, Detail: t.Name + " " + strings.Join(t.Scopes, ",")})
 		fmt.Fprintf(stderr, "created %s (%s) with scopes %s; the secret is shown once:\n", t.ID, t.Name, strings.Join(t.Scopes, ","))
-		fmt.Fprintln(stdout, secret)
+		fmt.Fprintln(stdout, t.Secret)
 		return nil
 	case "revoke":
 		if err := parse(fs, args[1:]); err != nil {
@@ -90,27 +84,26 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() != 1 {
 			return fmt.Errorf("token revoke takes one TOKEN_ID (see registryd token list)")
 		}
-		m, err := st.openMeta(ctx)
+		a, err := af.open(ctx)
 		if err != nil {
 			return err
 		}
-		defer m.Close()
-		if err := m.RevokeToken(ctx, fs.Arg(0), time.Now().UTC()); err != nil {
+		defer a.Close()
+		if _, err := a.RevokeToken(ctx, fs.Arg(0)); err != nil {
 			return err
 		}
-		m.AppendAudit(ctx, meta.Event{Time: time.Now().UTC(), Actor: "registryd token", Action: "token-revoke", Subject: fs.Arg(0)})
 		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
 		return nil
 	case "list":
 		if err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		m, err := st.openMeta(ctx)
+		a, err := af.open(ctx)
 		if err != nil {
 			return err
 		}
-		defer m.Close()
-		ts, err := m.ListTokens(ctx)
+		defer a.Close()
+		ts, err := a.ListTokens(ctx)
 		if err != nil {
 			return err
 		}
@@ -121,14 +114,51 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			switch {
 			case !t.Revoked.IsZero():
 				status = "revoked " + t.Revoked.Format(time.RFC3339)
-			case !t.Expires.IsZero() && !t.Valid(time.Now()):
+			case !t.Expires.IsZero() && !time.Now().Before(t.Expires):
 				status = "expired " + t.Expires.Format(time.RFC3339)
 			case !t.Expires.IsZero():
 				status = "expires " + t.Expires.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), status, t.Policy != "")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), status, t.Policy)
 		}
 		return tw.Flush()
 	}
 	return fmt.Errorf("unknown token command %q: want create, revoke or list", args[0])
+}
+
+// gc runs a garbage collection and prints what it removed.
+func gc(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var af adminFlags
+	af.register(fs)
+	var req registry.GCRequest
+	fs.BoolVar(&req.DryRun, "dry-run", false, "list what would be removed, remove nothing")
+	fs.StringVar(&req.Grace, "grace", "", "keep unreferenced blobs younger than this (default: the server's, 24h)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: registryd gc [--dry-run] [--grace D]\n\nRemoves the blobs no version refers to (what failed uploads stored) once older than the\ngrace period; registryd serve also does it every --janitor-interval. Try --dry-run first.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	a, err := af.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	rep, err := a.CollectGarbage(ctx, req)
+	if err != nil {
+		return err
+	}
+	verb := "removed"
+	if rep.DryRun {
+		verb = "would remove"
+	}
+	for _, d := range rep.Removed {
+		fmt.Fprintln(stdout, d)
+	}
+	fmt.Fprintf(stderr, "%d blobs: %d referenced, %d within the grace period; %s %d (%d bytes)\n",
+		rep.Blobs, rep.Referenced, rep.Young, verb, len(rep.Removed), rep.RemovedBytes)
+	return nil
 }

@@ -175,3 +175,39 @@ func IsNotFound(err error) bool {
 	var ae *registry.APIError
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
+
+// postJSON posts in as JSON to path and decodes the answer into out.
+func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, http.MethodPost, path, "application/json", bytes.NewReader(b), out)
+	return err
+}
+
+// CreateToken creates a token through the admin API; the secret is in the
+// answer, once.
+func (c *Client) CreateToken(ctx context.Context, req registry.TokenRequest) (registry.TokenCreated, error) {
+	var out registry.TokenCreated
+	return out, c.postJSON(ctx, "/v1/admin/tokens", req, &out)
+}
+
+// ListTokens lists every token through the admin API.
+func (c *Client) ListTokens(ctx context.Context) ([]registry.TokenInfo, error) {
+	var out registry.TokenList
+	_, err := c.do(ctx, http.MethodGet, "/v1/admin/tokens", "", nil, &out)
+	return out.Tokens, err
+}
+
+// RevokeToken revokes a token through the admin API.
+func (c *Client) RevokeToken(ctx context.Context, id string) (registry.TokenInfo, error) {
+	var out registry.TokenInfo
+	return out, c.postJSON(ctx, "/v1/admin/tokens/"+url.PathEscape(id)+"/revoke", struct{}{}, &out)
+}
+
+// CollectGarbage runs a garbage collection through the admin API.
+func (c *Client) CollectGarbage(ctx context.Context, req registry.GCRequest) (registry.GCReport, error) {
+	var out registry.GCReport
+	return out, c.postJSON(ctx, "/v1/admin/gc", req, &out)
+}

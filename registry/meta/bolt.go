@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 var (
@@ -27,6 +29,9 @@ type Bolt struct {
 // same file waits up to a second and then fails: bbolt files have one owner.
 func OpenBolt(path string) (*Bolt, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("meta: open %s: %w", path, ErrLocked)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}

@@ -178,6 +178,10 @@ type Store interface {
 // ErrNotFound is returned for a missing version or token.
 var ErrNotFound = errors.New("not found")
 
+// ErrLocked is returned by OpenBolt when another process (a running
+// registryd) has the file open: an embedded store has one owner.
+var ErrLocked = errors.New("the metadata file is open in another process (a running registryd owns it)")
+
 // ConflictError is a second upload of a version with another digest.
 type ConflictError struct {
 	Key             Key

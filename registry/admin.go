@@ -1,0 +1,187 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/policy"
+	"github.com/flowgen-dev/flowgen/registry/meta"
+)
+
+// The admin API: what an operator does to a running registry, so that
+// nothing needs the stores to themselves (an embedded metadata file has
+// one owner, the server). Every route needs the admin scope.
+//
+//	POST /v1/admin/tokens             TokenRequest → 201 TokenCreated
+//	GET  /v1/admin/tokens             → TokenList
+//	POST /v1/admin/tokens/{id}/revoke → TokenInfo
+//	POST /v1/admin/gc                 GCRequest → GCReport
+
+// TokenRequest asks for a token.
+type TokenRequest struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+	// ExpiresIn is a Go duration ("720h"); empty: until revoked.
+	ExpiresIn string `json:"expires_in,omitempty"`
+	// Policy is a pull policy (YAML) to bind to the token.
+	Policy string `json:"policy,omitempty"`
+}
+
+// TokenInfo is a token as the admin API shows it: everything but its hash.
+type TokenInfo struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Scopes  []string  `json:"scopes"`
+	Created time.Time `json:"created"`
+	Revoked time.Time `json:"revoked,omitzero"`
+	Expires time.Time `json:"expires,omitzero"`
+	Policy  bool      `json:"policy"`
+}
+
+// TokenCreated is a new token with its secret, shown this once.
+type TokenCreated struct {
+	TokenInfo
+	Secret string `json:"secret"`
+}
+
+// TokenList is the body of GET /v1/admin/tokens.
+type TokenList struct {
+	Tokens []TokenInfo `json:"tokens"`
+}
+
+// GCRequest asks for a garbage collection.
+type GCRequest struct {
+	DryRun bool `json:"dry_run"`
+	// Grace is a Go duration; empty: the server's.
+	Grace string `json:"grace,omitempty"`
+}
+
+// Info is what the admin API shows of t.
+func Info(t meta.Token) TokenInfo {
+	return TokenInfo{ID: t.ID, Name: t.Name, Scopes: t.Scopes, Created: t.Created, Revoked: t.Revoked, Expires: t.Expires, Policy: t.Policy != ""}
+}
+
+// CreateToken checks req, stores a new token in store and audits it as
+// actor. registryd token create uses it when the server is not running,
+// the admin API when it is.
+func CreateToken(ctx context.Context, store meta.Store, req TokenRequest, actor string, now time.Time) (TokenCreated, error) {
+	var exp time.Time
+	if req.ExpiresIn != "" {
+		d, err := time.ParseDuration(req.ExpiresIn)
+		if err != nil || d <= 0 {
+			return TokenCreated{}, apiErr(http.StatusBadRequest, "bad_token", "expires_in %q: want a positive duration such as 720h", req.ExpiresIn)
+		}
+		exp = now.Add(d)
+	}
+	if req.Policy != "" {
+		if _, err := policy.Parse("policy", []byte(req.Policy)); err != nil {
+			return TokenCreated{}, apiErr(http.StatusBadRequest, "bad_policy", "%v", err)
+		}
+	}
+	t, secret, err := NewToken(req.Name, req.Scopes, exp, req.Policy, now)
+	if err != nil {
+		return TokenCreated{}, apiErr(http.StatusBadRequest, "bad_token", "%v", err)
+	}
+	if err := store.CreateToken(ctx, t); err != nil {
+		return TokenCreated{}, storageErr(err)
+	}
+	store.AppendAudit(ctx, meta.Event{Time: now.UTC(), Actor: actor, Action: "token-create", Subject: t.ID, Detail: t.Name + " " + strings.Join(t.Scopes, ",")})
+	return TokenCreated{TokenInfo: Info(t), Secret: secret}, nil
+}
+
+// RevokeToken revokes the token id in store and audits it as actor.
+func RevokeToken(ctx context.Context, store meta.Store, id, actor string, now time.Time) (TokenInfo, error) {
+	if err := store.RevokeToken(ctx, id, now.UTC()); err != nil {
+		return TokenInfo{}, err
+	}
+	store.AppendAudit(ctx, meta.Event{Time: now.UTC(), Actor: actor, Action: "token-revoke", Subject: id})
+	ts, err := store.ListTokens(ctx)
+	if err != nil {
+		return TokenInfo{}, storageErr(err)
+	}
+	for _, t := range ts {
+		if t.ID == id {
+			return Info(t), nil
+		}
+	}
+	return TokenInfo{}, meta.ErrNotFound
+}
+
+func needAdmin(p *principal) error {
+	if p == nil {
+		return &authError{http.StatusUnauthorized, "the admin API needs a token (scope admin)"}
+	}
+	if !p.can(ScopeAdmin) {
+		return &authError{http.StatusForbidden, fmt.Sprintf("token %s has no admin scope", p.token.ID)}
+	}
+	return nil
+}
+
+func (s *Server) adminCreateToken(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := needAdmin(p); err != nil {
+		return err
+	}
+	var req TokenRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	created, err := CreateToken(r.Context(), s.meta, req, p.name(), s.now())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, created)
+}
+
+func (s *Server) adminListTokens(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := needAdmin(p); err != nil {
+		return err
+	}
+	ts, err := s.meta.ListTokens(r.Context())
+	if err != nil {
+		return storageErr(err)
+	}
+	list := TokenList{Tokens: []TokenInfo{}}
+	for _, t := range ts {
+		list.Tokens = append(list.Tokens, Info(t))
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) adminRevokeToken(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := needAdmin(p); err != nil {
+		return err
+	}
+	info, err := RevokeToken(r.Context(), s.meta, r.PathValue("id"), p.name(), s.now())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) adminGC(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := needAdmin(p); err != nil {
+		return err
+	}
+	var req GCRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	opts := GCOptions{DryRun: req.DryRun, Grace: s.cfg.GCGrace}
+	if req.Grace != "" {
+		d, err := time.ParseDuration(req.Grace)
+		if err != nil || d < 0 {
+			return apiErr(http.StatusBadRequest, "bad_request", "grace %q: want a duration such as 24h", req.Grace)
+		}
+		opts.Grace = d
+	}
+	rep, err := s.CollectGarbage(r.Context(), opts)
+	if err != nil {
+		return storageErr(err)
+	}
+	s.meta.AppendAudit(context.WithoutCancel(r.Context()), meta.Event{Time: s.now(), Actor: p.name(), Action: "gc", Subject: "blobs",
+		Detail: fmt.Sprintf("dry run %v: %d of %d blobs removed", rep.DryRun, len(rep.Removed), rep.Blobs)})
+	return writeJSON(w, http.StatusOK, rep)
+}
