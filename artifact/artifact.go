@@ -359,8 +359,10 @@ const MaxUnpackedSize = 128 << 20
 // the manifest's; it is a readable zip whose every entry is a regular file
 // under module@version/ with a valid module file path, listed in the
 // manifest with that sha256 and size; no listed file is missing; the
-// manifest's dir and external entries stay inside the layout root; and the
-// files unpack to at most MaxUnpackedSize in total. It returns the files
+// manifest's dir and external entries stay inside the layout root; the
+// files unpack to at most MaxUnpackedSize in total; and the zip passes every
+// check the go command applies to module zips (no two names that differ
+// only in case, among others). It returns the files
 // by module-relative path.
 func Check(a *Artifact) (map[string][]byte, error) {
 	m := a.Manifest
@@ -434,7 +436,36 @@ func Check(a *Artifact) (map[string][]byte, error) {
 			}
 		}
 	}
+	if err := checkModuleZip(m, a.Zip); err != nil {
+		return nil, err
+	}
 	return files, nil
+}
+
+// checkModuleZip applies every rule of a module zip that the go command
+// applies (golang.org/x/mod/zip.CheckZip): valid and unique file paths,
+// no two that differ only in case, no vendor or VCS oddities, size limits.
+func checkModuleZip(m Manifest, zipData []byte) error {
+	f, err := os.CreateTemp("", "flowgen-artifact-*.zip")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(zipData)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	cf, err := modzip.CheckZip(module.Version{Path: m.Module, Version: m.Version}, f.Name())
+	if err == nil {
+		err = cf.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("artifact zip: not a valid module zip: %w", err)
+	}
+	return nil
 }
 
 // Extract lays the artifact out under root as [Build] found it: the module in

@@ -169,6 +169,20 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"unknown file of a version", func() (int, []byte) {
 			return h.do("GET", versionPath("payments", "payments.charge", "2.1.0")+"/files/..%2F..%2Fetc%2Fpasswd", h.puller, "", nil)
 		}, 404, "no file"},
+		// Every module-zip rule applies at upload, before anything runs.
+		{"names that collide case-insensitively", upload(h.publisher, craft(t, "payments.charge", "3.0.0",
+			append(validFiles("case"), entry{name: "types_gen.go", data: []byte("package x\n")}, entry{name: "TYPES_GEN.GO", data: []byte("package x\n")})...)),
+			400, "case-insensitive file name collision"},
+		{"build metadata in the version", func() (int, []byte) {
+			a := craft(t, "payments.charge", "3.0.0", validFiles("meta")...)
+			return send(h.publisher, versionPath("payments", "payments.charge", "3.0.0+build.7"), manifestPart(t, a.Manifest), zipPart(a.Zip))
+		}, 400, "has build metadata"},
+		{"a body that ends inside the artifact", func() (int, []byte) {
+			a := fresh("cut")
+			ctype, body := multipartBody(t, manifestPart(t, a.Manifest), zipPart(a.Zip))
+			cut := bytes.Index(body, a.Zip) + len(a.Zip)/2
+			return h.do("PUT", p300, h.publisher, ctype, bytes.NewReader(body[:cut]))
+		}, 400, "ended early"},
 		// To a puller an uncertified version does not exist.
 		{"artifact of an uncertified version", func() (int, []byte) {
 			return h.do("GET", versionPath("payments", "payments.charge", "2.1.0")+"/files/artifact.zip", h.puller, "", nil)

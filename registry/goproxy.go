@@ -39,7 +39,9 @@ func (s *Server) goProxy(w http.ResponseWriter, r *http.Request, p *principal) e
 	if err != nil {
 		return storageErr(err)
 	}
-	vs = s.filterPullable(r, p, vs)
+	if vs, err = s.filterPullable(r, p, vs); err != nil {
+		return err
+	}
 	listed := slices.DeleteFunc(slices.Clone(vs), func(v meta.Version) bool { return v.Yanked != "" })
 	switch {
 	case latest:

@@ -37,23 +37,34 @@ func (s *Server) violations(ctx context.Context, p *principal, v meta.Version) (
 	}
 	ev, err := policy.VerifiedEvidence(s.pubKey, files[0], files[1], files[2], v.Namespace, v.Publisher)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", v.Key(), err)
+		// Stored evidence that does not verify against the registry's own
+		// key was changed after the registry signed it.
+		s.metrics.tampered.Inc()
+		s.log.ErrorContext(ctx, "stored evidence does not verify: storage was modified", slog.String("version", v.Key().String()), slog.Any("error", err))
+		return nil, &TamperedError{Digest: v.Blobs[FileReport], Got: "evidence that does not verify (" + err.Error() + ")"}
 	}
 	out := pol.Check(ev)
 	s.policyCache.Store(cacheKey, out)
 	return out, nil
 }
 
-// filterPullable drops the versions the caller's policy rejects.
-func (s *Server) filterPullable(r *http.Request, p *principal, vs []meta.Version) []meta.Version {
-	return slices.DeleteFunc(vs, func(v meta.Version) bool {
+// filterPullable drops the versions the caller's policy rejects. Evidence
+// that cannot be judged is an error, never a quiet omission: tampered
+// evidence is 500 tampered, as loud as a tampered artifact, and a storage
+// failure 503, so the go command does not move on to another proxy.
+func (s *Server) filterPullable(r *http.Request, p *principal, vs []meta.Version) ([]meta.Version, error) {
+	var firstErr error
+	out := slices.DeleteFunc(vs, func(v meta.Version) bool {
 		bad, err := s.violations(r.Context(), p, v)
 		if err != nil {
-			s.log.Error("pull policy: evidence", slog.String("version", v.Key().String()), slog.Any("error", err))
+			if firstErr == nil {
+				firstErr = storageErr(err)
+			}
 			return true
 		}
 		return len(bad) > 0
 	})
+	return out, firstErr
 }
 
 // checkPullable is 403 naming every failed rule when the caller's policy

@@ -52,7 +52,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p *principal) er
 		return storageErr(err)
 	}
 	vs = slices.DeleteFunc(vs, func(v meta.Version) bool { return !p.mayInspect(v) })
-	vs = s.filterPullable(r, p, vs)
+	if vs, err = s.filterPullable(r, p, vs); err != nil {
+		return err
+	}
 	if limit, err := strconv.Atoi(qv.Get("limit")); err == nil && limit > 0 && limit < len(vs) {
 		vs = vs[:limit]
 	}
@@ -74,7 +76,10 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *princip
 		return storageErr(err)
 	}
 	vs = slices.DeleteFunc(vs, func(v meta.Version) bool { return !p.mayInspect(v) })
-	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(s.filterPullable(r, p, vs))})
+	if vs, err = s.filterPullable(r, p, vs); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(vs)})
 }
 
 func orEmpty(vs []meta.Version) []meta.Version {

@@ -157,6 +157,17 @@ requiredChecks: [determinism]
 		t.Errorf("audit: %d %s", code, body)
 	}
 
+	// Tampered evidence behind a policy is as loud as a tampered artifact:
+	// 500, not a 404 that sends the go command to the next proxy. (A fresh
+	// policy, so no verdict is cached, as after a restart.)
+	tamper(t, h, v.Blobs[registry.FileReport])
+	fresh := h.token("fresh-platform", []string{registry.ScopePull}, "apiVersion: flowgen.dev/v1\nkind: PullPolicy\nmaxEffects: Effectful\n")
+	for _, q := range []string{gp + "/@v/list", gp + "/@v/v2.1.0.info", "/v1/connectors?q=charge"} {
+		if code, body := h.do("GET", q, fresh, "", nil); code != 500 || apiError(t, body).Code != "tampered" {
+			t.Errorf("%s with tampered evidence behind a policy: %d %s", q, code, body)
+		}
+	}
+
 	// Tampering with storage is detected and nothing is served.
 	tamper(t, h, v.Digest)
 	code, body = h.do("GET", path+"/files/artifact.zip", h.puller, "", nil)
@@ -166,7 +177,7 @@ requiredChecks: [determinism]
 	if code, _ := h.do("GET", gp+"/@v/v2.1.0.zip", h.puller, "", nil); code != 500 {
 		t.Errorf("tampered proxy zip: %d", code)
 	}
-	if code, body := h.do("GET", "/metrics", "", "", nil); code != 200 || !containsAll(string(body), "registry_tampered_blobs_total 2", `registry_certifications_total{state="certified"} 1`, `registry_publishes_total{outcome="ok"} 1`) {
+	if code, body := h.do("GET", "/metrics", "", "", nil); code != 200 || !containsAll(string(body), "registry_tampered_blobs_total 5", `registry_certifications_total{state="certified"} 1`, `registry_publishes_total{outcome="ok"} 1`) {
 		t.Errorf("metrics: %d\n%s", code, body)
 	}
 }

@@ -427,8 +427,13 @@ func key(r *http.Request) (meta.Key, error) {
 		return k, err
 	}
 	if k.Version != "" {
-		if _, err := semver.StrictNewVersion(k.Version); err != nil {
+		v, err := semver.StrictNewVersion(k.Version)
+		if err != nil {
 			return k, apiErr(http.StatusBadRequest, "bad_version", "version %q: want a semantic version such as 1.2.3 (no v prefix)", k.Version)
+		}
+		if v.Metadata() != "" {
+			return k, apiErr(http.StatusBadRequest, "bad_version", "version %q has build metadata: %s has the same precedence as %s and the go command cannot fetch it; publish %s, or a new version",
+				k.Version, k.Version, strings.SplitN(k.Version, "+", 2)[0], strings.SplitN(k.Version, "+", 2)[0])
 		}
 	}
 	return k, nil
