@@ -20,6 +20,7 @@ import (
 const (
 	ScopeAdmin         = "admin"    // everything, including other namespaces
 	ScopePull          = "pull"     // read metadata, download certified versions
+	ScopeMetrics       = "metrics"  // scrape /metrics
 	ScopePublishPrefix = "publish:" // publish:NAMESPACE: publish, deprecate and yank there
 )
 
@@ -63,7 +64,7 @@ func NewToken(name string, scopes []string, expires time.Time, policy string, no
 }
 
 func checkScope(s string) error {
-	if s == ScopeAdmin || s == ScopePull {
+	if s == ScopeAdmin || s == ScopePull || s == ScopeMetrics {
 		return nil
 	}
 	if ns, ok := strings.CutPrefix(s, ScopePublishPrefix); ok {
@@ -72,7 +73,7 @@ func checkScope(s string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown scope %q: want admin, pull or publish:NAMESPACE", s)
+	return fmt.Errorf("unknown scope %q: want admin, pull, metrics or publish:NAMESPACE", s)
 }
 
 // HashToken is how a secret is stored: hex sha256.

@@ -213,9 +213,7 @@ func (s *Server) readManifestPart(mr *multipart.Reader, k meta.Key) (artifact.Ma
 	if len(raw) > maxManifestSize {
 		return m, apiErr(http.StatusRequestEntityTooLarge, "too_large", "the manifest part is larger than %d bytes", maxManifestSize)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	if err := decodeStrict(bytes.NewReader(raw), &m); err != nil {
 		return m, apiErr(http.StatusBadRequest, "bad_manifest", "manifest: %v", err)
 	}
 	bad := func(format string, args ...any) error {

@@ -177,7 +177,7 @@ requiredChecks: [determinism]
 	if code, _ := h.do("GET", gp+"/@v/v2.1.0.zip", h.puller, "", nil); code != 500 {
 		t.Errorf("tampered proxy zip: %d", code)
 	}
-	if code, body := h.do("GET", "/metrics", "", "", nil); code != 200 || !containsAll(string(body), "registry_tampered_blobs_total 5", `registry_certifications_total{state="certified"} 1`, `registry_publishes_total{outcome="ok"} 1`) {
+	if code, body := h.do("GET", "/metrics", h.admin, "", nil); code != 200 || !containsAll(string(body), "registry_tampered_blobs_total 5", `registry_certifications_total{state="certified"} 1`, `registry_publishes_total{outcome="ok"} 1`) {
 		t.Errorf("metrics: %d\n%s", code, body)
 	}
 }

@@ -72,6 +72,10 @@ type Config struct {
 	// before it is cut off (default 30s): slow-loris uploads do not hold a
 	// connection forever.
 	BodyReadTimeout time.Duration
+	// MetricsElsewhere leaves /metrics off the API listener: the caller
+	// serves MetricsHandler on an address of its own. Otherwise /metrics on
+	// the API needs a token with the metrics (or admin) scope.
+	MetricsElsewhere bool
 	// WriteTimeout bounds writing one response (default 10 min, enough
 	// for the largest artifact over a slow link).
 	WriteTimeout time.Duration
@@ -212,14 +216,33 @@ func (s *Server) routes() {
 	s.handle(m, "POST /v1/admin/tokens/{id}/revoke", s.adminRevokeToken)
 	s.handle(m, "POST /v1/admin/gc", s.adminGC)
 	s.handle(m, "GET /go/{path...}", s.goProxy)
+	// Health checks ignore credentials: a probe sending a stale token is
+	// still answered.
 	s.handle(m, "GET /healthz", func(w http.ResponseWriter, r *http.Request, _ *principal) error {
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.handle(m, "GET /readyz", s.ready)
-	m.Handle("GET /metrics", s.metrics.handler())
-	s.patterns = append(s.patterns, "GET /metrics")
+	if !s.cfg.MetricsElsewhere {
+		s.handle(m, "GET /metrics", func(w http.ResponseWriter, r *http.Request, p *principal) error {
+			switch {
+			case p == nil:
+				return &authError{http.StatusUnauthorized, "metrics need a token with the metrics scope (or serve them on their own address)"}
+			case !p.can(ScopeMetrics):
+				return &authError{http.StatusForbidden, fmt.Sprintf("token %s has no metrics scope", p.token.ID)}
+			}
+			s.metrics.handler().ServeHTTP(w, r)
+			return nil
+		})
+	}
 	s.mux = m
 }
+
+// anonymousRoutes are served without looking at credentials.
+var anonymousRoutes = map[string]bool{"GET /healthz": true, "GET /readyz": true}
+
+// MetricsHandler serves the Prometheus metrics without authentication, for
+// a listener of their own (Config.MetricsElsewhere).
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
 
 // handlerFunc is an API handler: it gets the authenticated caller (nil when
 // anonymous) and returns an error that becomes the response.
@@ -232,7 +255,11 @@ func (s *Server) handle(m *http.ServeMux, pattern string, h handlerFunc) {
 		body := &eofReader{r: r.Body}
 		r.Body = body
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK, req: r, body: body}
-		p, err := s.authenticate(r.Context(), r)
+		var p *principal
+		var err error
+		if _, anon := anonymousRoutes[pattern]; !anon {
+			p, err = s.authenticate(r.Context(), r)
+		}
 		if err == nil {
 			err = h(rec, r, p)
 		}
@@ -386,14 +413,26 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		return apiErr(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q: want application/json", ct)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxJSONBody), v); err != nil {
 		var maxBytes *http.MaxBytesError
 		if errors.As(err, &maxBytes) {
 			return apiErr(http.StatusRequestEntityTooLarge, "too_large", "JSON body larger than %d bytes", maxJSONBody)
 		}
 		return apiErr(http.StatusBadRequest, "bad_json", "request body: %v", err)
+	}
+	return nil
+}
+
+// decodeStrict decodes exactly one JSON value with no unknown fields and
+// nothing after it.
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON value")
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "cut off an upload that sends nothing for this long")
 	tlsCert := fs.String("tls-cert", envOr("REGISTRYD_TLS_CERT", ""), "PEM certificate to serve HTTPS with (the go command sends credentials only over HTTPS) [REGISTRYD_TLS_CERT]")
 	tlsKey := fs.String("tls-key", envOr("REGISTRYD_TLS_KEY", ""), "PEM private key of --tls-cert [REGISTRYD_TLS_KEY]")
+	metricsAddr := fs.String("metrics-addr", envOr("REGISTRYD_METRICS_ADDR", ""), "serve /metrics on this address of its own, without authentication (default: on --addr, for tokens with the metrics scope) [REGISTRYD_METRICS_ADDR]")
 	gcGrace := fs.Duration("gc-grace", registry.DefaultGCGrace, "keep a blob that no version refers to (what a failed upload stored) for this long before collecting it")
 	janitor := fs.Duration("janitor-interval", time.Hour, "how often to collect garbage and sweep what interrupted uploads and certifications left (0: only at start)")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a stop waits for requests in flight")
@@ -89,6 +90,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	hs := srv.HTTPServer()
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics address: %w", err)
+		}
+		ms := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+		go ms.Serve(mln)
+		defer ms.Close()
+	}
 	certCtx, stopCertifier := context.WithCancel(context.Background())
 	certDone := make(chan struct{})
 	go func() {
