@@ -21,6 +21,7 @@ type metrics struct {
 	certifyDuration prometheus.Histogram
 	queue           prometheus.Gauge
 	tampered        prometheus.Counter
+	webhooks        *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -49,8 +50,11 @@ func newMetrics() *metrics {
 		tampered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "registry_tampered_blobs_total", Help: "Stored blobs found not to match their digest.",
 		}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "registry_webhook_deliveries_total", Help: "Webhook delivery attempts by target and outcome (delivered, failed).",
+		}, []string{"webhook", "outcome"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.publishes, m.certifications, m.certifyDuration, m.queue, m.tampered,
+	m.reg.MustRegister(m.requests, m.latency, m.publishes, m.certifications, m.certifyDuration, m.queue, m.tampered, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -332,4 +332,8 @@ func (s *Server) auditf(ctx context.Context, p *principal, action string, k meta
 	if err := s.meta.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("audit log", slog.Any("error", err), slog.String("action", action), slog.String("subject", k.String()))
 	}
+	select {
+	case s.webhookWake <- struct{}{}:
+	default:
+	}
 }

@@ -72,6 +72,14 @@ type Config struct {
 	// before it is cut off (default 30s): slow-loris uploads do not hold a
 	// connection forever.
 	BodyReadTimeout time.Duration
+	// Webhooks receive the registry's events (see Webhook).
+	Webhooks []Webhook
+	// WebhookRetry is the first delay before retrying a failed delivery
+	// (default 1 s); WebhookPoll how often an idle deliverer looks for new
+	// events (default 5 s); WebhookSettle how old an event must be before it
+	// is sent (default 2 s; negative for none), so that appends still
+	// committing come first.
+	WebhookRetry, WebhookPoll, WebhookSettle time.Duration
 	// MetricsElsewhere leaves /metrics off the API listener: the caller
 	// serves MetricsHandler on an address of its own. Otherwise /metrics on
 	// the API needs a token with the metrics (or admin) scope.
@@ -128,6 +136,8 @@ type Server struct {
 	work   map[string]bool
 	// uploads holds one token per upload being received.
 	uploads chan struct{}
+	// webhookWake tells idle webhook deliverers that an event was added.
+	webhookWake chan struct{}
 	// patterns lists the routes, for the API documentation test.
 	patterns []string
 }
@@ -152,6 +162,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Minute
 	}
+	for _, h := range cfg.Webhooks {
+		if err := checkWebhook(h); err != nil {
+			return nil, fmt.Errorf("registry: %w", err)
+		}
+	}
+	if cfg.WebhookRetry <= 0 {
+		cfg.WebhookRetry = time.Second
+	}
+	if cfg.WebhookPoll <= 0 {
+		cfg.WebhookPoll = 5 * time.Second
+	}
+	switch {
+	case cfg.WebhookSettle < 0: // none
+		cfg.WebhookSettle = 0
+	case cfg.WebhookSettle == 0:
+		cfg.WebhookSettle = 2 * time.Second
+	}
 	if cfg.MaxConcurrentUploads <= 0 {
 		cfg.MaxConcurrentUploads = DefaultMaxConcurrentUploads
 	}
@@ -168,7 +195,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, meta: cfg.Meta, blobs: cfg.Blobs, log: cfg.Logger, pubKey: pub,
 		wake: make(chan struct{}, 1), metrics: newMetrics(), work: map[string]bool{},
-		uploads: make(chan struct{}, cfg.MaxConcurrentUploads),
+		uploads: make(chan struct{}, cfg.MaxConcurrentUploads), webhookWake: make(chan struct{}, 1),
 	}
 	s.routes()
 	return s, nil

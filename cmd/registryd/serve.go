@@ -37,6 +37,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	tlsCert := fs.String("tls-cert", envOr("REGISTRYD_TLS_CERT", ""), "PEM certificate to serve HTTPS with (the go command sends credentials only over HTTPS) [REGISTRYD_TLS_CERT]")
 	tlsKey := fs.String("tls-key", envOr("REGISTRYD_TLS_KEY", ""), "PEM private key of --tls-cert [REGISTRYD_TLS_KEY]")
 	metricsAddr := fs.String("metrics-addr", envOr("REGISTRYD_METRICS_ADDR", ""), "serve /metrics on this address of its own, without authentication (default: on --addr, for tokens with the metrics scope) [REGISTRYD_METRICS_ADDR]")
+	var hooks repeated
+	fs.Var(&hooks, "webhook", "NAME=URL of a target for publish, certification, yank and deprecate events; repeat for several")
+	hookSecret := fs.String("webhook-secret-file", envOr("REGISTRYD_WEBHOOK_SECRET_FILE", ""), "file holding the key that signs webhook deliveries (HMAC-SHA256; at least 16 bytes) [REGISTRYD_WEBHOOK_SECRET_FILE]")
+	hookPrivate := fs.Bool("webhook-allow-private", false, "allow webhook targets on loopback, link-local and private addresses (an internal receiver)")
 	gcGrace := fs.Duration("gc-grace", registry.DefaultGCGrace, "keep a blob that no version refers to (what a failed upload stored) for this long before collecting it")
 	janitor := fs.Duration("janitor-interval", time.Hour, "how often to collect garbage and sweep what interrupted uploads and certifications left (0: only at start)")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a stop waits for requests in flight")
@@ -60,6 +64,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	webhooks, err := webhookTargets(hooks, *hookSecret, *hookPrivate)
+	if err != nil {
+		return err
+	}
 	metaStore, err := st.openMeta(ctx)
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)
@@ -76,7 +84,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv, err := registry.New(registry.Config{
 		Meta: metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
-		Worker: worker, GCGrace: *gcGrace, JanitorInterval: *janitor,
+		Worker: worker, Webhooks: webhooks, GCGrace: *gcGrace, JanitorInterval: *janitor,
 		FlowgenModule: *flowgenModule, FixtureDatabase: *fixtureDB, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
 	})
 	if err != nil {
@@ -110,6 +118,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		defer close(janitorDone)
 		srv.RunJanitor(certCtx)
 	}()
+	hooksDone := make(chan struct{})
+	go func() {
+		defer close(hooksDone)
+		srv.RunWebhooks(certCtx)
+	}()
 	serveErr := make(chan error, 1)
 	go func() {
 		if *tlsCert != "" || *tlsKey != "" {
@@ -126,6 +139,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		stopCertifier()
 		<-certDone
 		<-janitorDone
+		<-hooksDone
 		return err
 	case <-ctx.Done():
 	}
@@ -140,6 +154,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	<-certDone
 	<-janitorDone
+	<-hooksDone
 	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -173,6 +188,37 @@ func workerCommand(dataDir, keyFile, passwordFile string) ([]string, error) {
 		return nil, err
 	}
 	return sb.Masked([]string{self}, hide, []string{work})
+}
+
+// repeated is a flag that may be given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, " ") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+// webhookTargets builds the webhook targets from NAME=URL flags and the
+// secret file.
+func webhookTargets(flags []string, secretFile string, allowPrivate bool) ([]registry.Webhook, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	if secretFile == "" {
+		return nil, fmt.Errorf("--webhook needs --webhook-secret-file, the key that signs deliveries")
+	}
+	secret, err := os.ReadFile(secretFile)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret: %w", err)
+	}
+	secret = []byte(strings.TrimSpace(string(secret)))
+	var out []registry.Webhook
+	for _, f := range flags {
+		name, url, ok := strings.Cut(f, "=")
+		if !ok {
+			return nil, fmt.Errorf("--webhook %q: want NAME=URL", f)
+		}
+		out = append(out, registry.Webhook{Name: name, URL: url, Secret: secret, AllowPrivate: allowPrivate})
+	}
+	return out, nil
 }
 
 // keyPassword reads the signing key's password once: from file when one is

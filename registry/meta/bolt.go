@@ -18,6 +18,7 @@ var (
 	bucketTokens   = []byte("tokens")    // hash -> token
 	bucketTokenIDs = []byte("token-ids") // id -> hash
 	bucketAudit    = []byte("audit")     // big-endian seq -> event
+	bucketCursors  = []byte("cursors")   // name -> big-endian seq
 )
 
 // Bolt is the embedded metadata store: one bbolt file.
@@ -36,7 +37,7 @@ func OpenBolt(path string) (*Bolt, error) {
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketVersions, bucketTokens, bucketTokenIDs, bucketAudit} {
+		for _, b := range [][]byte{bucketVersions, bucketTokens, bucketTokenIDs, bucketAudit, bucketCursors} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -224,6 +225,42 @@ func (b *Bolt) Audit(_ context.Context, limit int) ([]Event, error) {
 		return nil
 	})
 	return out, err
+}
+
+// AuditAfter implements Store.
+func (b *Bolt) AuditAfter(_ context.Context, seq int64, limit int) ([]Event, error) {
+	var out []Event
+	err := b.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketAudit).Cursor()
+		for k, raw := c.Seek(binary.BigEndian.AppendUint64(nil, uint64(seq)+1)); k != nil && len(out) < limit; k, raw = c.Next() {
+			var e Event
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Cursor implements Store.
+func (b *Bolt) Cursor(_ context.Context, name string) (int64, error) {
+	var seq int64
+	err := b.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketCursors).Get([]byte(name)); len(v) == 8 {
+			seq = int64(binary.BigEndian.Uint64(v))
+		}
+		return nil
+	})
+	return seq, err
+}
+
+// SetCursor implements Store.
+func (b *Bolt) SetCursor(_ context.Context, name string, seq int64) error {
+	return b.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCursors).Put([]byte(name), binary.BigEndian.AppendUint64(nil, uint64(seq)))
+	})
 }
 
 func putJSON(bk *bolt.Bucket, key []byte, v any) error {

@@ -171,6 +171,15 @@ type Store interface {
 	AppendAudit(ctx context.Context, e Event) error
 	// Audit returns up to limit events, newest first.
 	Audit(ctx context.Context, limit int) ([]Event, error)
+	// AuditAfter returns up to limit events with Seq greater than seq,
+	// oldest first: the outbox that webhooks are delivered from.
+	AuditAfter(ctx context.Context, seq int64, limit int) ([]Event, error)
+
+	// Cursor returns the sequence number stored under name (0 when none
+	// is); SetCursor stores it. Webhook deliveries remember their place
+	// in the audit log with them.
+	Cursor(ctx context.Context, name string) (int64, error)
+	SetCursor(ctx context.Context, name string, seq int64) error
 
 	Close() error
 }

@@ -253,5 +253,35 @@ func (p *Postgres) Audit(ctx context.Context, limit int) ([]Event, error) {
 	return out, nil
 }
 
+// AuditAfter implements Store.
+func (p *Postgres) AuditAfter(ctx context.Context, seq int64, limit int) ([]Event, error) {
+	out, err := queryDocs[Event](ctx, p.db, `SELECT doc || jsonb_build_object('seq', seq) FROM registry_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, seq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("meta: audit: %w", err)
+	}
+	return out, nil
+}
+
+// Cursor implements Store.
+func (p *Postgres) Cursor(ctx context.Context, name string) (int64, error) {
+	var seq int64
+	err := p.db.QueryRowContext(ctx, `SELECT seq FROM registry_cursors WHERE name = $1`, name).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("meta: cursor: %w", err)
+	}
+	return seq, nil
+}
+
+// SetCursor implements Store.
+func (p *Postgres) SetCursor(ctx context.Context, name string, seq int64) error {
+	if _, err := p.db.ExecContext(ctx, `INSERT INTO registry_cursors (name, seq) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq`, name, seq); err != nil {
+		return fmt.Errorf("meta: cursor: %w", err)
+	}
+	return nil
+}
+
 // DB is the underlying pool, for migrations and health checks.
 func (p *Postgres) DB() *sql.DB { return p.db }

@@ -235,6 +235,39 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 			t.Fatalf("want the newest three, newest first, with increasing sequence numbers: %+v", got)
 		}
 	})
+	t.Run("AuditAfterAndCursors", func(t *testing.T) {
+		s := fresh(t)
+		for i := range 5 {
+			if err := s.AppendAudit(ctx, meta.Event{Time: t0, Actor: "ci", Action: "publish", Subject: fmt.Sprint("v", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all, err := s.AuditAfter(ctx, 0, 100)
+		if err != nil || len(all) != 5 || all[0].Subject != "v0" || all[4].Subject != "v4" {
+			t.Fatalf("after 0: %+v %v", all, err)
+		}
+		rest, err := s.AuditAfter(ctx, all[1].Seq, 2)
+		if err != nil || len(rest) != 2 || rest[0].Subject != "v2" || rest[1].Subject != "v3" {
+			t.Fatalf("after the second, two: %+v %v", rest, err)
+		}
+		if none, err := s.AuditAfter(ctx, all[4].Seq, 10); err != nil || len(none) != 0 {
+			t.Fatalf("after the last: %+v %v", none, err)
+		}
+		if c, err := s.Cursor(ctx, "hook"); err != nil || c != 0 {
+			t.Fatalf("a cursor never set: %d %v", c, err)
+		}
+		for _, seq := range []int64{all[1].Seq, all[3].Seq} {
+			if err := s.SetCursor(ctx, "hook", seq); err != nil {
+				t.Fatal(err)
+			}
+			if c, err := s.Cursor(ctx, "hook"); err != nil || c != seq {
+				t.Fatalf("cursor %d, want %d (%v)", c, seq, err)
+			}
+		}
+		if c, _ := s.Cursor(ctx, "other"); c != 0 {
+			t.Fatalf("cursors are not separate: %d", c)
+		}
+	})
 }
 
 func versions(vs []meta.Version) []string {
