@@ -10,7 +10,7 @@ PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.y
 FUZZ      := ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./idemkey:FuzzEncode:200000x ./gen:FuzzGenerate:500x
 FUZZTIME  ?=
 
-.PHONY: help build test unit fuzz chaos lint bench bench-postgres bench-certify demo verify
+.PHONY: help build services test unit fuzz chaos lint bench bench-postgres bench-certify demo verify
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -19,7 +19,11 @@ build: ## Compile every package and the flowgen binary into ./bin.
 	$(GO) build $(PKGS)
 	$(GO) build -o bin/flowgen ./cmd/flowgen
 
-test: lint unit fuzz chaos ## Everything CI runs: lint, race-enabled tests, fuzz smoke, chaos.
+services: ## Install and start what the tests need (PostgreSQL, bubblewrap, MinIO, cosign), idempotently.
+	.ci/services.sh
+
+test: services ## Everything CI runs: lint, race-enabled tests, fuzz smoke, chaos (starts the services first).
+	$(MAKE) lint unit fuzz chaos
 
 unit: ## Run the test suite with the race detector.
 	$(GO) test -race -count=1 $(PKGS)
