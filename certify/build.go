@@ -12,7 +12,6 @@ import (
 	"github.com/flowgen-dev/flowgen/certify/recorder"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/flowtype"
-	flowrt "github.com/flowgen-dev/flowgen/runtime"
 )
 
 // build sets up the sandbox and compiles the harness into its workspace.
@@ -99,13 +98,10 @@ func (c *run) newWorld(now time.Time) (*recorder.World, error) {
 	return w, nil
 }
 
-// allowed reports whether the spec's egress allowlist admits host[:port].
-func (c *run) allowed(hostport string) bool {
-	host := hostport
-	if h, _, ok := strings.Cut(hostport, ":"); ok && !strings.Contains(h, "]") && !strings.HasPrefix(hostport, "[") {
-		host = h
-	}
-	return flowrt.HostAllowed(c.spec.Egress, host)
+// allowed reports whether the spec's egress allowlist admits a target
+// (flowtype.TargetOf).
+func (c *run) allowed(target string) bool {
+	return flowtype.EgressAllows(c.spec.Egress, target)
 }
 
 // violations returns every world's violations, without repeats.

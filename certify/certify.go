@@ -476,9 +476,10 @@ func (c *run) egress(ch *Check) {
 				ch.Evidence = append(ch.Evidence, fmt.Sprintf("fixture %q: bad URL %q", fx.Name, ex.Request.URL))
 				continue
 			}
-			hosts[u.Host] = true
-			if !c.allowed(u.Host) {
-				ch.Evidence = append(ch.Evidence, fmt.Sprintf("fixture %q records a request to %s, which is not in egress %v", fx.Name, u.Host, c.spec.Egress))
+			target := flowtype.TargetOf(u)
+			hosts[target] = true
+			if !c.allowed(target) {
+				ch.Evidence = append(ch.Evidence, fmt.Sprintf("fixture %q records a request to %s, which is not in egress %v", fx.Name, target, c.spec.Egress))
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package connectorspec
 import (
 	"cmp"
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,7 +18,6 @@ import (
 var (
 	idPattern        = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
 	dataClassPattern = regexp.MustCompile(`^(public|internal|confidential|pii|financial|health|credential)(\.[a-z0-9_]+)*$`)
-	hostPattern      = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?(:[0-9]{1,5})?$`)
 )
 
 // IDPattern is the regular expression connector ids match.
@@ -294,9 +292,9 @@ func walkSchemaObjects(n schemaNode, prop func(schemaNode, string), follow func(
 func (c *checker) egress() {
 	s := c.spec
 	for i, h := range s.Egress {
-		if !hostPattern.MatchString(h) || net.ParseIP(h) != nil {
-			c.add(s.At("egress"), diag.FMT006, "write a lower-case host name such as api.stripe.com or *.stripe.com",
-				"egress[%d]: invalid host %q", i, h)
+		if _, err := flowtype.ParseEgress(h); err != nil {
+			c.add(s.At("egress"), diag.FMT006, "write a host name such as api.stripe.com, *.stripe.com or an IP address, with an optional :port (localhost:18610)",
+				"egress[%d]: %v", i, err)
 		}
 	}
 	if len(s.Egress) > 0 {

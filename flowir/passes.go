@@ -461,25 +461,11 @@ func egress(g *Graph, diags *diag.List) {
 		if gn.Spec == nil || len(gn.Spec.Egress) == 0 {
 			continue
 		}
-		if !slices.ContainsFunc(gn.Spec.Egress, func(h string) bool { return HostAllowed(allow, h) }) {
+		if !slices.ContainsFunc(gn.Spec.Egress, func(h string) bool { return flowtype.EgressWithin(h, allow) }) {
 			diags.Add(gn.At("uses"), diag.EGRESS101, fmt.Sprintf("add %s to policies.egress, or use another connector", gn.Spec.Egress[0]),
 				"connector %s may contact only %s, none of which policies.egress allows", gn.Spec.ID, strings.Join(gn.Spec.Egress, ", "))
 		}
 	}
-}
-
-// HostAllowed reports whether host (possibly *.suffix) falls within the
-// allowlist: an exact entry, or a *.suffix entry covering it.
-func HostAllowed(allow []string, host string) bool {
-	for _, a := range allow {
-		if a == host {
-			return true
-		}
-		if suffix, ok := strings.CutPrefix(a, "*"); ok && strings.HasSuffix(strings.TrimPrefix(host, "*"), suffix) {
-			return true
-		}
-	}
-	return false
 }
 
 // compensation checks the compensators of the connectors the flow uses.

@@ -127,7 +127,7 @@ func (p *Policy) Check(e Evidence) []Violation {
 	}
 	if p.Egress != nil {
 		for _, host := range spec.Egress {
-			if !hostWithin(host, *p.Egress) {
+			if !flowtype.EgressWithin(host, *p.Egress) {
 				fail("egress", specEv, "the connector may contact %s, outside the allowed %v", host, *p.Egress)
 			}
 		}
@@ -175,24 +175,6 @@ func (p *Policy) Check(e Evidence) []Violation {
 		fail("namespaces", "registry namespace", "namespace %q; the policy allows %v", e.Namespace, p.Namespaces)
 	}
 	return out
-}
-
-// hostWithin: host equals an allowed entry, or an allowed *.suffix covers
-// it. A connector wildcard is within only an allowed wildcard that covers
-// it.
-func hostWithin(host string, allowed []string) bool {
-	for _, a := range allowed {
-		if a == host {
-			return true
-		}
-		if suffix, ok := strings.CutPrefix(a, "*."); ok {
-			h := strings.TrimPrefix(host, "*.")
-			if strings.HasSuffix(h, "."+suffix) || (h == suffix && strings.HasPrefix(host, "*.")) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // collectClasses records every x-data-class in a schema (including its

@@ -75,14 +75,27 @@ func TestHTTPCapabilityClassifiesAndEnforcesEgress(t *testing.T) {
 	}
 }
 
-func TestHostAllowed(t *testing.T) {
-	allow := []string{"api.stripe.com", "*.amazonaws.com"}
-	for host, want := range map[string]bool{
-		"api.stripe.com": true, "API.Stripe.com.": true, "evil-stripe.com": false,
-		"s3.eu-west-1.amazonaws.com": true, "amazonaws.com": false, "amazonaws.com.evil": false,
+// TestEgressOnLocalPorts: the runtime admits exactly what the allowlist
+// admits, ports included: a local test server is reachable through
+// "127.0.0.1:PORT" or "localhost", and not on another port.
+func TestEgressOnLocalPorts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	ctx := context.Background()
+	for _, c := range []struct {
+		egress []string
+		ok     bool
+	}{
+		{[]string{u.Host}, true},
+		{[]string{"127.0.0.1"}, true},
+		{[]string{"127.0.0.1:1"}, false},
+		{[]string{"localhost"}, false}, // the URL says 127.0.0.1
+		{[]string{"api.example.com"}, false},
 	} {
-		if got := HostAllowed(allow, host); got != want {
-			t.Errorf("HostAllowed(%s) = %v", host, got)
+		_, err := NewHTTP(nil, c.egress).Get(ctx, srv.URL+"/x", nil)
+		if (err == nil) != c.ok {
+			t.Errorf("egress %v: %v", c.egress, err)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
 )
 
 // maxHTTPBody bounds a response body a node may read.
@@ -30,8 +32,8 @@ type HTTP struct {
 }
 
 // NewHTTP returns the capability for a node with the given egress
-// allowlist: exact host names, or "*.example.com" for any subdomain. base
-// may be nil for http.DefaultTransport.
+// allowlist (flowtype.EgressEntry). base may be nil for
+// http.DefaultTransport.
 func NewHTTP(base http.RoundTripper, egress []string) *HTTP {
 	if base == nil {
 		base = http.DefaultTransport
@@ -49,29 +51,14 @@ func NewHTTP(base http.RoundTripper, egress []string) *HTTP {
 	return h
 }
 
-// allowed reports an egress violation as PolicyDenied.
+// allowed reports an egress violation as PolicyDenied: the allowlist must
+// admit the URL's host and port (flowtype.EgressAllows).
 func (h *HTTP) allowed(u *url.URL) error {
-	host := u.Hostname()
-	if HostAllowed(h.egress, host) {
+	target := flowtype.TargetOf(u)
+	if flowtype.EgressAllows(h.egress, target) {
 		return nil
 	}
-	return Errorf(PolicyDenied, "egress to %s is not allowed (allowlist: %s)", host, strings.Join(h.egress, ", "))
-}
-
-// HostAllowed reports whether host matches an allowlist entry: equal
-// (case-insensitively), or under a "*." wildcard entry's domain.
-func HostAllowed(allow []string, host string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, a := range allow {
-		a = strings.ToLower(a)
-		if a == host {
-			return true
-		}
-		if rest, ok := strings.CutPrefix(a, "*."); ok && strings.HasSuffix(host, "."+rest) {
-			return true
-		}
-	}
-	return false
+	return Errorf(PolicyDenied, "egress to %s is not allowed (allowlist: %s)", target, strings.Join(h.egress, ", "))
 }
 
 // Get implements HTTPReader.

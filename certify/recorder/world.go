@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 )
 
@@ -32,9 +33,10 @@ type Request struct {
 	Key      string
 	Method   string
 	URL      string
-	Host     string
-	Header   http.Header
-	Body     []byte
+	// Host is the target connected to: host:port (flowtype.TargetOf).
+	Host   string
+	Header http.Header
+	Body   []byte
 	// Write is true for a request that is not safe (httpfixture.Safe).
 	Write bool
 	// Effect is true when it changed the provider (httpfixture.Provider).
@@ -44,8 +46,8 @@ type Request struct {
 // World is the state deliveries act on and what they did to it. It is
 // safe for concurrent use.
 type World struct {
-	// Allowed reports whether a host[:port] is on the connector's egress
-	// allowlist.
+	// Allowed reports whether the connector's egress allowlist admits a
+	// target, host:port as flowtype.TargetOf gives.
 	Allowed func(hostport string) bool
 	// ReadOnly marks a connector that may not write: every write it sends
 	// is a violation.
@@ -134,11 +136,11 @@ func (w *World) http(delivery int, key string, req *Request) bool {
 		w.requests = append(w.requests, *req)
 		return false
 	}
-	req.Host = u.Host
+	req.Host = flowtype.TargetOf(u)
 	req.Write = !httpfixture.Safe(req.Method, req.Header)
-	allowed := w.Allowed == nil || w.Allowed(u.Host)
+	allowed := w.Allowed == nil || w.Allowed(req.Host)
 	if !allowed {
-		w.violate("request to " + u.Host + " (" + req.Method + " " + req.URL + "), which is not in the egress allowlist")
+		w.violate("request to " + req.Host + " (" + req.Method + " " + req.URL + "), which is not in the egress allowlist")
 	}
 	if req.Write && w.ReadOnly {
 		w.violate("a write (" + httpfixture.Method(req.Method, req.Header) + " " + req.URL + ") from a connector that may only read")
