@@ -242,7 +242,7 @@ var corpus = []struct {
 	{"piierror", "data-classes", "the pii.email value from /email appears in the error message", true},
 	{"secretleak", "data-classes", "the value of secret crm/api-key appears in output /greeting", true},
 	{"secretlog", "data-classes", "the secret value from secret crm/api-key was written to stderr (logs)", true},
-	{"badhost", "egress", "records a request to evil.example, which is not in egress [api.good.example]", false},
+	{"badhost", "egress", "records a request to evil.example:443, which is not in egress [api.good.example]", false},
 }
 
 // TestCorpus: every adversarial connector fails the check about its

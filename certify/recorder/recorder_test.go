@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/certify/wire"
+	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 )
 
@@ -41,14 +42,7 @@ func exchanges(t *testing.T, js string) []httpfixture.Exchange {
 }
 
 func allow(hosts ...string) func(string) bool {
-	return func(h string) bool {
-		for _, a := range hosts {
-			if a == h {
-				return true
-			}
-		}
-		return false
-	}
+	return func(target string) bool { return flowtype.EgressAllows(hosts, target) }
 }
 
 // TestEffectsAreCountedByTheRecorder: writes count against the running
@@ -122,14 +116,14 @@ func TestViolations(t *testing.T) {
 	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{{Delivery: wire.Delivery{ID: 1, Key: "k"},
 		Exchanges: exchanges(t, `[{"request": {"method": "POST", "url": "https://api.example.com/x"}, "response": {"status": 200}}]`)}}}
 	r := post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://evil.example/steal"})
-	if !strings.Contains(r.Refused, "egress to evil.example is not allowed") {
+	if !strings.Contains(r.Refused, "egress to evil.example:443 is not allowed") {
 		t.Fatalf("egress answered %+v", r)
 	}
 	post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://api.example.com/x",
 		Header: map[string][]string{"X-HTTP-Method-Override": {"POST"}}}) // as written, not canonical
 	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "x", Value: []byte("1")})
 	v := strings.Join(w.Violations(), "\n")
-	for _, want := range []string{"request to evil.example", "a write (POST https://api.example.com/x) from a connector that may only read", "a KV write (x)"} {
+	for _, want := range []string{"request to evil.example:443", "a write (POST https://api.example.com/x) from a connector that may only read", "a KV write (x)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("violations %q lack %q", v, want)
 		}
