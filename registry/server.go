@@ -332,17 +332,31 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 // abandonBody: an answer given before the request body ended (401, 403,
-// 409, a replay, a bad manifest) closes the connection instead of leaving
-// the server to drain the rest, which a stalled client would make it wait
-// for until the read deadline; expiring the deadline now makes the server
-// give up on it at once.
+// 409, 413, a replay, a bad manifest) first drains what is left of the body,
+// within drainLimit bytes and drainTime, so that a client still writing
+// reads the answer instead of a connection reset. A body longer than that,
+// or one that stalls, is given up on: the connection closes and the read
+// deadline expires at once, so a stalled client holds nothing.
 func (r *recorder) abandonBody() {
 	if r.body.eof || (r.req.ContentLength == 0 && len(r.req.TransferEncoding) == 0) {
 		return
 	}
+	rc := http.NewResponseController(r.ResponseWriter)
+	rc.SetReadDeadline(time.Now().Add(drainTime))
+	io.CopyN(io.Discard, r.body, drainLimit)
+	if r.body.eof {
+		rc.SetReadDeadline(time.Time{})
+		return
+	}
 	r.Header().Set("Connection", "close")
-	http.NewResponseController(r.ResponseWriter).SetReadDeadline(time.Now())
+	rc.SetReadDeadline(time.Now())
 }
+
+// drainLimit and drainTime bound what abandonBody reads of an unwanted body.
+const (
+	drainLimit = 2 << 20
+	drainTime  = time.Second
+)
 
 // eofReader remembers whether the body was read to its end.
 type eofReader struct {
