@@ -218,12 +218,33 @@ func (s *schemaDocs) schemaError(loc, name string, r strictyaml.Raw, err error) 
 // value of v it is about.
 func validationProblems(v strictyaml.Raw, ve *jsonschema.ValidationError) []schemaProblem {
 	var out []schemaProblem
-	for _, leaf := range leaves(ve) {
+	for _, leaf := range Violations(ve) {
 		ptr := ""
-		for _, tok := range leaf.InstanceLocation {
+		for _, tok := range leaf.Location {
 			ptr += "/" + strictyaml.PointerEscape(tok)
 		}
-		out = append(out, schemaProblem{Pos: v.PosOf(ptr), Loc: ptr, Msg: leaf.ErrorKind.LocalizedString(englishPrinter)})
+		out = append(out, schemaProblem{Pos: v.PosOf(ptr), Loc: ptr, Msg: leaf.Message})
+	}
+	return out
+}
+
+// Violation is one leaf cause of a schema validation failure: where in the
+// instance (JSON Pointer tokens) and why, in English.
+type Violation struct {
+	Location []string
+	Message  string
+}
+
+// Violations lists the leaf causes of a jsonschema validation error, in
+// the order the validator found them; nil for any other error, or nil.
+func Violations(err error) []Violation {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	var out []Violation
+	for _, leaf := range leaves(ve) {
+		out = append(out, Violation{Location: leaf.InstanceLocation, Message: leaf.ErrorKind.LocalizedString(englishPrinter)})
 	}
 	return out
 }
