@@ -119,6 +119,12 @@ type ActivationView struct {
 	State    string `json:"state"`
 	Attempts int    `json:"attempts,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Finished is when the activation's result was committed (zero while
+	// it runs, and for results stored before times were recorded).
+	Finished time.Time `json:"finished,omitzero"`
+	// Port is the output port a finished activation's output left on (a
+	// switch's label, a checkpoint's approved or rejected).
+	Port string `json:"port,omitempty"`
 	// Ledger is the activity ledger's value and its digits in words.
 	Ledger      int64  `json:"ledger,omitempty"`
 	LedgerWords string `json:"ledgerWords,omitempty"`

@@ -174,6 +174,9 @@ func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, en
 	if err := tx.PutOnce(jobKey(job, "meta"), raw); err != nil {
 		return err
 	}
+	if err := indexJob(tx, job, meta); err != nil {
+		return err
+	}
 	if err := tx.Put(jobKey(job, "status"), status); err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func (in *Inspection) tree(queued []store.Message) {
 			continue
 		}
 		v := view(r.Act)
-		v.Attempts, v.Elements = r.Attempts, r.Elements
+		v.Attempts, v.Elements, v.Finished, v.Port = r.Attempts, r.Elements, r.Finished, r.Port
 		switch {
 		case !r.failed():
 			v.State = "succeeded"

@@ -36,6 +36,8 @@ type result struct {
 	Deduplicated string `json:"deduplicated,omitempty"`
 	// Steps is the aspect step log of the attempt that produced the result.
 	Steps aspectLog `json:"steps,omitempty"`
+	// Finished is when the result was committed.
+	Finished time.Time `json:"finished,omitzero"`
 }
 
 func (r result) failed() bool { return r.Err != "" }
@@ -250,6 +252,9 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	job, t := en.job, en.t
 	if res != nil {
 		res.Act = t.Act
+		if res.Finished.IsZero() {
+			res.Finished = e.now().UTC()
+		}
 		raw, err := json.Marshal(res)
 		if err != nil {
 			return false, err

@@ -1,0 +1,370 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// The job index lists every job newest first without reading job state:
+//
+//	jobs/<hex of the inverted root id>   flow, start time, parent   value
+//
+// Root ids are UUIDv7, so inverting their bytes makes ascending key order
+// newest first. Jobs created before the index existed are added once, the
+// first time a listing runs (jobIndexBuilt marks that).
+const jobIndexPrefix = "jobs/"
+
+var jobIndexBuilt = []byte("jobs.indexed")
+
+func jobIndexKey(j JobID) []byte {
+	var inv [16]byte
+	for i, b := range j {
+		inv[i] = ^b
+	}
+	return []byte(jobIndexPrefix + hex.EncodeToString(inv[:]))
+}
+
+func jobFromIndexKey(k []byte) (JobID, bool) {
+	var j JobID
+	raw, err := hex.DecodeString(strings.TrimPrefix(string(k), jobIndexPrefix))
+	if err != nil || len(raw) != len(j) {
+		return j, false
+	}
+	for i, b := range raw {
+		j[i] = ^b
+	}
+	return j, true
+}
+
+// jobIndexEntry is the value under a job's index key.
+type jobIndexEntry struct {
+	Flow    string    `json:"flow"`
+	Started time.Time `json:"started"`
+	Parent  string    `json:"parent,omitempty"`
+}
+
+func indexJob(tx store.Tx, job JobID, meta jobMeta) error {
+	e := jobIndexEntry{Flow: meta.Flow, Started: meta.Started}
+	if meta.Parent != nil {
+		e.Parent = meta.Parent.Job
+	}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return tx.Put(jobIndexKey(job), raw)
+}
+
+// JobQuery filters and pages a job listing. The zero query lists the
+// newest top-level jobs.
+type JobQuery struct {
+	// State keeps jobs in this state; "waiting" keeps running jobs with a
+	// checkpoint waiting for a decision, "paused" paused ones.
+	State string `json:"state,omitempty"`
+	// Flow keeps jobs of this flow.
+	Flow string `json:"flow,omitempty"`
+	// Since and Until keep jobs started in [Since, Until).
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// Where keeps jobs whose input has every field (a dotted path) equal
+	// to its value: strings compare as text, other values as their JSON.
+	Where map[string]string `json:"where,omitempty"`
+	// Subflows includes the jobs subflow nodes started.
+	Subflows bool `json:"subflows,omitempty"`
+	// Limit is the page size (default 20, at most 1000).
+	Limit int `json:"limit,omitempty"`
+	// After continues a listing: the Next of the previous page.
+	After string `json:"after,omitempty"`
+}
+
+// JobStates are the values JobQuery.State accepts.
+var JobStates = []string{string(StateRunning), "waiting", "paused", string(StateSucceeded), string(StateFailed), string(StateKilled)}
+
+// JobSummary is one job of a listing.
+type JobSummary struct {
+	Job      string    `json:"job"`
+	Flow     string    `json:"flow"`
+	State    JobState  `json:"state"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	// Parent is the job that started this one through a subflow node.
+	Parent string `json:"parent,omitempty"`
+	Paused bool   `json:"paused,omitempty"`
+	// Waiting lists the checkpoint nodes waiting for a decision.
+	Waiting []string `json:"waiting,omitempty"`
+	// Errors counts the activation errors of a finished job.
+	Errors int `json:"errors,omitempty"`
+}
+
+// JobList is one page of jobs, newest first; Next, when set, is the After
+// of the following page.
+type JobList struct {
+	Jobs []JobSummary `json:"jobs"`
+	Next string       `json:"next,omitempty"`
+}
+
+// errPageFull stops the index scan once a page is full.
+var errPageFull = errors.New("page full")
+
+// ListJobs lists the jobs in s that match q, newest first. It reads the
+// job index and, for each candidate, its status; it needs no registered
+// flows, so a command-line tool can list the jobs of any store.
+func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
+	if err := q.check(); err != nil {
+		return JobList{}, err
+	}
+	if err := buildJobIndex(ctx, s); err != nil {
+		return JobList{}, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	var after []byte
+	if q.After != "" {
+		j, err := ParseJobID(q.After)
+		if err != nil {
+			return JobList{}, fmt.Errorf("after: %w", err)
+		}
+		after = jobIndexKey(j)
+	}
+	var list JobList
+	err := s.View(ctx, func(tx store.ReadTx) error {
+		list = JobList{}
+		err := tx.Scan([]byte(jobIndexPrefix), func(k, v []byte) error {
+			if after != nil && bytes.Compare(k, after) <= 0 {
+				return nil
+			}
+			job, ok := jobFromIndexKey(k)
+			if !ok {
+				return nil
+			}
+			if len(list.Jobs) == limit {
+				list.Next = list.Jobs[limit-1].Job
+				return errPageFull
+			}
+			var ix jobIndexEntry
+			if err := json.Unmarshal(v, &ix); err != nil {
+				return fmt.Errorf("job index %s: %w", job, err)
+			}
+			sum, keep, err := q.match(tx, job, ix)
+			if err != nil || !keep {
+				return err
+			}
+			list.Jobs = append(list.Jobs, sum)
+			return nil
+		})
+		if errors.Is(err, errPageFull) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return JobList{}, fmt.Errorf("list jobs: %w", err)
+	}
+	return list, nil
+}
+
+func (q JobQuery) check() error {
+	if q.State != "" && !contains(JobStates, q.State) {
+		return fmt.Errorf("unknown state %q: want one of %s", q.State, strings.Join(JobStates, ", "))
+	}
+	if q.Limit > 1000 {
+		return fmt.Errorf("limit %d: at most 1000", q.Limit)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// match reads what q needs of a job and reports whether it is kept.
+func (q JobQuery) match(tx store.ReadTx, job JobID, ix jobIndexEntry) (JobSummary, bool, error) {
+	sum := JobSummary{Job: job.String(), Flow: ix.Flow, Started: ix.Started, Parent: ix.Parent}
+	switch {
+	case ix.Parent != "" && !q.Subflows,
+		q.Flow != "" && q.Flow != ix.Flow,
+		!q.Since.IsZero() && ix.Started.Before(q.Since),
+		!q.Until.IsZero() && !ix.Started.Before(q.Until):
+		return sum, false, nil
+	}
+	if len(q.Where) > 0 {
+		raw, err := tx.Get(jobKey(job, "meta"))
+		if err != nil {
+			return sum, false, err
+		}
+		var meta jobMeta
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return sum, false, err
+		}
+		if !inputMatches(meta.Input, q.Where) {
+			return sum, false, nil
+		}
+	}
+	var st JobStatus
+	raw, err := tx.Get(jobKey(job, "status"))
+	if err != nil {
+		return sum, false, err
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return sum, false, err
+	}
+	sum.State, sum.Finished, sum.Errors = st.State, st.Finished, len(st.Errors)
+	if !st.Done() {
+		if sum.Paused, err = isPaused(tx, job); err != nil {
+			return sum, false, err
+		}
+		if sum.Waiting, err = waitingCheckpoints(tx, job); err != nil {
+			return sum, false, err
+		}
+	}
+	switch q.State {
+	case "":
+		return sum, true, nil
+	case "waiting":
+		return sum, len(sum.Waiting) > 0, nil
+	case "paused":
+		return sum, sum.Paused, nil
+	}
+	return sum, string(sum.State) == q.State, nil
+}
+
+// inputMatches reports whether every dotted path of where names a field
+// of input equal to its value.
+func inputMatches(input json.RawMessage, where map[string]string) bool {
+	var v any
+	if json.Unmarshal(input, &v) != nil {
+		return false
+	}
+	for path, want := range where {
+		cur := v
+		for _, name := range strings.Split(path, ".") {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return false
+			}
+			if cur, ok = m[name]; !ok {
+				return false
+			}
+		}
+		got, ok := cur.(string)
+		if !ok {
+			b, _ := json.Marshal(cur)
+			got = string(b)
+		}
+		if got != want {
+			return false
+		}
+	}
+	return true
+}
+
+// waitingCheckpoints lists the checkpoint nodes of job that wait for a
+// decision: parked activations that are not subflow nodes waiting for
+// their child job.
+func waitingCheckpoints(tx store.ReadTx, job JobID) ([]string, error) {
+	var nodes []string
+	prefix := jobPrefix(job, "wait")
+	err := tx.Scan(prefix, func(k, v []byte) error {
+		seg := bytes.TrimPrefix(k, prefix)
+		if _, err := tx.Get(jobKey(job, "sub", string(seg))); err == nil {
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		var t task
+		if err := cbor.Unmarshal(v, &t); err != nil {
+			return err
+		}
+		if !contains(nodes, t.Node) {
+			nodes = append(nodes, t.Node)
+		}
+		return nil
+	})
+	return nodes, err
+}
+
+// WaitingCheckpoints returns the checkpoint nodes of job that wait for a
+// decision (flowgen signal), in activation order; none once it finished.
+func WaitingCheckpoints(ctx context.Context, s store.Store, job JobID) ([]string, error) {
+	var nodes []string
+	err := s.View(ctx, func(tx store.ReadTx) error {
+		var err error
+		nodes, err = waitingCheckpoints(tx, job)
+		return err
+	})
+	return nodes, err
+}
+
+// buildJobIndex indexes, once, the jobs created before the index existed.
+func buildJobIndex(ctx context.Context, s store.Store) error {
+	done := false
+	if err := s.View(ctx, func(tx store.ReadTx) error {
+		_, err := tx.Get(jobIndexBuilt)
+		done = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil || done {
+		return err
+	}
+	return s.Update(ctx, func(tx store.Tx) error {
+		type found struct {
+			job  JobID
+			meta jobMeta
+		}
+		var jobs []found
+		err := tx.Scan([]byte("pid/"), func(k, v []byte) error {
+			id, rest, ok := strings.Cut(strings.TrimPrefix(string(k), "pid/"), "/")
+			if !ok || rest != "meta" {
+				return nil
+			}
+			job, err := ParseJobID(id)
+			if err != nil {
+				return nil
+			}
+			var meta jobMeta
+			if err := json.Unmarshal(v, &meta); err != nil {
+				return fmt.Errorf("job %s meta: %w", id, err)
+			}
+			jobs = append(jobs, found{job, meta})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, f := range jobs {
+			if err := indexJob(tx, f.job, f.meta); err != nil {
+				return err
+			}
+		}
+		return tx.Put(jobIndexBuilt, []byte("1"))
+	})
+}
+
+// Jobs lists the jobs of the engine's store that match q, newest first.
+func (e *Engine) Jobs(ctx context.Context, q JobQuery) (JobList, error) {
+	return ListJobs(ctx, e.store, q)
+}
+
+// Waiting returns the checkpoint nodes of job that wait for a decision.
+func (e *Engine) Waiting(ctx context.Context, job JobID) ([]string, error) {
+	return WaitingCheckpoints(ctx, e.store, job)
+}
