@@ -115,7 +115,7 @@ func (e *Engine) flow(name string) (*compiled, error) {
 	defer e.mu.RUnlock()
 	c, ok := e.flows[name]
 	if !ok {
-		return nil, fmt.Errorf("flow %q is not registered with this engine", name)
+		return nil, fmt.Errorf("flow %q: %w", name, ErrUnknownFlow)
 	}
 	return c, nil
 }

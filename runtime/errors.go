@@ -61,3 +61,6 @@ func KindOf(err error) ErrorKind {
 	}
 	return Transient
 }
+
+// ErrUnknownFlow: the engine has no flow of that name registered.
+var ErrUnknownFlow = errors.New("not registered with this engine")

@@ -102,7 +102,16 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 		return result{}, ctx.Err() // shutting down: leave the message for redelivery
 	}
 	log.add(e, "retry", "end", "no retry: final")
-	return result{ErrKind: kind.String(), Err: err.Error(), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
+	return result{ErrKind: kind.String(), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
+}
+
+// withoutKind is err's message without the "Kind: " an *Error starts
+// with: the result records the kind on its own.
+func withoutKind(err error) string {
+	if e, ok := err.(*Error); ok && e.RetryAfter == 0 && e.Err != nil {
+		return e.Err.Error()
+	}
+	return err.Error()
 }
 
 // errTimedOut marks the failure of an attempt that ran out of its timeout.

@@ -60,6 +60,10 @@ func TestRetriesStopAtMaxAttempts(t *testing.T) {
 	if st.State != StateFailed || calls != 4 || !strings.Contains(strings.Join(st.Errors, ";"), "failure 4") {
 		t.Fatalf("state %s after %d calls (%v), want failed after 4", st.State, calls, st.Errors)
 	}
+	// The kind is said once: "n@: Transient: failure 4".
+	if want := "n@: Transient: failure 4"; len(st.Errors) != 1 || st.Errors[0] != want {
+		t.Fatalf("errors %q, want %q", st.Errors, want)
+	}
 }
 
 func TestNoOrchestratorRetryForPermanentOrConnectorOwned(t *testing.T) {
