@@ -70,7 +70,12 @@ func (e *Engine) Pause(ctx context.Context, job JobID) error {
 
 // Resume lets a paused job continue.
 func (e *Engine) Resume(ctx context.Context, job JobID) error {
-	return e.store.Update(ctx, func(tx store.Tx) error { return tx.Delete(jobKey(job, "paused")) })
+	return e.store.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+			return fmt.Errorf("resume %s: %w", job, err)
+		}
+		return tx.Delete(jobKey(job, "paused"))
+	})
 }
 
 // isPaused reports whether the job is paused.

@@ -57,7 +57,7 @@ func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, err
 		return nil, fmt.Errorf("inspect %s: %w", job, err)
 	}
 	if len(in.Entries) == 0 {
-		return nil, fmt.Errorf("inspect %s: no such job", job)
+		return nil, fmt.Errorf("inspect %s: no such job: %w", job, store.ErrNotFound)
 	}
 	in.tree(queued)
 	return in, nil

@@ -87,6 +87,10 @@ type JobQuery struct {
 	After string `json:"after,omitempty"`
 }
 
+// ErrBadQuery: a JobQuery that cannot be answered (unknown state, bad
+// cursor, page too large).
+var ErrBadQuery = errors.New("bad job query")
+
 // JobStates are the values JobQuery.State accepts.
 var JobStates = []string{string(StateRunning), "waiting", "paused", string(StateSucceeded), string(StateFailed), string(StateKilled)}
 
@@ -134,7 +138,7 @@ func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
 	if q.After != "" {
 		j, err := ParseJobID(q.After)
 		if err != nil {
-			return JobList{}, fmt.Errorf("after: %w", err)
+			return JobList{}, fmt.Errorf("%w: after: %w", ErrBadQuery, err)
 		}
 		after = jobIndexKey(j)
 	}
@@ -177,10 +181,10 @@ func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
 
 func (q JobQuery) check() error {
 	if q.State != "" && !contains(JobStates, q.State) {
-		return fmt.Errorf("unknown state %q: want one of %s", q.State, strings.Join(JobStates, ", "))
+		return fmt.Errorf("%w: unknown state %q: want one of %s", ErrBadQuery, q.State, strings.Join(JobStates, ", "))
 	}
 	if q.Limit > 1000 {
-		return fmt.Errorf("limit %d: at most 1000", q.Limit)
+		return fmt.Errorf("%w: limit %d: at most 1000", ErrBadQuery, q.Limit)
 	}
 	return nil
 }
@@ -305,11 +309,17 @@ func waitingCheckpoints(tx store.ReadTx, job JobID) ([]string, error) {
 func WaitingCheckpoints(ctx context.Context, s store.Store, job JobID) ([]string, error) {
 	var nodes []string
 	err := s.View(ctx, func(tx store.ReadTx) error {
+		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+			return err
+		}
 		var err error
 		nodes, err = waitingCheckpoints(tx, job)
 		return err
 	})
-	return nodes, err
+	if err != nil {
+		return nil, fmt.Errorf("waiting checkpoints of job %s: %w", job, err)
+	}
+	return nodes, nil
 }
 
 // buildJobIndex indexes, once, the jobs created before the index existed.

@@ -1,0 +1,74 @@
+// Package jobapi is the job control API of a local flowgen server: one
+// process owns the embedded store (flowgen serve) and every other command
+// reaches its jobs through this API, found through a file next to the
+// store. The same Service is the engine itself when no server runs, and
+// one conformance suite runs against both.
+package jobapi
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime"
+)
+
+// Service is what a job command needs: *runtime.Engine implements it
+// directly on a store, *Client through a running server.
+type Service interface {
+	// Start creates a job of flow with input; input is checked against the
+	// flow's input schema first when the service knows it.
+	Start(ctx context.Context, flow string, input json.RawMessage) (runtime.JobID, error)
+	Status(ctx context.Context, job runtime.JobID) (runtime.JobStatus, error)
+	Inspect(ctx context.Context, job runtime.JobID) (*runtime.Inspection, error)
+	Jobs(ctx context.Context, q runtime.JobQuery) (runtime.JobList, error)
+	// Waiting returns the checkpoint nodes of job waiting for a decision.
+	Waiting(ctx context.Context, job runtime.JobID) ([]string, error)
+	Pause(ctx context.Context, job runtime.JobID) error
+	Resume(ctx context.Context, job runtime.JobID) error
+	Kill(ctx context.Context, job runtime.JobID, reason string) error
+	// Signal records a decision at the checkpoint node and returns how
+	// many waiting activations it resumed.
+	Signal(ctx context.Context, job runtime.JobID, node string, d runtime.Decision) (int, error)
+}
+
+var _ Service = (*runtime.Engine)(nil)
+
+// Outcome is where a job stands when Await returns.
+type Outcome struct {
+	Status runtime.JobStatus
+	// Waiting lists the checkpoints the job waits at (while it runs).
+	Waiting []string
+	// Finished is false when the job still runs: it waits at a checkpoint
+	// or the timeout passed.
+	Finished bool
+}
+
+// Await polls the job until it finishes, waits at a checkpoint (a decision
+// is needed before it can go on) or timeout passes.
+func Await(ctx context.Context, svc Service, job runtime.JobID, timeout time.Duration) (Outcome, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := svc.Status(ctx, job)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if st.Done() {
+			return Outcome{Status: st, Finished: true}, nil
+		}
+		waiting, err := svc.Waiting(ctx, job)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if len(waiting) > 0 || time.Now().After(deadline) {
+			return Outcome{Status: st, Waiting: waiting}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return Outcome{Status: st}, ctx.Err()
+		case <-time.After(awaitPoll):
+		}
+	}
+}
+
+const awaitPoll = 25 * time.Millisecond

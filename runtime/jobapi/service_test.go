@@ -1,0 +1,246 @@
+package jobapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/flowir"
+	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/jobapi"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+)
+
+type order struct {
+	Order string `json:"order"`
+}
+
+func approvalFlow() *runtime.Flow {
+	echo := func(id string) runtime.Runner {
+		return runtime.Typed(runtime.NodeInfo{ID: id}, func(ctx *runtime.Context, _ struct{}, in order) (order, error) { return in, nil })
+	}
+	return &runtime.Flow{
+		Name: "approval",
+		Nodes: []*runtime.FlowNode{
+			{Alias: "start", Runner: echo("t.start")},
+			{Alias: "approve", Checkpoint: &runtime.Checkpoint{Prompt: "ship it?"}},
+			{Alias: "ship", Runner: echo("t.ship")},
+		},
+		Edges: []runtime.Edge{
+			{From: "start", FromPort: "out", To: "approve"},
+			{From: "approve", FromPort: "approved", To: "ship"},
+		},
+	}
+}
+
+// rig is an engine with workers on a fresh embedded store.
+func rig(t *testing.T) (*runtime.Engine, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "flowgen.db")
+	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := runtime.New(s, runtime.Options{Owner: "test"})
+	if err := e.Register(approvalFlow()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx, 2) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		s.Close()
+	})
+	return e, path
+}
+
+// checkInput refuses inputs without an order, as a flow's schema would.
+func checkInput(flow string, input []byte) error {
+	var o order
+	if json.Unmarshal(input, &o) != nil || o.Order == "" {
+		return &flowir.InputError{Flow: flow, Problems: []flowir.InputProblem{{Path: "$.order", Message: "missing property 'order'"}}}
+	}
+	return nil
+}
+
+// serve runs the API over e and returns a client found through the
+// endpoint file, as the flowgen commands find it.
+func serve(t *testing.T, e *runtime.Engine, storePath string) *jobapi.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- jobapi.Serve(ctx, "127.0.0.1:0", storePath, e, jobapi.HandlerOptions{CheckInput: checkInput, Info: jobapi.Info{Flows: []string{"approval"}}},
+			func(jobapi.Endpoint) { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(jobapi.EndpointPath(storePath)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("endpoint file left behind: %v", err)
+		}
+	})
+	c, err := jobapi.Discover(context.Background(), storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestConformance runs the same job life cycle against the engine itself
+// and against a client of a server over it: both must answer alike.
+func TestConformance(t *testing.T) {
+	for _, remote := range []bool{false, true} {
+		name := map[bool]string{false: "engine", true: "client"}[remote]
+		t.Run(name, func(t *testing.T) {
+			e, path := rig(t)
+			var svc jobapi.Service = e
+			if remote {
+				svc = serve(t, e, path)
+			}
+			conformance(t, svc, remote)
+		})
+	}
+}
+
+func conformance(t *testing.T, svc jobapi.Service, checksInput bool) {
+	ctx := context.Background()
+	job, err := svc.Start(ctx, "approval", json.RawMessage(`{"order":"o-1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jobapi.Await(ctx, svc, job, time.Minute)
+	if err != nil || out.Finished || !slices.Equal(out.Waiting, []string{"approve"}) {
+		t.Fatalf("await: %+v %v, want waiting at approve", out, err)
+	}
+	list, err := svc.Jobs(ctx, runtime.JobQuery{State: "waiting", Where: map[string]string{"order": "o-1"}})
+	if err != nil || len(list.Jobs) != 1 || list.Jobs[0].Job != job.String() {
+		t.Fatalf("jobs: %+v %v", list, err)
+	}
+	if err := svc.Pause(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := svc.Jobs(ctx, runtime.JobQuery{State: "paused"}); len(list.Jobs) != 1 {
+		t.Fatalf("paused: %+v", list)
+	}
+	if err := svc.Resume(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := svc.Signal(ctx, job, "approve", runtime.Decision{Approved: true, By: "finance"}); err != nil || n != 1 {
+		t.Fatalf("signal: %d %v", n, err)
+	}
+	if out, err = jobapi.Await(ctx, svc, job, time.Minute); err != nil || !out.Finished || out.Status.State != runtime.StateSucceeded {
+		t.Fatalf("after the decision: %+v %v", out, err)
+	}
+	if string(out.Status.Result["ship"]) != `{"order":"o-1"}` {
+		t.Fatalf("result %s", out.Status.Result)
+	}
+	in, err := svc.Inspect(ctx, job)
+	if err != nil || in.Status.State != runtime.StateSucceeded || len(in.Tree) != 3 || in.Tree[1].Port != "approved" || in.Tree[2].Finished.IsZero() {
+		t.Fatalf("inspect: %+v %v", in, err)
+	}
+
+	// Killing a job waiting at its checkpoint.
+	other, err := svc.Start(ctx, "approval", json.RawMessage(`{"order":"o-2"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobapi.Await(ctx, svc, other, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Kill(ctx, other, "changed my mind"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := jobapi.Await(ctx, svc, other, time.Minute); err != nil || out.Status.State != runtime.StateKilled {
+		t.Fatalf("after kill: %+v %v", out, err)
+	}
+
+	// Errors mean the same on both sides.
+	unknown, _ := runtime.NewJobID()
+	for what, err := range map[string]error{
+		"status":  func() error { _, err := svc.Status(ctx, unknown); return err }(),
+		"inspect": func() error { _, err := svc.Inspect(ctx, unknown); return err }(),
+		"waiting": func() error { _, err := svc.Waiting(ctx, unknown); return err }(),
+		"pause":   svc.Pause(ctx, unknown),
+		"resume":  svc.Resume(ctx, unknown),
+		"kill":    svc.Kill(ctx, unknown, "x"),
+		"signal":  func() error { _, err := svc.Signal(ctx, job, "ship", runtime.Decision{}); return err }(),
+	} {
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s of an unknown job: %v, want not found", what, err)
+		}
+	}
+	if _, err := svc.Start(ctx, "nosuch", json.RawMessage(`{"order":"x"}`)); !errors.Is(err, runtime.ErrUnknownFlow) {
+		t.Errorf("start of an unknown flow: %v", err)
+	}
+	if _, err := svc.Jobs(ctx, runtime.JobQuery{State: "sleeping"}); !errors.Is(err, runtime.ErrBadQuery) {
+		t.Errorf("bad query: %v", err)
+	}
+	if checksInput {
+		var ie *flowir.InputError
+		if _, err := svc.Start(ctx, "approval", json.RawMessage(`{}`)); !errors.As(err, &ie) || ie.Problems[0].Path != "$.order" {
+			t.Errorf("bad input: %v", err)
+		}
+		if list, _ := svc.Jobs(ctx, runtime.JobQuery{}); len(list.Jobs) != 2 {
+			t.Errorf("a refused input created a job: %+v", list)
+		}
+	}
+}
+
+// TestAPINeedsTheToken: without the endpoint file's token, nothing but
+// health answers.
+func TestAPINeedsTheToken(t *testing.T) {
+	e, path := rig(t)
+	c := serve(t, e, path)
+	for _, token := range []string{"", "wrong", c.Endpoint.Token + "x"} {
+		req, _ := http.NewRequest("GET", "http://"+c.Endpoint.Addr+"/v1/jobs", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("token %q: %d", token, resp.StatusCode)
+		}
+	}
+	fi, err := os.Stat(jobapi.EndpointPath(path))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("endpoint file: %v %v", fi, err)
+	}
+}
+
+// TestDiscoverIgnoresStaleEndpoints: an endpoint file whose server is gone
+// means no server.
+func TestDiscoverIgnoresStaleEndpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flowgen.db")
+	if _, err := jobapi.Discover(context.Background(), path); !errors.Is(err, jobapi.ErrNoServer) {
+		t.Fatalf("no file: %v", err)
+	}
+	raw, _ := json.Marshal(jobapi.Endpoint{Addr: "127.0.0.1:1", Token: "t", PID: 1, Store: path})
+	if err := os.WriteFile(jobapi.EndpointPath(path), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobapi.Discover(context.Background(), path); !errors.Is(err, jobapi.ErrNoServer) {
+		t.Fatalf("stale file: %v", err)
+	}
+}
