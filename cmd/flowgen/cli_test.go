@@ -287,9 +287,15 @@ func TestJobCommands(t *testing.T) {
 	s.Close()
 
 	r := run(t, "", "inspect", "--store", path, done.String())
-	if r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") || !regexp.MustCompile(`(?m)^  echo@ +succeeded `).MatchString(r.stdout) ||
-		!strings.Contains(r.stdout, `"state":"succeeded"`) || !strings.Contains(r.stdout, "ordinal=1, work done, children published, closed the job, completion done") {
+	if r.exit != exitOK || !strings.Contains(r.stdout, "job "+done.String()+" of one: succeeded\n") ||
+		!regexp.MustCompile(`(?m)^  echo +succeeded +at \+\d+ms$`).MatchString(r.stdout) || !strings.Contains(r.stdout, "result:\n  echo: {\"x\":1}\n") ||
+		strings.Contains(r.stdout, "ordinal") || strings.Contains(r.stdout, "stored state") {
 		t.Fatalf("inspect: %+v", r)
+	}
+	r = run(t, "", "inspect", "--raw", "--store", path, done.String())
+	if r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") || !strings.Contains(r.stdout, `"state":"succeeded"`) ||
+		!strings.Contains(r.stdout, "ordinal=1, work done, children published, closed the job, completion done") {
+		t.Fatalf("inspect --raw: %+v", r)
 	}
 	for _, cmd := range []string{"pause", "resume", "kill"} {
 		if r := run(t, "", cmd, "--store", path, waiting.String()); r.exit != exitOK {
@@ -352,7 +358,7 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if r := run(t, "", "inspect", "--store", url, job.String()); r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") {
+	if r := run(t, "", "inspect", "--raw", "--store", url, job.String()); r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") {
 		t.Fatalf("inspect on postgres: %+v", r)
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
 
@@ -149,11 +152,33 @@ func TestRunExecutesAGeneratedFlow(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
 
-	// A job that parks at a checkpoint is still running at the timeout;
-	// it stays in the store for inspect and signal.
-	r = run(t, `{"title": "Wait For Me"}`, "run", "--store", store, "--input", "-", "--timeout", "1s", "../../gen/testdata/flows/parent.yaml")
-	if r.exit != exitProblems || !strings.Contains(r.stderr, "is still running after 1s") || !strings.Contains(r.stdout, `"state": "running"`) {
-		t.Fatalf("parked job: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	// A job that parks at a checkpoint returns at once with the command
+	// that decides it; it stays in the store.
+	r = run(t, `{"title": "Wait For Me"}`, "run", "--store", store, "--input", "-", "--timeout", "10m", "../../gen/testdata/flows/parent.yaml")
+	var parked struct {
+		Job     string
+		State   string
+		Waiting []string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &parked); err != nil || r.exit != 3 || parked.State != "running" || len(parked.Waiting) != 1 ||
+		!strings.Contains(r.stderr, "flowgen signal --store "+store+" --approve "+parked.Job+" review") {
+		t.Fatalf("parked job: exit %d %v\n%s%s", r.exit, err, r.stdout, r.stderr)
+	}
+
+	// Bad input creates no job: where the JSON breaks, every value the
+	// schema refuses.
+	for _, c := range []struct{ input, want string }{
+		{"{\n  \"title\" \"x\"\n}", "<stdin>:2:11: $: JSON syntax: invalid character '\"' after object key"},
+		{`{"title": 5, "extra": true}`, "$.title: got number, want string"},
+		{``, "empty input"},
+	} {
+		r := run(t, c.input, "run", "--store", store, "--input", "-", "../../gen/testdata/flows/inline.yaml")
+		if r.exit != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("input %q: exit %d, stderr:\n%s\nwant %q", c.input, r.exit, r.stderr, c.want)
+		}
+	}
+	if r := run(t, "", "jobs", "--store", store); r.exit != exitOK || strings.Count(r.stdout, "\n") != 3 {
+		t.Errorf("bad inputs created jobs:\n%s", r.stdout)
 	}
 
 	if r := run(t, "", "run", "--store", store, "--input", filepath.Join(dir, "missing.json"), "../../gen/testdata/flows/inline.yaml"); r.exit != exitUsage || !strings.Contains(r.stderr, "missing.json") {
@@ -169,8 +194,8 @@ func TestRunExecutesAGeneratedFlow(t *testing.T) {
 // (the subflow included) and stops cleanly when interrupted.
 func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
 	url := pgtest.FreshSchema(t)
-	r := run(t, `{"title": "Signed Off"}`, "run", "--store", url, "--input", "-", "--timeout", "1s", "../../gen/testdata/flows/parent.yaml")
-	if r.exit != exitProblems || !strings.Contains(r.stdout, `"state": "running"`) {
+	r := run(t, `{"title": "Signed Off"}`, "run", "--store", url, "--input", "-", "../../gen/testdata/flows/parent.yaml")
+	if r.exit != 3 || !strings.Contains(r.stdout, `"state": "running"`) {
 		t.Fatalf("run: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
 	var started struct{ Job string }
@@ -277,5 +302,134 @@ func TestPackageCertifyVerify(t *testing.T) {
 	}
 	if r := run(t, "", "package", "../../certify/testdata/noidemkey"); r.exit != exitProblems || !strings.Contains(r.stderr, "connector.yaml:") {
 		t.Fatalf("package of a broken spec: %+v", r)
+	}
+}
+
+// TestServeOwnsTheStore runs flowgen serve on an embedded store and, while
+// it runs, drives run, jobs, inspect, pause, resume, signal and kill
+// against the same store: every command goes through the server.
+func TestServeOwnsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "jobs.db")
+	ctx, stop := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve", "--store", store, "../../gen/testdata/flows/parent.yaml", "../../gen/testdata/flows/inline.yaml"}, nil, io.Discard, &stderr)
+	}()
+	endpoint := store + ".api.json"
+	waitUntil(t, "the endpoint file", func() bool { _, err := os.Stat(endpoint); return err == nil }, done, &stderr)
+
+	r := run(t, `{"title": "Hello Server"}`, "run", "--store", store, "--input", "-", "../../gen/testdata/flows/inline.yaml")
+	if r.exit != exitOK || !strings.Contains(r.stdout, `"runes": 12`) || !strings.Contains(r.stderr, "started on flowgen serve") {
+		t.Fatalf("run through the server: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	parkedJob := func(title string) string {
+		t.Helper()
+		r := run(t, `{"title": "`+title+`"}`, "run", "--store", store, "--input", "-", "../../gen/testdata/flows/parent.yaml")
+		var out struct{ Job string }
+		if json.Unmarshal([]byte(r.stdout), &out); r.exit != 3 || out.Job == "" {
+			t.Fatalf("run to the checkpoint: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+		}
+		return out.Job
+	}
+	approved, killed := parkedJob("Approve Me"), parkedJob("Kill Me")
+
+	if r := run(t, "", "jobs", "--store", store, "--state", "waiting"); r.exit != exitOK || !strings.Contains(r.stdout, approved) ||
+		!strings.Contains(r.stdout, killed) || !strings.Contains(r.stdout, "waits at review") || strings.Count(r.stdout, "\n") != 3 {
+		t.Fatalf("jobs --state waiting: %+v", r)
+	}
+	if r := run(t, "", "jobs", "--store", store, "--where", "title=Kill Me", "--json"); r.exit != exitOK || !strings.Contains(r.stdout, killed) || strings.Contains(r.stdout, approved) {
+		t.Fatalf("jobs --where: %+v", r)
+	}
+	if r := run(t, "", "jobs", "--store", store, "--limit", "1"); r.exit != exitOK || !strings.Contains(r.stdout, killed) || !strings.Contains(r.stderr, "more: flowgen jobs --store "+store+" --limit 1 --after "+killed) {
+		t.Fatalf("jobs --limit 1: %+v", r)
+	}
+	if r := run(t, "", "inspect", "--store", store, approved); r.exit != exitOK || !strings.Contains(r.stdout, "waiting for a decision:\n  review: flowgen signal --approve "+approved+" review") {
+		t.Fatalf("inspect: %+v", r)
+	}
+	for _, cmd := range []string{"pause", "resume"} {
+		if r := run(t, "", cmd, "--store", store, approved); r.exit != exitOK {
+			t.Fatalf("%s: %+v", cmd, r)
+		}
+	}
+	if r := run(t, "", "signal", "--store", store, "--approve", "--by", "editor", approved, "review"); r.exit != exitOK || strings.Contains(r.stderr, "no flowgen serve") {
+		t.Fatalf("signal: %+v", r)
+	}
+	if r := run(t, "", "kill", "--store", store, "--reason", "not wanted", killed); r.exit != exitOK {
+		t.Fatalf("kill: %+v", r)
+	}
+	waitUntil(t, "the server to finish both jobs", func() bool {
+		r := run(t, "", "jobs", "--store", store, "--json")
+		return strings.Count(r.stdout, `"state": "succeeded"`) == 2 && strings.Count(r.stdout, `"state": "killed"`) == 1
+	}, done, &stderr)
+	if r := run(t, "", "inspect", "--store", store, approved); !strings.Contains(r.stdout, `nested: {"again":{"slug":"approve-me"}}`) ||
+		!strings.Contains(r.stdout, "-> approved") {
+		t.Errorf("the approved job's result:\n%s", r.stdout)
+	}
+	if r := run(t, "", "inspect", "--store", store, killed); !strings.Contains(r.stdout, "killed: not wanted") {
+		t.Errorf("the killed job:\n%s", r.stdout)
+	}
+
+	stop()
+	if code := <-done; code != exitOK || !strings.Contains(stderr.String(), "serve: stopped") {
+		t.Errorf("serve exit %d:\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(endpoint); !os.IsNotExist(err) {
+		t.Errorf("endpoint file left behind: %v", err)
+	}
+	// With the server gone, the same commands open the store themselves.
+	if r := run(t, "", "jobs", "--store", store); r.exit != exitOK || strings.Count(r.stdout, "\n") != 4 {
+		t.Errorf("jobs without the server: %+v", r)
+	}
+}
+
+// TestHeldStoreSaysWho: a store another process holds is refused with the
+// way out, not a bare timeout.
+func TestHeldStoreSaysWho(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "held.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if r := run(t, "", "jobs", "--store", path); r.exit != exitUsage || !strings.Contains(r.stderr, "in use by another process") || !strings.Contains(r.stderr, "flowgen serve") {
+		t.Errorf("held store: %+v", r)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitUntil polls cond for up to a minute, failing early if the command
+// running in the background exits.
+func waitUntil(t *testing.T, what string, cond func() bool, done <-chan int, log *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		select {
+		case code := <-done:
+			t.Fatalf("waiting for %s: the command exited %d:\n%s", what, code, log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s:\n%s", what, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -6,15 +6,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"sort"
-	"strings"
+	"path/filepath"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/localrun"
 	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
 
 // defaultStore is the embedded store file used when --store is not given.
@@ -22,13 +22,17 @@ const defaultStore = "flowgen.db"
 
 const storeFlagHelp = "job store: a bbolt file path or a postgres:// URL (default $FLOWGEN_STORE, else " + defaultStore + ")"
 
-const inspectUsage = `Usage: flowgen inspect [--store PATH] [--json] JOB
+const inspectUsage = `Usage: flowgen inspect [--store PATH] [--raw | --json] JOB
 
-Prints everything the store holds about a job, read in one prefix scan of its
-root: metadata, status, each activation's result, and the ledgers (activity,
-GUID, semaphore, fan-out counts) decoded into words. The embedded store file
-is locked by a running worker; inspect it while no worker has it open (a
-PostgreSQL store can be inspected while workers run).
+Prints a job in words: its flow, state, start and finish times, then each
+activation (node) with its state, attempts, finish time, the port its
+output left on and its error, forEach elements under their forEach, and
+the checkpoints waiting for a decision with the command that decides.
+--raw adds the ledger digits and every stored key; --json prints all of
+it as JSON.
+
+When flowgen serve owns the store, inspect asks it (through the endpoint
+file next to the store); otherwise it opens the store itself.
 
 Exit status: 0 printed, 1 no such job, 2 usage or I/O error.
 
@@ -37,19 +41,46 @@ Flags:
 
 const controlUsage = `Usage: flowgen %[1]s [--store PATH] JOB%[2]s
 
-%[3]s
+%[3]s When flowgen serve owns the store, the command goes through it;
+otherwise it opens the store itself.
 
 Exit status: 0 done, 1 no such job, 2 usage or I/O error.
 
 Flags:
 `
 
-// storeFlag registers --store on fs and returns a function that opens it.
-func storeFlag(fs *flag.FlagSet) func(ctx context.Context) (store.Store, error) {
+// storeFlag registers --store on fs and returns a function that opens
+// the job service on it: the server that owns the store when one runs,
+// else the store itself.
+func storeFlag(fs *flag.FlagSet) func(e *env) (jobapi.Service, func(), error) {
 	path := fs.String("store", "", storeFlagHelp)
-	return func(ctx context.Context) (store.Store, error) {
-		return localrun.OpenStore(ctx, resolveStore(*path), false)
+	return func(e *env) (jobapi.Service, func(), error) { return openJobs(e.ctx, resolveStore(*path)) }
+}
+
+// openJobs returns the job service for the store: a client of the
+// flowgen serve that owns an embedded store, or an engine on the store.
+func openJobs(ctx context.Context, spec string) (jobapi.Service, func(), error) {
+	if !localrun.IsDatabaseURL(spec) {
+		abs, err := filepath.Abs(spec)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := jobapi.Discover(ctx, abs)
+		if err == nil {
+			return c, func() {}, nil
+		}
+		if !errors.Is(err, jobapi.ErrNoServer) {
+			return nil, nil, err
+		}
 	}
+	s, err := localrun.OpenStore(ctx, spec, false)
+	if errors.Is(err, boltstore.ErrLocked) {
+		return nil, nil, fmt.Errorf("%w\n\tanother flowgen command (worker or run) holds it; run flowgen serve instead of flowgen worker and every command goes through it", err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return runtime.New(s, runtime.Options{Owner: "flowgen-cli", Visibility: time.Minute}), func() { s.Close() }, nil
 }
 
 // resolveStore applies the --store defaults: $FLOWGEN_STORE, else the
@@ -68,144 +99,101 @@ func runInspect(e *env, args []string) int {
 	fs := newFlagSet(e, "inspect", inspectUsage)
 	open := storeFlag(fs)
 	asJSON := fs.Bool("json", false, "print the inspection as JSON")
+	raw := fs.Bool("raw", false, "also print ledger digits and every stored key")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
-	job, s, code := jobArgs(e, fs, "inspect", rest, open)
-	if s == nil {
+	job, svc, done, code := jobArgs(e, fs, "inspect", rest, open)
+	if svc == nil {
 		return code
 	}
-	defer s.Close()
-	in, err := runtime.InspectJob(e.ctx, s, job)
+	defer done()
+	in, err := svc.Inspect(e.ctx, job)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "flowgen inspect: %v\n", err)
-		return exitProblems
+		return jobError(e, "inspect", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(in); err != nil {
-			return exitUsage
-		}
-		return exitOK
+		return writeJSON(e, in)
 	}
-	writeInspection(e.stdout, in)
+	var waiting []string
+	if !in.Status.Done() {
+		waiting, _ = svc.Waiting(e.ctx, job)
+	}
+	writeInspection(e.stdout, in, waiting, *raw)
 	return exitOK
 }
 
-// writeInspection prints the job's activation tree, then every stored key.
-func writeInspection(w io.Writer, in *runtime.Inspection) {
-	fmt.Fprintf(w, "job %s: %s\n", in.Job, in.Summary)
-	for _, v := range in.Tree {
-		writeActivation(w, v, "  ")
+// jobError reports a job command's error: 1 for an unknown job or
+// checkpoint, 2 otherwise.
+func jobError(e *env, name string, err error) int {
+	fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
+	if errors.Is(err, store.ErrNotFound) {
+		return exitProblems
 	}
-	fmt.Fprintf(w, "stored state:\n")
-	entries := append([]runtime.InspectionEntry(nil), in.Entries...)
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
-	for _, en := range entries {
-		switch {
-		case en.Counter != nil && en.Words != "":
-			fmt.Fprintf(w, "  %-40s %015d  %s\n", en.Key, *en.Counter, en.Words)
-		case en.Counter != nil:
-			fmt.Fprintf(w, "  %-40s %d\n", en.Key, *en.Counter)
-		case en.Value != nil:
-			fmt.Fprintf(w, "  %-40s %s\n", en.Key, oneLine(en.Value))
-		default:
-			fmt.Fprintf(w, "  %-40s %q\n", en.Key, en.Text)
-		}
-	}
+	return exitUsage
 }
 
-// writeActivation prints one activation and its forEach elements.
-func writeActivation(w io.Writer, v *runtime.ActivationView, indent string) {
-	line := fmt.Sprintf("%s%-*s %-9s", indent, max(1, 44-len(indent)), v.Act, v.State)
-	if v.Attempts > 1 {
-		line += fmt.Sprintf(" %d attempts", v.Attempts)
+// writeJSON prints v as indented JSON, leaving <, > and & as they are.
+func writeJSON(e *env, v any) int {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(e.stderr, "flowgen: %v\n", err)
+		return exitUsage
 	}
-	if v.Elements > 0 {
-		counts := map[string]int{}
-		for _, c := range v.Children {
-			counts[c.State]++
-		}
-		var parts []string
-		for _, state := range []string{"succeeded", "failed", "timeout", "canceled", "launched", "enqueued", "parked", "pending"} {
-			if counts[state] > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", counts[state], state))
-			}
-		}
-		line += fmt.Sprintf(" forEach of %d: %s", v.Elements, strings.Join(parts, ", "))
-	}
-	if v.LedgerWords != "" {
-		line += "  [" + v.LedgerWords + "]"
-	}
-	if v.Error != "" {
-		line += "\n" + indent + "    error: " + firstLine(v.Error)
-	}
-	fmt.Fprintln(w, line)
-	for _, c := range v.Children {
-		writeActivation(w, c, indent+"  ")
-	}
+	return exitOK
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
-func oneLine(v json.RawMessage) string {
-	s := strings.Join(strings.Fields(string(v)), " ")
-	if len(s) > 160 {
-		s = s[:157] + "..."
-	}
-	return s
-}
-
-// jobArgs checks for exactly one JOB argument and opens the store; on
-// failure it reports and returns a nil store with the exit code.
-func jobArgs(e *env, fs *flag.FlagSet, name string, rest []string, open func(context.Context) (store.Store, error)) (runtime.JobID, store.Store, int) {
+// jobArgs checks for exactly one JOB argument and opens the job service;
+// on failure it reports and returns a nil service with the exit code.
+func jobArgs(e *env, fs *flag.FlagSet, name string, rest []string, open func(*env) (jobapi.Service, func(), error)) (runtime.JobID, jobapi.Service, func(), int) {
 	if len(rest) != 1 {
 		fmt.Fprintf(e.stderr, "flowgen %s: name exactly one job id\n\n", name)
 		fs.Usage()
-		return runtime.JobID{}, nil, exitUsage
+		return runtime.JobID{}, nil, nil, exitUsage
 	}
 	job, err := runtime.ParseJobID(rest[0])
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
-		return job, nil, exitUsage
+		return job, nil, nil, exitUsage
 	}
-	s, err := open(e.ctx)
+	svc, done, err := open(e)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
-		return job, nil, exitUsage
+		return job, nil, nil, exitUsage
 	}
-	return job, s, exitOK
+	return job, svc, done, exitOK
 }
 
 // controlCommand builds kill, pause and resume.
-func controlCommand(name, summary, extraArgs, what string, act func(e *runtime.Engine, env *env, job runtime.JobID, reason string) error) command {
+func controlCommand(name, summary, extraArgs, what string, act func(svc jobapi.Service, e *env, job runtime.JobID, reason string) error) command {
 	usage := fmt.Sprintf(controlUsage, name, extraArgs, what)
 	return command{name, summary, usage, func(e *env, args []string) int {
 		fs := newFlagSet(e, name, usage)
 		open := storeFlag(fs)
-		reason := fs.String("reason", "killed by an operator", "why (kill only; recorded on the tombstone)")
+		var reason *string
+		if name == "kill" {
+			reason = fs.String("reason", "killed by an operator", "why (recorded on the tombstone)")
+		}
 		rest, err := parseFlags(fs, args)
 		if err != nil {
 			return flagExit(err)
 		}
-		job, s, code := jobArgs(e, fs, name, rest, open)
-		if s == nil {
+		job, svc, done, code := jobArgs(e, fs, name, rest, open)
+		if svc == nil {
 			return code
 		}
-		defer s.Close()
-		eng := runtime.New(s, runtime.Options{Owner: "flowgen-" + name, Visibility: time.Minute})
-		if err := act(eng, e, job, *reason); err != nil {
-			fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
-			if errors.Is(err, store.ErrNotFound) {
-				return exitProblems
-			}
-			return exitUsage
+		defer done()
+		why := ""
+		if reason != nil {
+			why = *reason
 		}
+		if err := act(svc, e, job, why); err != nil {
+			return jobError(e, name, err)
+		}
+		fmt.Fprintf(e.stdout, "%s: %s\n", job, map[string]string{"kill": "killed", "pause": "paused", "resume": "resumed"}[name])
 		return exitOK
 	}}
 }
@@ -213,14 +201,15 @@ func controlCommand(name, summary, extraArgs, what string, act func(e *runtime.E
 func controlCommands() []command {
 	return []command{
 		controlCommand("kill", "kill a job from the top", " [--reason TEXT]", "Kill a job: every activation not yet run finishes canceled and the job ends killed.",
-			func(eng *runtime.Engine, e *env, job runtime.JobID, reason string) error {
-				return eng.Kill(e.ctx, job, reason)
+			func(svc jobapi.Service, e *env, job runtime.JobID, reason string) error {
+				return svc.Kill(e.ctx, job, reason)
 			}),
 		controlCommand("pause", "hold a job until it is resumed", "", "Pause a job: workers hand its messages back until it is resumed.",
-			func(eng *runtime.Engine, e *env, job runtime.JobID, _ string) error { return eng.Pause(e.ctx, job) }),
+			func(svc jobapi.Service, e *env, job runtime.JobID, _ string) error { return svc.Pause(e.ctx, job) }),
 		controlCommand("resume", "let a paused job continue", "", "Resume a paused job.",
-			func(eng *runtime.Engine, e *env, job runtime.JobID, _ string) error { return eng.Resume(e.ctx, job) }),
+			func(svc jobapi.Service, e *env, job runtime.JobID, _ string) error { return svc.Resume(e.ctx, job) }),
 		{"signal", "record a decision at a waiting checkpoint", signalUsage, runSignal},
+		{"jobs", "list jobs, newest first, with filters", jobsUsage, runJobs},
 	}
 }
 
@@ -228,7 +217,9 @@ const signalUsage = `Usage: flowgen signal [--store PATH] (--approve | --reject)
 
 Records a human decision at the checkpoint node NODE of job JOB and resumes
 the job: the checkpoint's input continues on its "approved" or "rejected"
-port. A decision is final.
+port. A decision is final. When flowgen serve owns the store the job goes
+on at once; otherwise it goes on in the next process that runs workers
+for its flow (flowgen serve, worker or run).
 
 Exit status: 0 resumed, 1 no such job or no checkpoint NODE waiting, 2 usage or I/O error.
 
@@ -251,20 +242,19 @@ func runSignal(e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	job, s, code := jobArgs(e, fs, "signal", rest[:1], open)
-	if s == nil {
+	job, svc, done, code := jobArgs(e, fs, "signal", rest[:1], open)
+	if svc == nil {
 		return code
 	}
-	defer s.Close()
-	eng := runtime.New(s, runtime.Options{Owner: "flowgen-signal"})
-	n, err := eng.Signal(e.ctx, job, rest[1], runtime.Decision{Approved: *approve, By: *by, Note: *note})
+	defer done()
+	n, err := svc.Signal(e.ctx, job, rest[1], runtime.Decision{Approved: *approve, By: *by, Note: *note})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "flowgen signal: %v\n", err)
-		if errors.Is(err, store.ErrNotFound) {
-			return exitProblems
-		}
-		return exitUsage
+		return jobError(e, "signal", err)
 	}
-	fmt.Fprintf(e.stdout, "resumed %d activation(s) of %s\n", n, rest[1])
+	decision := map[bool]string{true: "approved", false: "rejected"}[*approve]
+	fmt.Fprintf(e.stdout, "%s: %s at %s (%d activation(s) resumed)\n", job, decision, rest[1], n)
+	if _, remote := svc.(*jobapi.Client); !remote {
+		fmt.Fprintf(e.stderr, "flowgen signal: no flowgen serve owns the store: the job goes on when workers for its flow run (flowgen serve, worker or run)\n")
+	}
 	return exitOK
 }

@@ -45,6 +45,7 @@ func commands() []command {
 		{"gen", "generate typed Go code from ConnectorSpecs (go generate)", genUsage, runGen},
 		{"run", "run one job of a generated flow and print its result", runUsage, runRun},
 		{"worker", "run workers for generated flows until interrupted", workerUsage, runWorker},
+		{"serve", "own the store: run workers and a local job API the other commands use", serveUsage, runServe},
 		{"keygen", "generate an ECDSA P-256 signing key pair", keygenUsage, runKeygen},
 		{"sign", "sign files (cosign verify-blob compatible)", signUsage, runSign},
 		{"verify", "verify files against their signatures", verifyUsage, runVerify},

@@ -3,35 +3,55 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/gen"
+	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/localrun"
 )
 
-const runUsage = `Usage: flowgen run [flags] FLOW.yaml
+const runUsage = `Usage: flowgen run [flags] --input FILE FLOW.yaml
 
 Runs one job of a generated flow and prints its status (state, result by
-node, errors) as JSON. The flow's Go package must be generated and up to
-date (go generate ./...); run builds a small program around its constructor,
+node, errors) as JSON. The input is checked first: a JSON syntax error is
+reported with its line and column, and every value the flow's entry nodes'
+input schemas refuse with its JSON path; no job is created for it.
+
+When flowgen serve owns the store, the job goes to it. Otherwise run
+builds a small program around the flow's generated constructor (the
+flow's Go package must be generated and up to date: go generate ./...),
 with each connector package's default implementation, using "go build" in
-the flow's module (nothing is written to your tree), and runs the job's workers in that process
-on the job store (by default the embedded file flowgen.db, created if
-missing). Subflows in the same package are registered too.
+the flow's module (nothing is written to your tree), and runs the job's
+workers in that process on the store (by default the embedded file
+flowgen.db, created if missing). Subflows in the same package are
+registered too.
+
+A job that reaches a checkpoint returns at once: run prints the exact
+flowgen signal command that decides it.
 
 Capabilities are backed by the store (KV, dedupe), --blobs (blobs),
 FLOWGEN_SECRET_<HANDLE> environment variables (secrets; the handle upper-
-cased with non-alphanumerics as _), FLOWGEN_DATABASE_URL (db.read and
+cased with non-alphanumerics as _: stripe/secret-key is
+FLOWGEN_SECRET_STRIPE_SECRET_KEY), FLOWGEN_DATABASE_URL (db.read and
 db.write) and the network, within each connector's egress allowlist.
+FLOWGEN_CONNECT_TO=HOST=URL[,HOST=URL...] sends the requests meant for an
+allowed HOST to a stand-in (api.stripe.com=http://127.0.0.1:18610), as
+curl --connect-to does; egress is still judged on HOST.
 
 Exit status: 0 the job succeeded, 1 it failed, was killed or is still
-running at --timeout (it stays in the store: inspect, signal or resume it),
-2 usage, I/O or build error.
+running at --timeout (it stays in the store: inspect or resume it), 2
+usage, input, I/O or build error, 3 it waits at a checkpoint for a
+decision.
 
 Flags:
 `
@@ -40,7 +60,7 @@ func runRun(e *env, args []string) int {
 	fs := newFlagSet(e, "run", runUsage)
 	storePath := fs.String("store", "", storeFlagHelp)
 	input := fs.String("input", "", "JSON input of the job: a file, or - for standard input (required)")
-	timeout := fs.Duration("timeout", 0, "stop waiting after this long (default 5m); the job stays in the store")
+	timeout := fs.Duration("timeout", 5*time.Minute, "stop waiting after this long; the job stays in the store")
 	workers := fs.Int("workers", 4, "workers in the run process")
 	blobs := fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities")
 	rest, err := parseFlags(fs, args)
@@ -58,19 +78,38 @@ func runRun(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "flowgen run: %s has errors\n", rest[0])
 		return exitProblems
 	}
+	var data []byte
+	inputName := *input
+	if *input == "-" {
+		data, err = io.ReadAll(e.stdin)
+		inputName = ""
+	} else {
+		data, err = os.ReadFile(*input)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen run: input: %v\n", err)
+		return exitUsage
+	}
+	if err := g.CheckInput(inputName, data); err != nil {
+		fmt.Fprintf(e.stderr, "flowgen run: %v\n", err)
+		return exitUsage
+	}
+	store := resolveStore(*storePath)
+	if !localrun.IsDatabaseURL(store) {
+		if abs, err := filepath.Abs(store); err == nil {
+			if c, err := jobapi.Discover(e.ctx, abs); err == nil {
+				return runOnServer(e, c, g, data, *timeout, store)
+			}
+		}
+	}
 	prog, cleanup, code := buildFlowProgram(e, "run", "Main", []*flowir.Graph{g})
 	if code != exitOK {
 		return code
 	}
 	defer cleanup()
-	store := resolveStore(*storePath)
-	progArgs := []string{"--store", absUnlessURL(store), "--input", absUnlessDash(*input),
-		"--workers", fmt.Sprint(*workers), "--blobs", absUnlessDash(*blobs)}
-	if *timeout > 0 {
-		progArgs = append(progArgs, "--timeout", timeout.String())
-	}
-	cmd := exec.CommandContext(e.ctx, prog, progArgs...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
+	cmd := exec.CommandContext(e.ctx, prog, "--store", absUnlessURL(store), "--input", "-",
+		"--workers", fmt.Sprint(*workers), "--blobs", absUnlessDash(*blobs), "--timeout", timeout.String())
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(data), e.stdout, e.stderr
 	err = cmd.Run()
 	if exit, ok := err.(*exec.ExitError); ok {
 		return exit.ExitCode()
@@ -80,6 +119,28 @@ func runRun(e *env, args []string) int {
 		return exitUsage
 	}
 	return exitOK
+}
+
+// runOnServer starts the job on the flowgen serve that owns the store and
+// follows it as a local run would.
+func runOnServer(e *env, c *jobapi.Client, g *flowir.Graph, input []byte, timeout time.Duration, store string) int {
+	job, err := c.Start(e.ctx, g.Flow.ID, input)
+	if errors.Is(err, runtime.ErrUnknownFlow) {
+		fmt.Fprintf(e.stderr, "flowgen run: the flowgen serve that owns %s (pid %d) does not run flow %s; restart it with %s\n",
+			store, c.Endpoint.PID, g.Flow.ID, g.Flow.File)
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen run: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "run: job %s of %s started on flowgen serve (pid %d)\n", job, g.Flow.ID, c.Endpoint.PID)
+	out, err := jobapi.Await(e.ctx, c, job, timeout)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen run: %v\n", err)
+		return exitProblems
+	}
+	return localrun.Report(e.stdout, e.stderr, job, out, timeout, localrun.StoreFlag(store))
 }
 
 func absUnlessURL(s string) string {
@@ -196,19 +257,90 @@ const workerUsage = `Usage: flowgen worker [flags] FLOW.yaml...
 Runs workers for the given generated flows (and their subflows) until
 interrupted (SIGINT or SIGTERM), then lets in-flight steps finish. Point
 every worker, on as many machines as you like, at one PostgreSQL store with
---store postgres://...; the embedded file store serves one process. Jobs
-are started by flowgen run or by your own program; capabilities are backed
-as for flowgen run. Every flow must be generated and up to date, and in one
-Go module.
+--store postgres://...; the embedded file store has one owner, so on it
+prefer flowgen serve, which runs the same workers and lets every other
+command in. Jobs are started by flowgen run or by your own program;
+capabilities are backed as for flowgen run. Every flow must be generated
+and up to date, and in one Go module.
 
 Flags:
 `
 
+const serveUsage = `Usage: flowgen serve [flags] FLOW.yaml...
+
+Runs workers for the given generated flows (and their subflows) on the
+store and serves a local job API on --addr (127.0.0.1, any free port by
+default) until interrupted (SIGINT or SIGTERM). On an embedded store it
+writes the API's address and a token to an endpoint file next to the
+store (STORE.api.json, readable only by you); run, inspect, jobs, pause,
+resume, kill and signal find it there and go through the server, so no
+command fails because the server holds the file. Inputs are checked
+against each flow's schemas before a job is created. Capabilities are
+backed as for flowgen run.
+
+Flags:
+`
+
+// programFlags are the flags worker and serve hand to the flow program.
+type programFlags struct {
+	store, blobs *string
+	workers      *int
+}
+
+func newProgramFlags(fs *flag.FlagSet) programFlags {
+	return programFlags{
+		store:   fs.String("store", "", storeFlagHelp),
+		workers: fs.Int("workers", 4, "workers in this process"),
+		blobs:   fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities"),
+	}
+}
+
+func (p programFlags) args() []string {
+	return []string{"--store", absUnlessURL(resolveStore(*p.store)), "--workers", fmt.Sprint(*p.workers), "--blobs", absUnlessDash(*p.blobs)}
+}
+
+// loadFlows loads every flow file, printing diagnostics on failure.
+func loadFlows(e *env, name string, files []string) ([]*flowir.Graph, int) {
+	var graphs []*flowir.Graph
+	for _, f := range files {
+		g, diags := flowir.NewLoader().LoadFlow(f)
+		if diags.HasErrors() || g == nil {
+			diags.WriteText(e.stdout)
+			fmt.Fprintf(e.stderr, "flowgen %s: %s has errors\n", name, f)
+			return nil, exitProblems
+		}
+		graphs = append(graphs, g)
+	}
+	return graphs, exitOK
+}
+
+// runUntilInterrupted runs the flow program until it exits or the command
+// is interrupted, then stops it gracefully (in-flight steps finish).
+func runUntilInterrupted(e *env, name, prog string, args []string) int {
+	cmd := exec.Command(prog, args...)
+	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(e.stderr, "flowgen %s: %v\n", name, err)
+		return exitUsage
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-e.ctx.Done():
+		cmd.Process.Signal(os.Interrupt)
+		err = <-done
+	}
+	if exit, ok := err.(*exec.ExitError); ok {
+		return exit.ExitCode()
+	}
+	return exitOK
+}
+
 func runWorker(e *env, args []string) int {
 	fs := newFlagSet(e, "worker", workerUsage)
-	storePath := fs.String("store", "", storeFlagHelp)
-	workers := fs.Int("workers", 4, "workers in this process")
-	blobs := fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities")
+	pf := newProgramFlags(fs)
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -218,38 +350,43 @@ func runWorker(e *env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	var graphs []*flowir.Graph
-	for _, f := range rest {
-		g, diags := flowir.NewLoader().LoadFlow(f)
-		if diags.HasErrors() || g == nil {
-			diags.WriteText(e.stdout)
-			fmt.Fprintf(e.stderr, "flowgen worker: %s has errors\n", f)
-			return exitProblems
-		}
-		graphs = append(graphs, g)
+	graphs, code := loadFlows(e, "worker", rest)
+	if code != exitOK {
+		return code
 	}
 	prog, cleanup, code := buildFlowProgram(e, "worker", "WorkerMain", graphs)
 	if code != exitOK {
 		return code
 	}
 	defer cleanup()
-	store := resolveStore(*storePath)
-	cmd := exec.Command(prog, "--store", absUnlessURL(store), "--workers", fmt.Sprint(*workers), "--blobs", absUnlessDash(*blobs))
-	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(e.stderr, "flowgen worker: %v\n", err)
+	return runUntilInterrupted(e, "worker", prog, pf.args())
+}
+
+func runServe(e *env, args []string) int {
+	fs := newFlagSet(e, "serve", serveUsage)
+	pf := newProgramFlags(fs)
+	addr := fs.String("addr", "127.0.0.1:0", "address of the job API (port 0: any free port)")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(rest) == 0 {
+		fmt.Fprint(e.stderr, "flowgen serve: name at least one FLOW file\n\n")
+		fs.Usage()
 		return exitUsage
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-e.ctx.Done():
-		cmd.Process.Signal(os.Interrupt) // graceful: in-flight steps finish
-		err = <-done
+	graphs, code := loadFlows(e, "serve", rest)
+	if code != exitOK {
+		return code
 	}
-	if exit, ok := err.(*exec.ExitError); ok {
-		return exit.ExitCode()
+	prog, cleanup, code := buildFlowProgram(e, "serve", "ServeMain", graphs)
+	if code != exitOK {
+		return code
 	}
-	return exitOK
+	defer cleanup()
+	progArgs := append(pf.args(), "--addr", *addr)
+	for _, f := range rest {
+		progArgs = append(progArgs, "--flow", absUnlessDash(f))
+	}
+	return runUntilInterrupted(e, "serve", prog, progArgs)
 }

@@ -58,9 +58,10 @@ func Discover(ctx context.Context, storePath string) (*Client, error) {
 }
 
 // Serve listens on addr (host:port; port 0 picks one), writes the endpoint
-// file for storePath, and serves svc until ctx ends; then it removes the
-// file and shuts the server down, letting requests in flight finish.
-// ready, when set, is called once the endpoint file is in place.
+// file for the embedded store at storePath (none when storePath is ""),
+// and serves svc until ctx ends; then it removes the file and shuts the
+// server down, letting requests in flight finish. ready, when set, is
+// called once the endpoint file is in place.
 func Serve(ctx context.Context, addr, storePath string, svc Service, opts HandlerOptions, ready func(Endpoint)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -71,16 +72,19 @@ func Serve(ctx context.Context, addr, storePath string, svc Service, opts Handle
 	rand.Read(secret)
 	ep := Endpoint{Addr: ln.Addr().String(), Token: base64.RawURLEncoding.EncodeToString(secret), PID: os.Getpid(), Store: storePath}
 	opts.Token = ep.Token
-	opts.Info.PID, opts.Info.Store = ep.PID, storePath
-	raw, _ := json.MarshalIndent(ep, "", "  ")
-	path := EndpointPath(storePath)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	opts.Info.PID = ep.PID
+	if storePath != "" {
+		opts.Info.Store = storePath
+		raw, _ := json.MarshalIndent(ep, "", "  ")
+		path := EndpointPath(storePath)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := atomicfile.Write(path, append(raw, '\n'), 0o600); err != nil {
+			return err
+		}
+		defer removeIfOurs(path, ep)
 	}
-	if err := atomicfile.Write(path, append(raw, '\n'), 0o600); err != nil {
-		return err
-	}
-	defer removeIfOurs(path, ep)
 	srv := &http.Server{Handler: NewHandler(svc, opts), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

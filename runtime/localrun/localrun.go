@@ -20,6 +20,7 @@ import (
 	_ "github.com/lib/pq" // the driver behind FLOWGEN_DATABASE_URL
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
@@ -40,7 +41,11 @@ func OpenStore(ctx context.Context, spec string, create bool) (store.Store, erro
 	if _, err := os.Stat(spec); err != nil && !(create && errors.Is(err, os.ErrNotExist)) {
 		return nil, fmt.Errorf("store %s: %w", spec, err)
 	}
-	return boltstore.Open(spec, boltstore.Options{})
+	opts := boltstore.Options{}
+	if !create {
+		opts.LockTimeout = 2 * time.Second // a command, not a worker: say so soon
+	}
+	return boltstore.Open(spec, opts)
 }
 
 // Constructor builds one flow; generated packages have one per flow.
@@ -59,17 +64,16 @@ const (
 )
 
 // Run starts one job of root with the input from --input (a JSON file, or
-// - for standard input), runs workers in process until the job finishes or
-// --timeout passes, and prints the job's status as JSON. Flows in others
-// are registered too (the subflows root runs).
+// - for standard input), runs workers in process until the job finishes,
+// waits at a checkpoint or --timeout passes, and prints the job's status
+// as JSON (Report). Flows in others are registered too (the subflows root
+// runs).
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, root Constructor, others ...Constructor) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	storeSpec := fs.String("store", "flowgen.db", "job store: a bbolt file (created if missing) or a postgres:// URL")
+	cf := commonFlags(fs)
 	input := fs.String("input", "", "JSON input of the job: a file, or - for standard input (required)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "stop waiting after this long; the job stays in the store")
-	workers := fs.Int("workers", 4, "workers running in this process")
-	blobs := fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -89,29 +93,16 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ExitUsage
 	}
 	if !json.Valid(data) {
-		fmt.Fprintf(stderr, "run: input %s is not JSON\n", *input)
+		fmt.Fprintf(stderr, "run: input %s is not JSON (flowgen run says where)\n", *input)
 		return ExitUsage
 	}
-	e, closeAll, err := engine(ctx, *storeSpec, *blobs)
+	e, names, closeAll, err := cf.engine(ctx, append([]Constructor{root}, others...))
 	if err != nil {
 		fmt.Fprintf(stderr, "run: %v\n", err)
 		return ExitUsage
 	}
 	defer closeAll()
-	var rootName string
-	for i, build := range append([]Constructor{root}, others...) {
-		f, err := build()
-		if err == nil {
-			err = e.Register(f)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "run: %v\n", err)
-			return ExitUsage
-		}
-		if i == 0 {
-			rootName = f.Name
-		}
-	}
+	rootName, storeSpec, workers := names[0], cf.store, cf.workers
 	job, err := e.Start(ctx, rootName, data)
 	if err != nil {
 		fmt.Fprintf(stderr, "run: %v\n", err)
@@ -121,37 +112,61 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- e.Run(runCtx, *workers) }()
-	status, finished := wait(ctx, e, job, *timeout)
+	out, err := jobapi.Await(ctx, e, job, *timeout)
 	cancel()
 	<-done
-	out, _ := json.MarshalIndent(struct {
+	if err != nil {
+		fmt.Fprintf(stderr, "run: %v\n", err)
+		return ExitFailed
+	}
+	return Report(stdout, stderr, job, out, *timeout, StoreFlag(*storeSpec))
+}
+
+// Exit codes of Report beyond those of Run.
+const (
+	// ExitWaiting: the job waits at a checkpoint for a decision.
+	ExitWaiting = 3
+)
+
+// StoreFlag is the --store argument that names spec to another flowgen
+// command ("" for the default store).
+func StoreFlag(spec string) string {
+	if spec == "" || spec == DefaultStore {
+		return ""
+	}
+	return " --store " + spec
+}
+
+// DefaultStore is the embedded store used when none is named.
+const DefaultStore = "flowgen.db"
+
+// Report prints the job's status as JSON on stdout, says on stderr what
+// to do next when the job did not finish, and returns the exit code:
+// ExitSucceeded, ExitFailed (failed, killed, or still running at timeout)
+// or ExitWaiting.
+func Report(stdout, stderr io.Writer, job runtime.JobID, out jobapi.Outcome, timeout time.Duration, storeFlag string) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	enc.Encode(struct {
 		Job string `json:"job"`
 		runtime.JobStatus
-	}{job.String(), status}, "", "  ")
-	fmt.Fprintln(stdout, string(out))
+		Waiting []string `json:"waiting,omitempty"`
+	}{job.String(), out.Status, out.Waiting})
 	switch {
-	case !finished:
-		fmt.Fprintf(stderr, "run: job %s is still running after %s (parked at a checkpoint, or slow); continue with flowgen inspect|signal --store %s %s\n", job, *timeout, *storeSpec, job)
+	case len(out.Waiting) > 0:
+		for _, node := range out.Waiting {
+			fmt.Fprintf(stderr, "run: job %s waits at checkpoint %s for a decision:\n\tflowgen signal%s --approve %s %s   (or --reject)\n", job, node, storeFlag, job, node)
+		}
+		fmt.Fprintf(stderr, "run: the job goes on in flowgen serve once decided (or in flowgen worker, or the next flowgen run)\n")
+		return ExitWaiting
+	case !out.Finished:
+		fmt.Fprintf(stderr, "run: job %s is still running after %s; it stays in the store: flowgen inspect%s %s\n", job, timeout, storeFlag, job)
 		return ExitFailed
-	case status.State != runtime.StateSucceeded:
+	case out.Status.State != runtime.StateSucceeded:
 		return ExitFailed
 	}
 	return ExitSucceeded
-}
-
-// wait polls the job's status until it leaves running or timeout passes.
-func wait(ctx context.Context, e *runtime.Engine, job runtime.JobID, timeout time.Duration) (runtime.JobStatus, bool) {
-	deadline := time.Now().Add(timeout)
-	for {
-		st, err := e.Status(ctx, job)
-		if err == nil && st.State != runtime.StateRunning {
-			return st, true
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return st, false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // Work runs workers for the given flows until ctx is cancelled (flowgen
@@ -160,32 +175,18 @@ func wait(ctx context.Context, e *runtime.Engine, job runtime.JobID, timeout tim
 func Work(ctx context.Context, args []string, stderr io.Writer, flows ...Constructor) int {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	storeSpec := fs.String("store", "flowgen.db", "job store: a bbolt file (created if missing) or a postgres:// URL")
-	workers := fs.Int("workers", 4, "workers in this process")
-	blobs := fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities")
+	cf := commonFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
-	e, closeAll, err := engine(ctx, *storeSpec, *blobs)
+	e, names, closeAll, err := cf.engine(ctx, flows)
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return ExitUsage
 	}
 	defer closeAll()
-	var names []string
-	for _, build := range flows {
-		f, err := build()
-		if err == nil {
-			err = e.Register(f)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "worker: %v\n", err)
-			return ExitUsage
-		}
-		names = append(names, f.Name)
-	}
-	fmt.Fprintf(stderr, "worker: %d workers on %s for %s\n", *workers, *storeSpec, strings.Join(names, ", "))
-	if err := e.Run(ctx, *workers); err != nil && ctx.Err() == nil {
+	fmt.Fprintf(stderr, "worker: %d workers on %s for %s\n", *cf.workers, *cf.store, strings.Join(names, ", "))
+	if err := e.Run(ctx, *cf.workers); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return ExitFailed
 	}
@@ -201,13 +202,29 @@ func WorkerMain(flows ...Constructor) {
 	os.Exit(Work(ctx, os.Args[1:], os.Stderr, flows...))
 }
 
+// flags are the flags every entry point takes.
+type flags struct {
+	store   *string
+	workers *int
+	blobs   *string
+}
+
+func commonFlags(fs *flag.FlagSet) flags {
+	return flags{
+		store:   fs.String("store", DefaultStore, "job store: a bbolt file (created if missing) or a postgres:// URL"),
+		workers: fs.Int("workers", 4, "workers running in this process"),
+		blobs:   fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities"),
+	}
+}
+
 // engine opens the store and builds an engine whose capabilities are
-// backed by it, the blob directory, environment secrets and
-// FLOWGEN_DATABASE_URL.
-func engine(ctx context.Context, storeSpec, blobs string) (*runtime.Engine, func(), error) {
-	st, err := OpenStore(ctx, storeSpec, true)
+// backed by it, the blob directory, environment secrets,
+// FLOWGEN_DATABASE_URL and FLOWGEN_CONNECT_TO, then registers the flows
+// and returns their names.
+func (f flags) engine(ctx context.Context, flows []Constructor) (*runtime.Engine, []string, func(), error) {
+	st, err := OpenStore(ctx, *f.store, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	closers := []func() error{st.Close}
 	closeAll := func() {
@@ -215,18 +232,39 @@ func engine(ctx context.Context, storeSpec, blobs string) (*runtime.Engine, func
 			closers[i]()
 		}
 	}
-	grants := runtime.Grants{Store: st, BlobDir: blobs}
+	fail := func(err error) (*runtime.Engine, []string, func(), error) {
+		closeAll()
+		return nil, nil, nil, err
+	}
+	grants := runtime.Grants{Store: st, BlobDir: *f.blobs}
 	if url := os.Getenv("FLOWGEN_DATABASE_URL"); url != "" {
 		db, err := sql.Open("postgres", url)
 		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("FLOWGEN_DATABASE_URL: %w", err)
+			return fail(fmt.Errorf("FLOWGEN_DATABASE_URL: %w", err))
 		}
 		closers = append(closers, db.Close)
 		grants.DB = db
 	}
+	if spec := os.Getenv("FLOWGEN_CONNECT_TO"); spec != "" {
+		routes, err := runtime.ParseConnectTo(spec)
+		if err != nil {
+			return fail(fmt.Errorf("FLOWGEN_CONNECT_TO: %w", err))
+		}
+		grants.Transport = &runtime.ConnectTo{Routes: routes}
+	}
 	e := runtime.New(st, runtime.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Capabilities: grants.For})
-	return e, closeAll, nil
+	var names []string
+	for _, build := range flows {
+		fl, err := build()
+		if err == nil {
+			err = e.Register(fl)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		names = append(names, fl.Name)
+	}
+	return e, names, closeAll, nil
 }
 
 func hostname() string {

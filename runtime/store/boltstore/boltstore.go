@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -34,7 +35,15 @@ type Options struct {
 	// NoSync skips fsync on commit. Only for tests that simulate crashes by
 	// discarding process state: a machine crash may lose committed work.
 	NoSync bool
+	// LockTimeout is how long Open waits for another process to release
+	// the file (default 5s) before failing with ErrLocked.
+	LockTimeout time.Duration
 }
+
+// ErrLocked: another process has the store file open. One process owns an
+// embedded store; others reach its jobs through that process (flowgen
+// serve) or use PostgreSQL.
+var ErrLocked = errors.New("the store file is in use by another process")
 
 // Store is a store.Store on a bbolt file.
 type Store struct {
@@ -46,7 +55,14 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens or creates the store file at path.
 func Open(path string, opts Options) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	timeout := opts.LockTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: %w (waited %s)", path, ErrLocked, timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

@@ -1,0 +1,98 @@
+package localrun
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/flowgen-dev/flowgen/flowir"
+	"github.com/flowgen-dev/flowgen/runtime/jobapi"
+)
+
+// repeated is a flag that may be given many times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }
+
+// Serve runs workers for the given flows and serves the job API
+// (jobapi.NewHandler) on --addr until ctx is cancelled, owning the store:
+// other flowgen commands find it through the endpoint file next to an
+// embedded store and act on its jobs through it. --flow FILE (repeatable)
+// names the flows' Flow IR files, whose entry schemas check every job
+// input before a job is created.
+func Serve(ctx context.Context, args []string, stderr io.Writer, flows ...Constructor) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := commonFlags(fs)
+	addr := fs.String("addr", "127.0.0.1:0", "address of the job API (port 0: any free port; the endpoint file says which)")
+	var flowFiles repeated
+	fs.Var(&flowFiles, "flow", "a flow's Flow IR file, to check job inputs against (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	graphs := map[string]*flowir.Graph{}
+	for _, f := range flowFiles {
+		g, diags := flowir.NewLoader().LoadFlow(f)
+		if g == nil || diags.HasErrors() {
+			fmt.Fprintf(stderr, "serve: %s: %v\n", f, diags.Err())
+			return ExitUsage
+		}
+		graphs[g.Flow.ID] = g
+	}
+	e, names, closeAll, err := cf.engine(ctx, flows)
+	if err != nil {
+		fmt.Fprintf(stderr, "serve: %v\n", err)
+		return ExitUsage
+	}
+	defer closeAll()
+	check := func(flow string, input []byte) error {
+		if g := graphs[flow]; g != nil {
+			return g.CheckInput("input", input)
+		}
+		return nil
+	}
+	storePath, endpointFile := "", "none: a PostgreSQL store is shared directly"
+	if !IsDatabaseURL(*cf.store) {
+		if storePath, err = filepath.Abs(*cf.store); err != nil {
+			fmt.Fprintf(stderr, "serve: %v\n", err)
+			return ExitUsage
+		}
+		endpointFile = jobapi.EndpointPath(storePath)
+	}
+	workCtx, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	workDone := make(chan error, 1)
+	go func() { workDone <- e.Run(workCtx, *cf.workers) }()
+	err = jobapi.Serve(ctx, *addr, storePath, e, jobapi.HandlerOptions{CheckInput: check, Info: jobapi.Info{Flows: names}},
+		func(ep jobapi.Endpoint) {
+			fmt.Fprintf(stderr, "serve: %d workers on %s for %s\n", *cf.workers, *cf.store, strings.Join(names, ", "))
+			fmt.Fprintf(stderr, "serve: job API on http://%s (endpoint file %s); run, inspect, jobs, pause, resume, kill and signal go through it\n",
+				ep.Addr, endpointFile)
+		})
+	stopWork()
+	if werr := <-workDone; werr != nil && !errors.Is(werr, context.Canceled) && err == nil {
+		err = werr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "serve: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintln(stderr, "serve: stopped")
+	return ExitSucceeded
+}
+
+// ServeMain is Serve with the process's arguments, stopping on SIGINT or
+// SIGTERM; it exits.
+func ServeMain(flows ...Constructor) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(Serve(ctx, os.Args[1:], os.Stderr, flows...))
+}
