@@ -56,11 +56,6 @@ const ExternalDir = "_flowgen/external"
 // flowgen.dev/connectors/payments/charge/v2 (semantic import versioning).
 const ModulePrefix = "flowgen.dev/connectors"
 
-// UnpublishedVersion is the version a synthesized go.mod requires the
-// enclosing module at when that module has no version of its own; consumers
-// replace it (a go.mod replace directive or a go.work) with the real one.
-const UnpublishedVersion = "v0.0.0-00010101000000-000000000000"
-
 // skipDirs are never packaged: certification output and VCS metadata.
 var skipDirs = map[string]bool{"certification": true, ".git": true, ".hg": true, ".svn": true, ".bzr": true}
 
@@ -250,26 +245,33 @@ func moduleIdentity(dir string, spec *connectorspec.Spec, opts Options, files ma
 	if err != nil {
 		return module.Version{}, err
 	}
-	out := &modfile.File{}
-	if err := out.AddModuleStmt(path); err != nil {
-		return module.Version{}, err
-	}
-	if parent.Go != nil {
-		if err := out.AddGoStmt(parent.Go.Version); err != nil {
-			return module.Version{}, err
-		}
-	}
-	if err := out.AddRequire(parent.Module.Mod.Path, UnpublishedVersion); err != nil {
-		return module.Version{}, err
-	}
-	for _, r := range parent.Require {
-		out.AddNewRequire(r.Mod.Path, r.Mod.Version, r.Indirect)
-	}
-	out.Cleanup()
-	out.SetRequireSeparateIndirect(out.Require)
-	gomod, err := out.Format()
+	reqs, err := requirements(dir, parent.Module.Mod.Path)
 	if err != nil {
 		return module.Version{}, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "module %s\n", modfile.AutoQuote(path))
+	if parent.Go != nil {
+		fmt.Fprintf(&b, "\ngo %s\n", parent.Go.Version)
+	}
+	for _, indirect := range []bool{false, true} {
+		var block []string
+		for _, r := range reqs {
+			if r.Indirect == indirect {
+				line := "\t" + modfile.AutoQuote(r.Mod.Path) + " " + r.Mod.Version
+				if indirect {
+					line += " // indirect"
+				}
+				block = append(block, line)
+			}
+		}
+		if len(block) > 0 {
+			fmt.Fprintf(&b, "\nrequire (\n%s\n)\n", strings.Join(block, "\n"))
+		}
+	}
+	gomod := b.Bytes()
+	if _, err := modfile.Parse("go.mod", gomod, nil); err != nil {
+		return module.Version{}, fmt.Errorf("synthesized go.mod: %w", err)
 	}
 	files["go.mod"] = gomod
 	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {

@@ -3,6 +3,8 @@ package artifact_test
 import (
 	"archive/zip"
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 )
 
 const charge = "../examples/connectors/charge"
@@ -38,10 +41,8 @@ func TestBuildIsDeterministic(t *testing.T) {
 	// The same files elsewhere, with other modification times, give the
 	// same bytes.
 	root := t.TempDir()
+	unzipFlowgen(t, root)
 	copyTree(t, "../examples/connectors", filepath.Join(root, "examples/connectors"))
-	for _, f := range []string{"go.mod", "go.sum"} {
-		copyFile(t, filepath.Join("..", f), filepath.Join(root, f))
-	}
 	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Chtimes(p, old, old) })
 	c := build(t, filepath.Join(root, "examples/connectors/charge"))
@@ -82,7 +83,11 @@ func TestBuildIsAValidModuleZip(t *testing.T) {
 		}
 	}
 	gomod := readZip(t, a.Zip, m.Module+"@"+m.Version+"/go.mod")
-	for _, w := range []string{"module flowgen.dev/connectors/payments/charge/v2", "github.com/flowgen-dev/flowgen " + artifact.UnpublishedVersion, "go.etcd.io/bbolt"} {
+	flowgen, err := flowgenmod.Build(context.Background(), "..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"module flowgen.dev/connectors/payments/charge/v2", "go 1.26.0", "github.com/flowgen-dev/flowgen " + flowgen.Version + "\n", "github.com/fxamacker/cbor/v2 v2.10.0 // indirect"} {
 		if !strings.Contains(gomod, w) {
 			t.Errorf("go.mod lacks %q:\n%s", w, gomod)
 		}
@@ -222,4 +227,35 @@ func readZip(t *testing.T, z []byte, name string) string {
 
 func modVersion(m artifact.Manifest) module.Version {
 	return module.Version{Path: m.Module, Version: m.Version}
+}
+
+// unzipFlowgen lays out the flowgen module's package files under root, as
+// a checkout without tests would have them.
+func unzipFlowgen(t *testing.T, root string) {
+	t.Helper()
+	m, err := flowgenmod.Build(context.Background(), "..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(m.Zip), int64(len(m.Zip)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := flowgenmod.Path + "@" + m.Version + "/"
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(f.Name, prefix)))
+		os.MkdirAll(filepath.Dir(target), 0o755)
+		if err := os.WriteFile(target, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
