@@ -573,7 +573,7 @@ func (c *run) packageArtifact(ch *Check) {
 }
 
 func (c *run) sbom(ch *Check) {
-	doc, err := sbom.Generate(c.dir, sbom.Options{Name: c.spec.ID, Version: c.spec.Version, Digest: strings.TrimPrefix(c.report.ArtifactDigest, "sha256:"), Created: c.report.Started, Tool: c.opts.Tool})
+	doc, err := sbom.Generate(c.dir, sbom.Options{Name: c.spec.ID, Version: c.spec.Version, Digest: strings.TrimPrefix(c.report.ArtifactDigest, "sha256:"), Created: c.report.Started, Tool: c.opts.Tool, Env: goEnv()})
 	if err == nil {
 		err = sbom.Validate(doc)
 	}

@@ -40,13 +40,15 @@ func harnessMain(importPath string) ([]byte, error) {
 
 // goEnv is the environment of every go command certification runs on the
 // artifact: no cgo (so no C toolchain runs with flags the artifact chose),
-// no toolchain download the artifact could ask for, and no go.mod edits.
+// no toolchain download the artifact could ask for, no go.mod edits, and
+// the workspace found from the connector's directory (the go.work
+// Workspace wrote), whatever GOWORK the caller has.
 func goEnv() []string {
 	env := make([]string, 0, len(os.Environ())+3)
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "CGO_ENABLED", "GOTOOLCHAIN", "GOFLAGS", "GOOS", "GOARCH":
+		case "CGO_ENABLED", "GOTOOLCHAIN", "GOFLAGS", "GOOS", "GOARCH", "GOWORK":
 			continue
 		}
 		env = append(env, kv)

@@ -37,6 +37,9 @@ type Options struct {
 	Created time.Time
 	// Tool is the creating tool, e.g. "flowgen-v0.4.0".
 	Tool string
+	// Env is the environment of the go commands Generate runs (the
+	// process's when nil).
+	Env []string
 }
 
 // module is one module in the document.
@@ -46,7 +49,7 @@ type module struct {
 
 // Generate builds the document for the Go package in dir.
 func Generate(dir string, opts Options) (*spdx.Document, error) {
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedModule | packages.NeedDeps | packages.NeedImports, Dir: dir}
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedModule | packages.NeedDeps | packages.NeedImports, Dir: dir, Env: opts.Env}
 	pkgs, err := packages.Load(cfg, ".")
 	if err != nil {
 		return nil, fmt.Errorf("sbom: load %s: %w", dir, err)
@@ -76,7 +79,7 @@ func Generate(dir string, opts Options) (*spdx.Document, error) {
 		m.sum = sums[m.path+" "+m.version]
 		mods = append(mods, m)
 	}
-	edges, err := graph(main.Dir)
+	edges, err := graph(main.Dir, opts.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +104,9 @@ func goSums(path string) (map[string]string, error) {
 }
 
 // graph returns the module requirement edges ("a@v b@v") of the main module.
-func graph(dir string) ([][2]string, error) {
+func graph(dir string, env []string) ([][2]string, error) {
 	cmd := exec.Command("go", "mod", "graph")
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, env
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("sbom: go mod graph: %w", err)

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
+	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
@@ -16,7 +18,9 @@ const fixtureDBEnv = "FLOWGEN_FIXTURE_DATABASE"
 
 const certifyUsage = `Usage: flowgen certify [--out DIR] [--key KEY] [--fixture-database URL] CONNECTOR_DIR
 
-Runs the certification checks on a generated connector package and prints
+Packs the connector into its artifact, unpacks it into a workspace of its
+own exactly as a registry does (so a local pass means a registry pass),
+runs the certification checks there and prints
 each check's outcome as it finishes, with its evidence: spec, generated,
 artifact, static-analysis and build (gates: when one fails, nothing after
 it runs), then fixtures, duplicate-delivery, determinism, data-classes,
@@ -86,7 +90,34 @@ func runCertify(e *env, args []string) int {
 			fmt.Fprintf(e.stdout, "       %s\n", ev)
 		}
 	}
-	r, err := certify.Run(e.ctx, dir, opts)
+	// Judge exactly what a registry will: the artifact, unpacked into a
+	// workspace of its own against the flowgen this connector builds with.
+	a, err := artifact.Build(dir, artifact.Options{})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
+		return exitProblems
+	}
+	flowgenDir, _, err := flowgenmod.Used(e.ctx, dir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
+		return exitUsage
+	}
+	work, err := os.MkdirTemp("", "flowgen-certify-")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
+		return exitUsage
+	}
+	defer os.RemoveAll(work)
+	unpacked, err := certify.Workspace(a, work, flowgenDir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
+		return exitProblems
+	}
+	if opts.Out, err = filepath.Abs(opts.Out); err != nil {
+		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
+		return exitUsage
+	}
+	r, err := certify.Run(e.ctx, unpacked, opts)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
 		return exitUsage
