@@ -173,6 +173,10 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"names that collide case-insensitively", upload(h.publisher, craft(t, "payments.charge", "3.0.0",
 			append(validFiles("case"), entry{name: "types_gen.go", data: []byte("package x\n")}, entry{name: "TYPES_GEN.GO", data: []byte("package x\n")})...)),
 			400, "case-insensitive file name collision"},
+		{"built against another flowgen", upload(h.publisher, craft(t, "payments.charge", "3.0.0",
+			entry{name: "connector.yaml", data: []byte("id: crafted\n")},
+			entry{name: "go.mod", data: []byte("module crafted\n\nrequire github.com/flowgen-dev/flowgen v0.0.0-00010101000000-000000000001\n")})),
+			400, "this registry certifies with and serves"},
 		{"build metadata in the version", func() (int, []byte) {
 			a := craft(t, "payments.charge", "3.0.0", validFiles("meta")...)
 			return send(h.publisher, versionPath("payments", "payments.charge", "3.0.0+build.7"), manifestPart(t, a.Manifest), zipPart(a.Zip))

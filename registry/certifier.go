@@ -116,16 +116,9 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	}
 	defer done()
 	root := filepath.Join(work, "src")
-	dir, err := artifact.Extract(&artifact.Artifact{Zip: zipData, Manifest: m}, root)
+	dir, err := certify.Workspace(&artifact.Artifact{Zip: zipData, Manifest: m}, root, s.cfg.FlowgenModule)
 	if err != nil {
-		return s.finish(ctx, k, nil, "the artifact does not unpack: "+err.Error())
-	}
-	gowork := "go 1.26.0\n\nuse ./" + m.Dir + "\n"
-	if s.cfg.FlowgenModule != "" {
-		gowork += "\nreplace github.com/flowgen-dev/flowgen => " + s.cfg.FlowgenModule + "\n"
-	}
-	if err := os.WriteFile(filepath.Join(root, "go.work"), []byte(gowork), 0o644); err != nil {
-		return err
+		return s.finish(ctx, k, nil, err.Error())
 	}
 	out := filepath.Join(work, "out")
 	err = s.runWorker(ctx, WorkerRequest{Dir: dir, Out: out, Module: m.Module, FixtureDatabase: s.cfg.FixtureDatabase, Now: s.now()},
@@ -293,7 +286,7 @@ func (s *Server) finish(ctx context.Context, k meta.Key, evidence map[string]str
 		v.State, v.Reason, v.Updated = state, reason, s.now()
 		v.Progress = "certified"
 		if reason != "" {
-			v.Progress = "rejected"
+			v.Progress = RejectedNext(k.Version)
 		}
 		return nil
 	})
@@ -333,4 +326,10 @@ func failedChecks(r *certify.Report) string {
 func specCertified(m artifact.Manifest, r *certify.Report) bool {
 	d, err := m.SpecDigest()
 	return err == nil && d == r.ManifestDigest
+}
+
+// RejectedNext is the Progress of a rejected version: how to publish a
+// fixed one, since a version number is spent once uploaded.
+func RejectedNext(version string) string {
+	return fmt.Sprintf("rejected; versions are write-once, so publish the fix as a higher version: raise version in connector.yaml above %s, regenerate (go generate ./...) and publish again", version)
 }

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
@@ -34,6 +37,9 @@ func (s *Server) goProxy(w http.ResponseWriter, r *http.Request, p *principal) e
 	mod, err := module.UnescapePath(escMod)
 	if err != nil {
 		return goNotFound("bad module path %q: %v", escMod, err)
+	}
+	if mod == flowgenmod.Path && s.flowgen != nil {
+		return s.serveFlowgen(w, latest, file)
 	}
 	vs, err := s.meta.Search(r.Context(), meta.Query{Module: mod})
 	if err != nil {
@@ -110,4 +116,59 @@ func writeInfo(w http.ResponseWriter, v meta.Version) error {
 		Version string
 		Time    time.Time
 	}{v.ModuleVersion, v.Created.UTC()})
+}
+
+// serveFlowgen answers the proxy protocol for the flowgen module the
+// registry certifies with: its one version.
+func (s *Server) serveFlowgen(w http.ResponseWriter, latest bool, file string) error {
+	m := s.flowgen
+	esc, _ := module.EscapeVersion(m.Version)
+	info := func() error {
+		return writeJSON(w, http.StatusOK, struct{ Version string }{m.Version})
+	}
+	switch file {
+	case "list":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, err := io.WriteString(w, m.Version+"\n")
+		return err
+	case esc + ".info":
+		return info()
+	case esc + ".mod":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, err := w.Write(m.GoMod)
+		return err
+	case esc + ".zip":
+		w.Header().Set("Content-Type", "application/zip")
+		_, err := w.Write(m.Zip)
+		return err
+	}
+	if latest {
+		return info()
+	}
+	return goNotFound("%s: this registry serves %s only", flowgenmod.Path, m.Version)
+}
+
+// FlowgenModuleInfo is GET /v1/flowgen-module: the flowgen module the
+// registry certifies with and serves through its Go module proxy, with
+// the registry's signature of the zip, so a client can check what it
+// downloads against the key it trusts.
+type FlowgenModuleInfo struct {
+	Module    string `json:"module"`
+	Version   string `json:"version"`
+	ZipSHA256 string `json:"zip_sha256"`
+	// Signature is the registry's signature of the zip, base64 (the form
+	// cosign verify-blob reads).
+	Signature string `json:"signature"`
+}
+
+func (s *Server) flowgenModule(w http.ResponseWriter, r *http.Request, p *principal) error {
+	if err := needPull(p); err != nil {
+		return err
+	}
+	if s.flowgen == nil {
+		return apiErr(http.StatusNotFound, "not_found", "this registry serves no flowgen module (registryd serve --flowgen-module DIR)")
+	}
+	sum := sha256.Sum256(s.flowgen.Zip)
+	return writeJSON(w, http.StatusOK, FlowgenModuleInfo{Module: flowgenmod.Path, Version: s.flowgen.Version,
+		ZipSHA256: hex.EncodeToString(sum[:]), Signature: string(s.flowgenSig)})
 }

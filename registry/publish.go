@@ -16,9 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 
 	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
@@ -140,6 +142,9 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	}
 	if _, ok := files["connector.yaml"]; !ok {
 		return apiErr(http.StatusBadRequest, "bad_artifact", "the artifact has no connector.yaml at the module root")
+	}
+	if err := s.checkFlowgenRequirement(files["go.mod"]); err != nil {
+		return err
 	}
 	mj, err := m.JSON()
 	if err != nil {
@@ -336,4 +341,25 @@ func (s *Server) auditf(ctx context.Context, p *principal, action string, k meta
 	case s.webhookWake <- struct{}{}:
 	default:
 	}
+}
+
+// checkFlowgenRequirement refuses an artifact whose go.mod requires a
+// flowgen other than the one this registry certifies with and serves:
+// it would be certified against code its consumers never get.
+func (s *Server) checkFlowgenRequirement(gomod []byte) error {
+	if s.flowgen == nil {
+		return nil
+	}
+	mf, err := modfile.ParseLax("go.mod", gomod, nil)
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "bad_artifact", "go.mod: %v", err)
+	}
+	for _, r := range mf.Require {
+		if r.Mod.Path == flowgenmod.Path && r.Mod.Version != s.flowgen.Version {
+			return apiErr(http.StatusBadRequest, "flowgen_version",
+				"the artifact requires %s %s, but this registry certifies with and serves %s: package it against that flowgen (the same checkout, or GOPROXY=<registry>/go and go get %s@%s), then publish again",
+				flowgenmod.Path, r.Mod.Version, s.flowgen.Version, flowgenmod.Path, s.flowgen.Version)
+		}
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 	"github.com/flowgen-dev/flowgen/signing"
@@ -56,8 +57,11 @@ type Config struct {
 	// temporary directory).
 	WorkDir string
 	// FlowgenModule, when set, is a directory holding the flowgen module
-	// that certification builds connectors against (a go.work replace), for
-	// artifacts that require flowgen at an unpublished version.
+	// that certification builds connectors against (a go.work replace).
+	// The registry then serves it through its Go module proxy at its
+	// content-derived version (flowgenmod), signed, so that pulled
+	// connectors resolve it with the stock go command, and refuses uploads
+	// built against another flowgen.
 	FlowgenModule string
 	// Worker is the command of the certification worker, the process that
 	// certifies an upload without access to Signer: the registry runs it
@@ -140,6 +144,10 @@ type Server struct {
 	webhookWake chan struct{}
 	// patterns lists the routes, for the API documentation test.
 	patterns []string
+	// flowgen is the runtime module served (nil without FlowgenModule) and
+	// flowgenSig the signature of its zip.
+	flowgen    *flowgenmod.Module
+	flowgenSig []byte
 }
 
 // New checks cfg and builds a Server.
@@ -197,6 +205,15 @@ func New(cfg Config) (*Server, error) {
 		wake: make(chan struct{}, 1), metrics: newMetrics(), work: map[string]bool{},
 		uploads: make(chan struct{}, cfg.MaxConcurrentUploads), webhookWake: make(chan struct{}, 1),
 	}
+	if cfg.FlowgenModule != "" {
+		if s.flowgen, err = flowgenmod.Build(context.Background(), cfg.FlowgenModule); err != nil {
+			return nil, fmt.Errorf("registry: %w", err)
+		}
+		if s.flowgenSig, err = cfg.Signer.Sign(s.flowgen.Zip); err != nil {
+			return nil, fmt.Errorf("registry: sign the flowgen module: %w", err)
+		}
+		s.log.Info("serving the flowgen module", slog.String("module", flowgenmod.Path), slog.String("version", s.flowgen.Version), slog.String("dir", s.flowgen.Dir))
+	}
 	s.routes()
 	return s, nil
 }
@@ -230,6 +247,7 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	const v = "/v1/connectors/{namespace}/{connector}/versions/{version}"
 	s.handle(m, "GET /v1/public-key", s.publicKey)
+	s.handle(m, "GET /v1/flowgen-module", s.flowgenModule)
 	s.handle(m, "GET /v1/connectors", s.search)
 	s.handle(m, "GET /v1/connectors/{namespace}/{connector}/versions", s.listVersions)
 	s.handle(m, "PUT "+v, s.publish)

@@ -16,9 +16,13 @@ DIR/artifact.json and prints the digest, the sha256 of the zip, which is the
 artifact's identity. The same inputs always give the same digest.
 
 A directory that is not the root of its own module becomes the module
-` + artifact.ModulePrefix + `/<id with dots as slashes>[/vN], requiring
-the enclosing module at ` + artifact.UnpublishedVersion + `
-(consumers replace it); --module chooses another path.
+` + artifact.ModulePrefix + `/<id with dots as slashes>[/vN] (--module
+chooses another path). Its go.mod requires exactly the modules its
+packages import, directly or not, at the versions your module builds
+with, and flowgen at the version of the checkout or module you build
+against (a checkout's version is derived from its content). A connector
+that imports other packages of your module, or modules your go.mod
+replaces, is refused with the fix: a consumer could not resolve them.
 
 Flags:
 `

@@ -1,28 +1,34 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify"
 	"github.com/flowgen-dev/flowgen/internal/atomicfile"
+	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/policy"
 	"github.com/flowgen-dev/flowgen/registry"
 	"github.com/flowgen-dev/flowgen/registry/client"
 	"github.com/flowgen-dev/flowgen/registry/meta"
+	"github.com/flowgen-dev/flowgen/signing"
 )
 
 // Environment defaults of the registry flags.
@@ -138,6 +144,7 @@ func runPublish(e *env, args []string) int {
 	}
 	if v.State != meta.Certified {
 		fmt.Fprintf(e.stdout, "%s rejected: %s\n", k, v.Reason)
+		fmt.Fprintf(e.stdout, "next: %s\n", strings.TrimPrefix(v.Progress, "rejected; "))
 		return exitProblems
 	}
 	fmt.Fprintf(e.stdout, "%s certified in %s: %s@%s\n", k, time.Since(start).Round(time.Millisecond), v.Module, v.ModuleVersion)
@@ -153,9 +160,12 @@ the SBOM and report name that artifact, that no check failed and, with
 --policy, every rule of the pull policy against the signed evidence. Any
 failure is reported in full and nothing is placed.
 
-The module then goes into DIR as a Go module proxy directory; build with
-  GOPROXY=file://DIR,$(go env GOPROXY) GOFLAGS=-mod=mod go get MODULE@VERSION
-and the evidence into DIR/<module>/@v/VERSION.certification/.
+The module then goes into DIR as a Go module proxy directory, with the
+evidence in DIR/<module>/@v/VERSION.certification/, and, when the
+connector requires an unpublished flowgen, the flowgen module the registry
+certified it with (checked against the same key). pull prints the go get
+line that fetches it in your module, with the environment it needs:
+  GOPROXY=file://DIR,<your GOPROXY> GONOSUMDB=MODULE[,github.com/flowgen-dev/flowgen] GOFLAGS=-mod=mod go get MODULE@VERSION
 
 --key is the registry key your platform trusts (PEM); without it the key is
 fetched from the registry itself, which only proves the files agree with
@@ -271,6 +281,14 @@ func runPull(e *env, args []string) int {
 		}
 		return exitProblems
 	}
+	gomod, err := artifact.ZipFile(files[registry.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
+	if err != nil {
+		return fail("%v", err)
+	}
+	flowgenVersion, err := pullFlowgen(e, c, *dir, gomod, pub)
+	if err != nil {
+		return fail("%v", err)
+	}
 	modDir, err := placeModule(*dir, v, files)
 	if err != nil {
 		return fail("%v", err)
@@ -280,8 +298,16 @@ func runPull(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, ", policy %s", *policyFile)
 	}
 	fmt.Fprintf(e.stderr, "\nplaced %s@%s in %s\n", v.Module, v.ModuleVersion, modDir)
+	nosum := v.Module
+	if flowgenVersion != "" {
+		fmt.Fprintf(e.stderr, "placed %s@%s beside it (signed by the same key)\n", flowgenmod.Path, flowgenVersion)
+		nosum += "," + flowgenmod.Path
+	}
 	abs, _ := filepath.Abs(*dir)
-	fmt.Fprintf(e.stdout, "GOPROXY=file://%s,$(go env GOPROXY) GOFLAGS=-mod=mod go get %s@%s\n", filepath.ToSlash(abs), v.Module, v.ModuleVersion)
+	upstream := goEnv(e, "GOPROXY")
+	fmt.Fprintf(e.stderr, "in your module, with this environment (the checksum database does not know these modules; go.sum records what you fetched):\n")
+	fmt.Fprintf(e.stdout, "GOPROXY=%s GONOSUMDB=%s GOFLAGS=-mod=mod go get %s@%s\n",
+		shellQuote("file://"+filepath.ToSlash(abs)+","+upstream), shellQuote(nosum), v.Module, v.ModuleVersion)
 	return exitOK
 }
 
@@ -308,26 +334,18 @@ func parseRef(args []string) (meta.Key, bool) {
 	return meta.Key{Namespace: ns, Connector: connector, Version: strings.TrimPrefix(version, "v")}, true
 }
 
-// placeModule writes the module into a GOPROXY directory layout: list,
-// .info, .mod and .zip under <escaped module>/@v/, plus the evidence.
+// placeModule writes the module into a GOPROXY directory layout under
+// root, with the evidence beside it in VERSION.certification/.
 func placeModule(root string, v meta.Version, files map[string][]byte) (string, error) {
-	esc, err := module.EscapePath(v.Module)
-	if err != nil {
-		return "", err
-	}
-	escVer, err := module.EscapeVersion(v.ModuleVersion)
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, filepath.FromSlash(esc), "@v")
 	gomod, err := artifact.ZipFile(files[registry.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
 	if err != nil {
 		return "", err
 	}
-	info, _ := json.Marshal(struct {
-		Version string
-		Time    time.Time
-	}{v.ModuleVersion, v.Created.UTC()})
+	dir, err := placeProxyVersion(root, v.Module, v.ModuleVersion, files[registry.FileArtifact], gomod, v.Created)
+	if err != nil {
+		return "", err
+	}
+	escVer, _ := module.EscapeVersion(v.ModuleVersion)
 	evidence := filepath.Join(dir, escVer+".certification")
 	if err := os.MkdirAll(evidence, 0o755); err != nil {
 		return "", err
@@ -337,7 +355,29 @@ func placeModule(root string, v meta.Version, files map[string][]byte) (string, 
 			return "", err
 		}
 	}
-	for name, data := range map[string][]byte{escVer + ".zip": files[registry.FileArtifact], escVer + ".mod": gomod, escVer + ".info": info} {
+	return dir, nil
+}
+
+// placeProxyVersion writes one module version (.zip, .mod, .info) into
+// the GOPROXY directory layout under root and adds it to the list.
+func placeProxyVersion(root, modPath, version string, zipData, gomod []byte, created time.Time) (string, error) {
+	esc, err := module.EscapePath(modPath)
+	if err != nil {
+		return "", err
+	}
+	escVer, err := module.EscapeVersion(version)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, filepath.FromSlash(esc), "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	info, _ := json.Marshal(struct {
+		Version string
+		Time    time.Time `json:",omitzero"`
+	}{version, created.UTC()})
+	for name, data := range map[string][]byte{escVer + ".zip": zipData, escVer + ".mod": gomod, escVer + ".info": info} {
 		if err := atomicfile.Write(filepath.Join(dir, name), data, 0o644); err != nil {
 			return "", err
 		}
@@ -347,11 +387,58 @@ func placeModule(root string, v meta.Version, files map[string][]byte) (string, 
 		return "", err
 	}
 	versions := strings.Fields(string(listed))
-	if !slices.Contains(versions, v.ModuleVersion) {
-		versions = append(versions, v.ModuleVersion)
+	if !slices.Contains(versions, version) {
+		versions = append(versions, version)
 	}
 	semver.Sort(versions)
 	return dir, atomicfile.Write(filepath.Join(dir, "list"), []byte(strings.Join(versions, "\n")+"\n"), 0o644)
+}
+
+// pullFlowgen places the flowgen module the connector requires when the
+// registry serves it, checked against the trusted key. It returns the
+// module's version, or "" when the connector needs none from the registry.
+func pullFlowgen(e *env, c *client.Client, dir string, gomod, pub []byte) (string, error) {
+	mf, err := modfile.ParseLax("go.mod", gomod, nil)
+	if err != nil {
+		return "", err
+	}
+	want := ""
+	for _, r := range mf.Require {
+		if r.Mod.Path == flowgenmod.Path {
+			want = r.Mod.Version
+		}
+	}
+	if want == "" || !module.IsPseudoVersion(want) {
+		return "", nil // none, or a published version the usual proxies serve
+	}
+	info, err := c.FlowgenModule(e.ctx)
+	if err != nil {
+		return "", fmt.Errorf("the connector requires %s %s, an unpublished version, and the registry does not serve it: %w", flowgenmod.Path, want, err)
+	}
+	if info.Version != want {
+		return "", fmt.Errorf("the connector requires %s %s, and the registry serves %s", flowgenmod.Path, want, info.Version)
+	}
+	esc, _ := module.EscapeVersion(want)
+	base := flowgenmod.Path + "/@v/" + esc
+	zipData, err := c.GoProxyFile(e.ctx, base+".zip")
+	if err != nil {
+		return "", err
+	}
+	modData, err := c.GoProxyFile(e.ctx, base+".mod")
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(zipData)
+	if hex.EncodeToString(sum[:]) != info.ZipSHA256 {
+		return "", fmt.Errorf("the %s zip does not match the registry's record", flowgenmod.Path)
+	}
+	if err := signing.Verify(pub, zipData, []byte(info.Signature)); err != nil {
+		return "", fmt.Errorf("the %s zip is not signed by the registry's key: %w", flowgenmod.Path, err)
+	}
+	if _, err := placeProxyVersion(dir, flowgenmod.Path, want, zipData, modData, time.Time{}); err != nil {
+		return "", err
+	}
+	return want, nil
 }
 
 const searchUsage = `Usage: flowgen search [flags] [TEXT]
@@ -418,4 +505,21 @@ func runSearch(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "no certified connector matches")
 	}
 	return exitOK
+}
+
+// goEnv returns go env NAME (empty when the go command fails).
+func goEnv(e *env, name string) string {
+	out, err := exec.CommandContext(e.ctx, "go", "env", name).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,=@+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"golang.org/x/sys/unix"
 )
 
@@ -138,7 +140,11 @@ func hostileCopy(t *testing.T, repo, name string, values map[string]string) stri
 			t.Fatal(err)
 		}
 	}
-	gomod := "module example.com/hostile/" + name + "\n\ngo 1.26.0\n\nrequire github.com/flowgen-dev/flowgen v0.0.0-00010101000000-000000000000\n"
+	flowgen, err := flowgenmod.Build(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod := "module example.com/hostile/" + name + "\n\ngo 1.26.0\n\nrequire github.com/flowgen-dev/flowgen " + flowgen.Version + "\n"
 	gosum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
 	if err != nil {
 		t.Fatal(err)

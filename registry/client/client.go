@@ -211,3 +211,17 @@ func (c *Client) CollectGarbage(ctx context.Context, req registry.GCRequest) (re
 	var out registry.GCReport
 	return out, c.postJSON(ctx, "/v1/admin/gc", req, &out)
 }
+
+// FlowgenModule returns the flowgen module the registry certifies with
+// and serves, with its signature.
+func (c *Client) FlowgenModule(ctx context.Context) (registry.FlowgenModuleInfo, error) {
+	var info registry.FlowgenModuleInfo
+	_, err := c.do(ctx, http.MethodGet, "/v1/flowgen-module", "", nil, &info)
+	return info, err
+}
+
+// GoProxyFile downloads one file of the registry's Go module proxy, a
+// path below /go/ such as "github.com/flowgen-dev/flowgen/@v/list".
+func (c *Client) GoProxyFile(ctx context.Context, path string) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, "/go/"+path, "", nil, nil)
+}
