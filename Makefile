@@ -55,9 +55,10 @@ bench-postgres: ## PostgreSQL node executions/s with 1/2/4 workers vs River, sam
 bench-certify: ## Certification time of charge and normalize, before the sandbox and now, with the ratio.
 	bench/certify.sh
 
-demo: ## The main job on embedded defaults: validate and show the examples.
-	$(GO) run ./cmd/flowgen validate examples
-	$(GO) run ./cmd/flowgen show examples
+demo: ## The main job end to end: generate, run the order flow, certify, registry, publish, pull, build (starts PostgreSQL).
+	.ci/postgres.sh
+	.ci/bubblewrap.sh
+	$(GO) run ./examples/demo
 
 verify: ## Check generated artefacts are up to date (schemas, goldens).
 	$(GO) test ./schemas -run TestSchemasInSync

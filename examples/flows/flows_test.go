@@ -5,57 +5,30 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	_ "github.com/lib/pq" // the driver
 
+	"github.com/flowgen-dev/flowgen/examples/standins"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
 
-// providers stands in for Stripe, the shop's catalogue and Slack, counting
-// the effects it sees by idempotency key.
-type providers struct {
-	mu      sync.Mutex
-	charges map[string]int // Idempotency-Key -> charges made
-	posts   int
-	lookups int
-}
+// inProcess carries requests to the stand-ins without a network.
+type inProcess struct{ apis *standins.APIs }
 
-func (p *providers) RoundTrip(req *http.Request) (*http.Response, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	body, _ := io.ReadAll(req.Body)
-	reply := func(status int, v any) (*http.Response, error) {
-		b, _ := json.Marshal(v)
-		if s, ok := v.(string); ok {
-			b = []byte(s)
-		}
-		return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{}, Body: io.NopCloser(strings.NewReader(string(b))), Request: req}, nil
-	}
-	switch {
-	case req.URL.Host == "api.shop.example" && strings.HasPrefix(req.URL.Path, "/v2/products/"):
-		p.lookups++
-		sku := strings.TrimPrefix(req.URL.Path, "/v2/products/")
-		return reply(200, map[string]any{"sku": sku, "name": "Cup " + sku, "price": map[string]int{"cents": 1400}, "stock": 12})
-	case req.URL.Host == "api.stripe.com" && req.URL.Path == "/v1/charges":
-		key := req.Header.Get("Idempotency-Key")
-		if key == "" || req.Header.Get("Authorization") != "Bearer sk_test" || !strings.Contains(string(body), "amount=4200") {
-			return reply(400, map[string]string{"error": "bad request"})
-		}
-		p.charges[key]++
-		return reply(200, map[string]any{"id": "ch_" + key[:8], "amount": 4200, "currency": "eur", "status": "succeeded"})
-	case req.URL.Host == "hooks.slack.com":
-		p.posts++
-		return reply(200, "ok")
-	}
-	return reply(404, map[string]string{"error": "no route " + req.URL.String()})
+func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	in := req.Clone(req.Context())
+	in.Host = req.URL.Host
+	p.apis.ServeHTTP(rec, in)
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
 }
 
 type secrets map[string]string
@@ -96,13 +69,8 @@ func TestOrderFulfilmentRunsEndToEnd(t *testing.T) {
 		amount_cents bigint NOT NULL, currency text NOT NULL, status text NOT NULL, row_version bigint NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	p := &providers{charges: map[string]int{}}
-	grants := runtime.Grants{Store: st, BlobDir: t.TempDir(), Transport: p, DB: db, Secrets: secrets{
-		"stripe/secret-key":      "sk_test",
-		"shop/catalog-token":     "shop_test",
-		"slack/orders-webhook":   "https://hooks.slack.com/services/T/B/X",
-		"warehouse/database-url": "unused: the engine binds the database",
-	}}
+	apis := standins.New()
+	grants := runtime.Grants{Store: st, BlobDir: t.TempDir(), Transport: inProcess{apis}, DB: db, Secrets: secrets(standins.Secrets)}
 	e := runtime.New(st, runtime.Options{Owner: "test", Capabilities: grants.For})
 	if err := e.Register(flow); err != nil {
 		t.Fatal(err)
@@ -133,8 +101,8 @@ func TestOrderFulfilmentRunsEndToEnd(t *testing.T) {
 	if first.State != runtime.StateSucceeded || string(first.Result["notify"]) != `{"ok":true}` {
 		t.Fatalf("first job: %+v", first)
 	}
-	if p.lookups != 2 || len(p.charges) != 1 || p.posts != 1 {
-		t.Errorf("effects: %d lookups (want 2, one per merged line), %d charge keys (want 1), %d posts (want 1)", p.lookups, len(p.charges), p.posts)
+	if c := apis.Counts(); c.Lookups != 2 || len(c.Charges) != 1 || c.Posts != 1 {
+		t.Errorf("effects: %d lookups (want 2, one per merged line), %d charge keys (want 1), %d posts (want 1)", c.Lookups, len(c.Charges), c.Posts)
 	}
 	var version int64
 	var charge string
@@ -146,13 +114,14 @@ func TestOrderFulfilmentRunsEndToEnd(t *testing.T) {
 	if second.State != runtime.StateSucceeded {
 		t.Fatalf("second job: %+v", second)
 	}
-	for key, n := range p.charges {
+	c := apis.Counts()
+	for key, n := range c.Charges {
 		if n != 1 {
 			t.Errorf("charge key %s charged %d times", key, n)
 		}
 	}
-	if p.posts != 1 {
-		t.Errorf("the second job posted to Slack again (%d posts)", p.posts)
+	if c.Posts != 1 {
+		t.Errorf("the second job posted to Slack again (%d posts)", c.Posts)
 	}
 	if err := db.QueryRow(`SELECT row_version FROM orders WHERE order_id = 'ord-7'`).Scan(&version); err != nil || version != 1 {
 		t.Errorf("replayed save changed the row: version %d, %v", version, err)
