@@ -31,10 +31,8 @@ func parseEnum[T ~int](names []string, what string, text []byte, dst *T) error {
 			return nil
 		}
 	}
-	for _, n := range names {
-		if strings.EqualFold(n, s) {
-			return fmt.Errorf("invalid %s %q: did you mean %q?", what, s, n)
-		}
+	if n, ok := Closest(s, names); ok {
+		return fmt.Errorf("invalid %s %q: did you mean %q? (want one of %s)", what, s, n, strings.Join(names, ", "))
 	}
 	return fmt.Errorf("invalid %s %q: want one of %s", what, s, strings.Join(names, ", "))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/flowgen-dev/flowgen/diag"
+	"github.com/flowgen-dev/flowgen/flowtype"
 )
 
 // Unmarshal parses data and decodes it into v (a non-nil pointer). It returns
@@ -445,38 +446,13 @@ func (fs Fields) byName(name string) (Field, bool) {
 
 // suggest proposes the closest known field name, or lists them all.
 func (fs Fields) suggest(name string) string {
-	best, bestDist := "", 3
 	names := make([]string, 0, len(fs.list))
 	for _, f := range fs.list {
 		names = append(names, f.Name)
-		if dist := editDistance(strings.ToLower(name), strings.ToLower(f.Name)); dist < bestDist {
-			best, bestDist = f.Name, dist
-		}
 	}
-	if best != "" {
+	if best, ok := flowtype.Closest(name, names); ok {
 		return fmt.Sprintf("did you mean %q?", best)
 	}
 	sort.Strings(names)
 	return "known fields: " + strings.Join(names, ", ")
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -48,7 +48,7 @@ timeout: 5 seconds
 `
 	var o outer
 	_, diags := Unmarshal("f.yaml", []byte(src), &o)
-	want := `f.yaml:2:10 FMT006 effects: invalid effects "Readonly": did you mean "ReadOnly"?
+	want := `f.yaml:2:10 FMT006 effects: invalid effects "Readonly": did you mean "ReadOnly"? (want one of Pure, ReadOnly, Effectful)
 f.yaml:5:12 FMT003 items[0].count: expected an integer, got string
 f.yaml:6:5 FMT002 items[1]: unknown field "cont"
 f.yaml:6:5 FMT005 items[1]: missing required field "name"
