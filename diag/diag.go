@@ -223,6 +223,7 @@ type jsonDiagnostic struct {
 // WriteJSONLines prints one JSON object per diagnostic per line, for tools.
 func (l List) WriteJSONLines(w io.Writer) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // "a -> b" stays readable
 	for _, d := range l {
 		if err := enc.Encode(jsonDiagnostic{
 			File: d.Pos.File, Line: d.Pos.Line, Col: d.Pos.Col,

@@ -67,6 +67,9 @@ func TestWriters(t *testing.T) {
 	if err := l.WriteJSONLines(&js); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(js.String(), `"message":"a -> b: mismatch"`) {
+		t.Errorf("json escapes the arrow: %s", js.String())
+	}
 	var d map[string]any
 	if err := json.Unmarshal(js.Bytes(), &d); err != nil {
 		t.Fatal(err)

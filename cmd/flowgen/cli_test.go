@@ -362,3 +362,25 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 		t.Fatalf("inspect on postgres: %+v", r)
 	}
 }
+
+// TestHelpAndVersion: help for a command shows its flags, help for an
+// unknown one fails with a suggestion, and version says what runs.
+func TestHelpAndVersion(t *testing.T) {
+	if r := run(t, "", "help", "jobs"); r.exit != exitOK || !strings.Contains(r.stdout, "Usage: flowgen jobs") || !strings.Contains(r.stdout, "-where value") {
+		t.Errorf("help jobs: %+v", r)
+	}
+	if r := run(t, "", "help", "nosuch"); r.exit != exitUsage || !strings.Contains(r.stderr, `unknown command "nosuch"`) {
+		t.Errorf("help nosuch: %+v", r)
+	}
+	if r := run(t, "", "vaildate"); r.exit != exitUsage || !strings.Contains(r.stderr, `did you mean "validate"?`) {
+		t.Errorf("a misspelt command: %+v", r)
+	}
+	if r := run(t, "", "version"); r.exit != exitOK || !regexp.MustCompile(`^flowgen \S+ .*go1\.\d+`).MatchString(r.stdout) {
+		t.Errorf("version: %+v", r)
+	}
+	for _, format := range []string{"flow", "flowir", "connector", "connectorspec"} {
+		if r := run(t, "", "schema", format); r.exit != exitOK || !strings.Contains(r.stdout, `"$schema"`) {
+			t.Errorf("schema %s: exit %d %s", format, r.exit, r.stderr)
+		}
+	}
+}

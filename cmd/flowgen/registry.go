@@ -485,9 +485,7 @@ func runSearch(e *env, args []string) int {
 		return exitUsage
 	}
 	if *asJSON {
-		b, _ := json.MarshalIndent(vs, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
-		return exitOK
+		return writeJSON(e, vs)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONNECTOR\tVERSION\tEFFECTS\tDETERMINISM\tPROVIDER\tMODULE\tSUMMARY")

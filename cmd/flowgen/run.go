@@ -8,6 +8,9 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/buildinfo"
 )
 
 // Exit codes, the same for every command:
@@ -57,7 +60,7 @@ func commands() []command {
 		{"idemkey", "compute a canonical idempotency key from key fields", idemkeyUsage, runIdemkey},
 		{"canonical", "print a spec or flow in its canonical JSON form", canonicalUsage, runCanonical},
 		{"schema", "print the JSON Schema of the ConnectorSpec or Flow format", schemaUsage, runSchema},
-		{"inspect", "show a job's stored state with its ledgers decoded", inspectUsage, runInspect},
+		{"inspect", "show a job in words: states, attempts, times, errors and what it waits for", inspectUsage, runInspect},
 		{"migrate", "manage the PostgreSQL job store schema", migrateUsage, runMigrate},
 	}, controlCommands()...)
 }
@@ -73,15 +76,22 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	name, rest := args[0], args[1:]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if len(rest) > 0 {
-			for _, c := range commands() {
-				if c.name == rest[0] {
-					fmt.Fprint(stdout, c.usage)
-					return exitOK
-				}
+		if len(rest) == 0 {
+			printHelp(stdout)
+			return exitOK
+		}
+		for _, c := range commands() {
+			if c.name == rest[0] {
+				// The command's own -h: its usage and every flag.
+				c.run(&env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stdout}, []string{"-h"})
+				return exitOK
 			}
 		}
-		printHelp(stdout)
+		fmt.Fprintf(stderr, "flowgen help: unknown command %q%s\n\n", rest[0], suggestCommand(rest[0]))
+		printHelp(stderr)
+		return exitUsage
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, buildinfo.Line("flowgen"))
 		return exitOK
 	}
 	for _, c := range commands() {
@@ -89,7 +99,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return c.run(e, rest)
 		}
 	}
-	fmt.Fprintf(stderr, "flowgen: unknown command %q\n\n", name)
+	fmt.Fprintf(stderr, "flowgen: unknown command %q%s\n\n", name, suggestCommand(name))
 	printHelp(stderr)
 	return exitUsage
 }
@@ -103,6 +113,7 @@ func printHelp(w io.Writer) {
 	for _, c := range cs {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintf(&b, "  %-10s %s\n", "version", "print the version of flowgen and of Go")
 	b.WriteString("\nRun 'flowgen help <command>' for a command's flags.\n")
 	b.WriteString("\nExit status: 0 success, 1 problems found (diagnostics with errors), 2 usage or I/O error.\n")
 	io.WriteString(w, b.String())
@@ -146,4 +157,16 @@ func flagExit(err error) int {
 		return exitOK
 	}
 	return exitUsage
+}
+
+// suggestCommand proposes the command a misspelt one may have meant.
+func suggestCommand(name string) string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if best, ok := flowtype.Closest(name, names); ok {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
 }

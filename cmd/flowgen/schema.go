@@ -10,6 +10,8 @@ import (
 
 const schemaUsage = `Usage: flowgen schema connectorspec|flowir
 
+(connector and flow name the same two formats.)
+
 Prints the JSON Schema (draft 2020-12) of a flowgen file format, the same
 document published in schemas/. Point your editor's YAML language server at
 it to validate files as you type.
@@ -30,7 +32,11 @@ func runSchema(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "flowgen schema: name one format: %s\n", strings.Join(names, ", "))
 		return exitUsage
 	}
-	gen, ok := schemas.Published[rest[0]+".schema.json"]
+	format := rest[0]
+	if alias, ok := map[string]string{"connector": "connectorspec", "flow": "flowir"}[format]; ok {
+		format = alias
+	}
+	gen, ok := schemas.Published[format+".schema.json"]
 	if !ok {
 		fmt.Fprintf(e.stderr, "flowgen schema: unknown format %q (want %s)\n", rest[0], strings.Join(names, ", "))
 		return exitUsage

@@ -62,3 +62,16 @@ func TestTokenCommands(t *testing.T) {
 		t.Errorf("help: %d %s", code, out)
 	}
 }
+
+// TestHelpAndVersion: every --help answers on stdout with exit 0, and
+// version says what runs.
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"token", "--help"}, {"token", "help"}} {
+		if out, errOut, code := runCLI(t, args...); code != 0 || !strings.Contains(out, "registryd token") {
+			t.Errorf("%v: %d %s %s", args, code, out, errOut)
+		}
+	}
+	if out, _, code := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "registryd ") || !strings.Contains(out, "go1.") {
+		t.Errorf("version: %d %s", code, out)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/flowgen-dev/flowgen/internal/buildinfo"
 	"github.com/flowgen-dev/flowgen/registry"
 )
 
@@ -26,6 +27,7 @@ Usage:
   registryd token revoke TOKEN_ID
   registryd token list
   registryd gc [--dry-run] [--grace D]    remove blobs no version refers to
+  registryd version                       print the version of registryd and of Go
 
 token and gc work on a running registryd through its admin API with
 --registry URL --token ADMIN_TOKEN; without them, on the stores directly
@@ -53,6 +55,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, buildinfo.Line("registryd"))
 		return 0
 	case "serve":
 		err = serve(ctx, args[1:], stderr)

@@ -27,10 +27,26 @@ func (s *scopeList) Set(v string) error {
 	return nil
 }
 
+const tokenUsage = `Usage:
+  registryd token create --name N --scope S [--scope S] [--expires D] [--policy FILE]
+  registryd token revoke TOKEN_ID
+  registryd token list
+
+Manages the registry's API tokens. With --registry URL --token ADMIN_TOKEN
+(or REGISTRYD_URL and REGISTRYD_ADMIN_TOKEN) through a running registryd's
+admin API; otherwise in its stores directly, which a running registryd
+owns when they are embedded. 'registryd token create -h' shows the flags.
+`
+
 func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, tokenUsage)
 		return errUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, tokenUsage)
+		return nil
 	}
 	fs := flag.NewFlagSet("token "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
