@@ -27,6 +27,8 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -36,14 +38,19 @@ import (
 
 // Analyzer reports the rules on one package's direct calls.
 var Analyzer = &analysis.Analyzer{
-	Name:     "connectorvet",
-	Doc:      "report nondeterminism and capability bypasses in flowgen connector code",
+	Name: "connectorvet",
+	Doc: "report nondeterminism and capability bypasses in flowgen connector code\n\n" +
+		"Only connector packages are checked: those with a connector.yaml beside their files. " +
+		"So go vet -vettool=$(which flowgen-vet) ./... checks a module's connectors and nothing else.",
 	URL:      "https://github.com/flowgen-dev/flowgen/tree/main/connectorvet",
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      run,
 }
 
 func run(pass *analysis.Pass) (any, error) {
+	if !isConnector(pass) {
+		return nil, nil
+	}
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	skip := map[*token.File]bool{}
 	var files []*ast.File
@@ -196,4 +203,16 @@ func buildsOrderedOutput(info *types.Info, body *ast.BlockStmt) bool {
 		return true
 	})
 	return found
+}
+
+// isConnector reports whether the package is a connector: its directory
+// holds a connector.yaml.
+func isConnector(pass *analysis.Pass) bool {
+	for _, f := range pass.Files {
+		name := pass.Fset.File(f.Pos()).Name()
+		if _, err := os.Stat(filepath.Join(filepath.Dir(name), "connector.yaml")); err == nil {
+			return true
+		}
+	}
+	return false
 }
