@@ -15,9 +15,9 @@ FUZZTIME  ?=
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
-build: ## Compile every package and the flowgen binary into ./bin.
+build: ## Compile every package, and flowgen, registryd and flowgen-vet into ./bin.
 	$(GO) build $(PKGS)
-	$(GO) build -o bin/flowgen ./cmd/flowgen
+	$(GO) build -o bin/ ./cmd/flowgen ./cmd/registryd ./cmd/flowgen-vet
 
 services: ## Install and start what the tests need (PostgreSQL, bubblewrap, MinIO, cosign), idempotently.
 	.ci/services.sh

@@ -9,7 +9,7 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime"
 )
 
-const jobsUsage = `Usage: flowgen jobs [--store PATH] [--state STATE] [--flow ID] [--since T] [--until T] [--where PATH=VALUE]... [--subflows] [--limit N] [--after JOB] [--json]
+const jobsUsage = `Usage: flowgen jobs [--store PATH] [--state STATE] [--flow ID] [--since T] [--until T] [--where PATH=VALUE]... [--subflows] [--limit N] [--after JOB] [--json | -q]
 
 Lists jobs, newest first, a page at a time: id, flow, state, start time,
 how long it ran, and what it waits for. Filters combine:
@@ -79,6 +79,7 @@ func runJobs(e *env, args []string) int {
 	fs.IntVar(&q.Limit, "limit", 20, "jobs per page (at most 1000)")
 	fs.StringVar(&q.After, "after", "", "the page after this job (as the previous page's last line says)")
 	asJSON := fs.Bool("json", false, "print the page as JSON")
+	quiet := fs.Bool("q", false, "print job ids only, one per line (for scripts: flowgen signal ... $(flowgen jobs -q --state waiting) NODE)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -101,6 +102,12 @@ func runJobs(e *env, args []string) int {
 	}
 	if *asJSON {
 		return writeJSON(e, list)
+	}
+	if *quiet {
+		for _, j := range list.Jobs {
+			fmt.Fprintln(e.stdout, j.Job)
+		}
+		return exitOK
 	}
 	if len(list.Jobs) == 0 {
 		fmt.Fprintln(e.stderr, "flowgen jobs: no job matches")
