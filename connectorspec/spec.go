@@ -60,7 +60,7 @@ type Spec struct {
 	Idempotency  *Idempotency              `json:"idempotency,omitempty" doc:"How repeated calls are recognised."`
 	Retry        *Retry                    `json:"retry,omitempty" doc:"Which layer retries, and how."`
 	RateLimit    *RateLimit                `json:"rateLimit,omitempty" doc:"Calls per second the provider allows."`
-	Egress       []string                  `json:"egress,omitempty" doc:"Hosts the connector may contact (exact or *.suffix)."`
+	Egress       []string                  `json:"egress,omitempty" doc:"Where the connector may connect: hosts (exact, or *.example.com for the hosts below it) and IP addresses, each optionally with :PORT."`
 	Scopes       []string                  `json:"scopes,omitempty" doc:"OAuth-style scopes the connector requests."`
 	Secrets      []Secret                  `json:"secrets,omitempty" doc:"Secret handles (never values) the connector reads."`
 	Compensation *Compensation             `json:"compensation,omitempty" doc:"The connector that undoes this one's effect."`

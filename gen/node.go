@@ -73,7 +73,7 @@ func (e *nodeEmitter) emit(manifest []byte) {
 	e.f.Const().Defs(defs...)
 	e.f.Line()
 
-	e.stringList("Egress", "Egress returns the hosts the connector may contact (exact or *.suffix).", s.Egress)
+	e.stringList("Egress", "Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.", s.Egress)
 	e.stringList("Scopes", "Scopes returns the OAuth-style scopes the connector requests.", s.Scopes)
 	e.stringList("Capabilities", "Capabilities returns the capabilities the connector declares.", capNames(s))
 	e.emitRetryPolicy()

@@ -117,3 +117,26 @@ func canonicalJSON(t *testing.T, path string, data []byte) []byte {
 	}
 	return out
 }
+
+// TestReferenceInSync keeps docs/reference (the field reference of both
+// formats) generated from the published schemas; -update rewrites it.
+func TestReferenceInSync(t *testing.T) {
+	for page, ref := range References {
+		want, err := Reference(ref.Schema, ref.Title, ref.File, ref.Command)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("..", "docs", "reference", page)
+		if *update {
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is out of date with the schemas (%v); run go test ./schemas -update", path, err)
+		}
+	}
+}

@@ -32,7 +32,7 @@ const (
 	IdempotencyTTL = 0
 )
 
-// Egress returns the hosts the connector may contact (exact or *.suffix).
+// Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.
 func Egress() []string {
 	return []string{"api.pay.example"}
 }

@@ -31,7 +31,7 @@ const (
 	IdempotencyTTL = 24 * time.Hour
 )
 
-// Egress returns the hosts the connector may contact (exact or *.suffix).
+// Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.
 func Egress() []string {
 	return nil
 }

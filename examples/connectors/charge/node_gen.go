@@ -38,7 +38,7 @@ const (
 	Compensation = "payments.refund@^1.0"
 )
 
-// Egress returns the hosts the connector may contact (exact or *.suffix).
+// Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.
 func Egress() []string {
 	return []string{"api.stripe.com"}
 }

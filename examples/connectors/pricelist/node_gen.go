@@ -27,7 +27,7 @@ const (
 	KeySchema = "catalog.price_list@1"
 )
 
-// Egress returns the hosts the connector may contact (exact or *.suffix).
+// Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.
 func Egress() []string {
 	return []string{"prices.shop.example"}
 }

@@ -31,7 +31,7 @@ const (
 	RateLimitBurst = 100
 )
 
-// Egress returns the hosts the connector may contact (exact or *.suffix).
+// Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.
 func Egress() []string {
 	return []string{"api.shop.example"}
 }

@@ -31,7 +31,7 @@ const (
 	IdempotencyTTL = 720 * time.Hour
 )
 
-// Egress returns the hosts the connector may contact (exact or *.suffix).
+// Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.
 func Egress() []string {
 	return []string{"s3.eu-central-1.amazonaws.com"}
 }

@@ -36,7 +36,7 @@ const (
 	RateLimitBurst = 5
 )
 
-// Egress returns the hosts the connector may contact (exact or *.suffix).
+// Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.
 func Egress() []string {
 	return []string{"hooks.slack.com"}
 }

@@ -37,7 +37,7 @@ const (
 	RateLimitBurst = 20
 )
 
-// Egress returns the hosts the connector may contact (exact or *.suffix).
+// Egress returns where the connector may connect: hosts (exact, or *.suffix for the hosts below it) and IP addresses, each optionally with :PORT.
 func Egress() []string {
 	return []string{"api.pay.example", "*.pay.example"}
 }
