@@ -63,6 +63,11 @@ type Config struct {
 	// connectors resolve it with the stock go command, and refuses uploads
 	// built against another flowgen.
 	FlowgenModule string
+	// LocalAdminToken, when set, is an admin credential that lives only in
+	// this process and in the endpoint file registryd writes into its data
+	// directory (mode 0600), so that registryd token and gc on the same
+	// machine reach a running registry without a stored token.
+	LocalAdminToken string
 	// Worker is the command of the certification worker, the process that
 	// certifies an upload without access to Signer: the registry runs it
 	// with WorkerCommand appended ([os.Executable()] for registryd, which

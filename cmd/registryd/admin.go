@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry"
@@ -44,9 +45,13 @@ func (f *adminFlags) open(ctx context.Context) (admin, error) {
 		}
 		return remoteAdmin{client.New(f.url, f.token)}, nil
 	}
+	if c, err := discover(ctx, f.dataDir); err == nil {
+		return remoteAdmin{c}, nil
+	}
 	m, err := f.openMeta(ctx)
 	if errors.Is(err, meta.ErrLocked) {
-		return nil, fmt.Errorf("%w\n\tregistryd is running: manage it through its admin API with --registry URL --token ADMIN_TOKEN (REGISTRYD_URL, REGISTRYD_ADMIN_TOKEN)", err)
+		return nil, fmt.Errorf("%w\n\tregistryd is running, and its endpoint file (%s) does not lead to it: manage it through its admin API with --registry URL --token ADMIN_TOKEN (REGISTRYD_URL, REGISTRYD_ADMIN_TOKEN)",
+			err, filepath.Join(f.dataDir, endpointFile))
 	}
 	if err != nil {
 		return nil, err

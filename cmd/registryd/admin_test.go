@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -27,9 +29,25 @@ func TestTokensWhileRunning(t *testing.T) {
 		e.proc.Wait()
 	})
 
+	// Without --registry, the endpoint file in the data directory leads to
+	// the running registry (its store is locked), with a credential that
+	// lives as long as that process.
 	out, err := e.registryd("token", "list").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "--registry URL --token ADMIN_TOKEN") {
+	if err != nil || !strings.Contains(string(out), "ops") {
 		t.Fatalf("token list against a running embedded registry: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(filepath.Join(e.dataDir, "registryd.api.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("endpoint file: %v %v", fi, err)
+	}
+	found, err := e.registryd("token", "create", "--name", "found", "--scope", "pull").Output()
+	if err != nil || !strings.HasPrefix(string(found), "fgr_") {
+		t.Fatalf("token create through the endpoint file: %q %v", found, err)
+	}
+	// A stale endpoint file (its registryd gone) is not believed.
+	stale := filepath.Join(t.TempDir(), "registryd.api.json")
+	os.WriteFile(stale, []byte(`{"url":"http://127.0.0.1:1","token":"fgl_x","pid":1}`), 0o600)
+	if out, err := exec.Command(filepath.Join(e.bin, "registryd"), "token", "list", "--data-dir", filepath.Dir(stale)).CombinedOutput(); err != nil || !strings.Contains(string(out), "ID") {
+		t.Fatalf("a stale endpoint file stopped token list on a free store: %v\n%s", err, out)
 	}
 	remote := func(args ...string) (string, error) {
 		cmd := e.registryd(append(args, "--registry", e.url, "--token", admin)...)

@@ -29,9 +29,11 @@ Usage:
   registryd gc [--dry-run] [--grace D]    remove blobs no version refers to
   registryd version                       print the version of registryd and of Go
 
-token and gc work on a running registryd through its admin API with
---registry URL --token ADMIN_TOKEN; without them, on the stores directly
-(embedded stores belong to a running registryd, which then must be used).
+token and gc work on a running registryd through its admin API: the one
+serving --data-dir, found through the endpoint file it writes there
+(registryd.api.json, readable only by its user), or any with --registry
+URL --token ADMIN_TOKEN. With no registryd running they open the stores
+directly.
 
 Storage flags (serve and token; every flag also reads the environment
 variable in brackets):

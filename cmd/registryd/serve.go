@@ -82,8 +82,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
+	localAdmin := newLocalSecret()
 	srv, err := registry.New(registry.Config{
-		Meta: metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
+		LocalAdminToken: localAdmin,
+		Meta:            metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
 		Worker: worker, Webhooks: webhooks, GCGrace: *gcGrace, JanitorInterval: *janitor,
 		FlowgenModule: *flowgenModule, FixtureDatabase: *fixtureDB, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
 	})
@@ -133,6 +135,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}()
 	log.Info("registryd listening", slog.String("addr", ln.Addr().String()), slog.Bool("tls", *tlsCert != ""), slog.String("data_dir", st.dataDir),
 		slog.Bool("postgres", st.databaseURL != ""), slog.String("s3", st.s3Endpoint))
+	// registryd token and gc on this machine find the running registry
+	// through this file, as flowgen's commands find flowgen serve.
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme = "https"
+	}
+	ep := endpoint{URL: scheme + "://" + ln.Addr().String(), Token: localAdmin, PID: os.Getpid(), CAFile: absOrEmpty(*tlsCert)}
+	if err := ep.write(st.dataDir); err != nil {
+		log.Warn("no endpoint file: registryd token and gc need --registry and --token", slog.Any("error", err))
+	} else {
+		defer ep.remove(st.dataDir)
+	}
 
 	select {
 	case err := <-serveErr:
