@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
@@ -29,31 +30,9 @@ func TestExamplesAreGenerated(t *testing.T) {
 	}
 }
 
-// copyDir copies a directory tree of small files.
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
 	dir := t.TempDir()
-	copyDir(t, "../../examples/connectors", dir)
+	testutil.CopyDir(t, "../../examples/connectors", dir)
 	// The same import paths as in the repository, so the output is the same.
 	gomod := "module github.com/flowgen-dev/flowgen/examples/connectors\n\ngo 1.26\n"
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
@@ -129,7 +108,7 @@ func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
 // ports is reported as DAG201 by gen itself, and nothing is generated.
 func TestGenReportsPortTypeMismatch(t *testing.T) {
 	dir := t.TempDir()
-	copyDir(t, "../../testdata/invalid/DAG201-port-type-mismatch", dir)
+	testutil.CopyDir(t, "../../testdata/invalid/DAG201-port-type-mismatch", dir)
 	r := run(t, "", "gen", dir)
 	if r.exit != exitProblems || !strings.Contains(r.stdout, "error DAG201") || !strings.Contains(r.stdout, "\tfix: ") {
 		t.Fatalf("exit %d\n%s%s", r.exit, r.stdout, r.stderr)

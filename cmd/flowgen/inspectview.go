@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +42,7 @@ func writeInspection(w io.Writer, in *runtime.Inspection, waiting []string, raw 
 	}
 	if len(st.Result) > 0 {
 		fmt.Fprintln(w, "result:")
-		for _, node := range sortedKeys(st.Result) {
+		for _, node := range slices.Sorted(maps.Keys(st.Result)) {
 			fmt.Fprintf(w, "  %s: %s\n", node, oneLine(st.Result[node]))
 		}
 	}
@@ -162,15 +164,6 @@ func dimWords(dim string) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func firstLine(s string) string {

@@ -339,54 +339,55 @@ func runUntilInterrupted(e *env, name, prog string, args []string) int {
 }
 
 func runWorker(e *env, args []string) int {
-	fs := newFlagSet(e, "worker", workerUsage)
-	pf := newProgramFlags(fs)
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(rest) == 0 {
-		fmt.Fprint(e.stderr, "flowgen worker: name at least one FLOW file\n\n")
-		fs.Usage()
-		return exitUsage
-	}
-	graphs, code := loadFlows(e, "worker", rest)
-	if code != exitOK {
-		return code
-	}
-	prog, cleanup, code := buildFlowProgram(e, "worker", "WorkerMain", graphs)
-	if code != exitOK {
-		return code
-	}
-	defer cleanup()
-	return runUntilInterrupted(e, "worker", prog, pf.args())
+	return runFlowProgram(e, "worker", workerUsage, "WorkerMain", args, nil)
 }
 
 func runServe(e *env, args []string) int {
-	fs := newFlagSet(e, "serve", serveUsage)
+	var addr *string
+	return runFlowProgram(e, "serve", serveUsage, "ServeMain", args, func(fs *flag.FlagSet) func([]string) []string {
+		addr = fs.String("addr", "127.0.0.1:0", "address of the job API (port 0: any free port)")
+		return func(files []string) []string {
+			extra := []string{"--addr", *addr}
+			for _, f := range files {
+				extra = append(extra, "--flow", absUnlessDash(f))
+			}
+			return extra
+		}
+	})
+}
+
+// runFlowProgram is worker and serve: it parses the flags (more, when
+// set, adds its own and returns what they add to the program's
+// arguments), loads the flow files, builds the flow program around
+// localrun.<entry> and runs it until interrupted.
+func runFlowProgram(e *env, name, usage, entry string, args []string, more func(*flag.FlagSet) func(files []string) []string) int {
+	fs := newFlagSet(e, name, usage)
 	pf := newProgramFlags(fs)
-	addr := fs.String("addr", "127.0.0.1:0", "address of the job API (port 0: any free port)")
+	var extra func([]string) []string
+	if more != nil {
+		extra = more(fs)
+	}
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	if len(rest) == 0 {
-		fmt.Fprint(e.stderr, "flowgen serve: name at least one FLOW file\n\n")
+		fmt.Fprintf(e.stderr, "flowgen %s: name at least one FLOW file\n\n", name)
 		fs.Usage()
 		return exitUsage
 	}
-	graphs, code := loadFlows(e, "serve", rest)
+	graphs, code := loadFlows(e, name, rest)
 	if code != exitOK {
 		return code
 	}
-	prog, cleanup, code := buildFlowProgram(e, "serve", "ServeMain", graphs)
+	prog, cleanup, code := buildFlowProgram(e, name, entry, graphs)
 	if code != exitOK {
 		return code
 	}
 	defer cleanup()
-	progArgs := append(pf.args(), "--addr", *addr)
-	for _, f := range rest {
-		progArgs = append(progArgs, "--flow", absUnlessDash(f))
+	progArgs := pf.args()
+	if extra != nil {
+		progArgs = append(progArgs, extra(rest)...)
 	}
-	return runUntilInterrupted(e, "serve", prog, progArgs)
+	return runUntilInterrupted(e, name, prog, progArgs)
 }

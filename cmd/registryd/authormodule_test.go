@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 )
 
 // TestConnectorInAuthorModule follows a connector author who keeps the
@@ -58,7 +60,7 @@ func TestConnectorInAuthorModule(t *testing.T) {
 	must(author, baseEnv, "go", "mod", "init", "example.com/acme")
 	must(author, baseEnv, "go", "mod", "edit", "-require=github.com/flowgen-dev/flowgen@v0.0.0-00010101000000-000000000000",
 		"-replace=github.com/flowgen-dev/flowgen="+repo, "-tool=github.com/flowgen-dev/flowgen/cmd/flowgen")
-	copyFileTo(t, filepath.Join(repo, "go.sum"), filepath.Join(author, "go.sum"))
+	testutil.CopyFile(t, filepath.Join(repo, "go.sum"), filepath.Join(author, "go.sum"))
 	must(author, baseEnv, "go", "mod", "tidy")
 	must(author, baseEnv, "go", "tool", "flowgen", "init", "connector", "acme.greet", "--dir", "connectors/greet", "--provider", "acme")
 	greet := filepath.Join(author, "connectors", "greet")
@@ -86,7 +88,7 @@ func (c *Connector) Run(ctx Context, params Params, in Input) (Output, error) {
 	os.MkdirAll(filepath.Join(author, "internal", "text"), 0o755)
 	os.WriteFile(filepath.Join(author, "internal", "text", "text.go"), []byte("package text\n\n// Same returns s.\nfunc Same(s string) string { return s }\n"), 0o644)
 	stranded := filepath.Join(author, "connectors", "stranded")
-	copyDirTo(t, greet, stranded)
+	testutil.CopyDir(t, greet, stranded)
 	os.WriteFile(filepath.Join(stranded, "connector.go"), []byte(`package greet
 
 import "example.com/acme/internal/text"
@@ -146,7 +148,7 @@ func (c *Connector) Run(ctx Context, params Params, in Input) (Output, error) {
 	must(consumer, freshEnv, "go", "mod", "init", "example.com/consumer")
 	// The checksums of third-party modules, as sum.golang.org would give
 	// them; flowgen's and the connector's come from what was fetched.
-	copyFileTo(t, filepath.Join(repo, "go.sum"), filepath.Join(consumer, "go.sum"))
+	testutil.CopyFile(t, filepath.Join(repo, "go.sum"), filepath.Join(consumer, "go.sum"))
 	os.WriteFile(filepath.Join(consumer, "main.go"), []byte(`package main
 
 import (
@@ -174,36 +176,4 @@ func goEnvValue(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-func copyFileTo(t *testing.T, from, to string) {
-	t.Helper()
-	data, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func copyDirTo(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

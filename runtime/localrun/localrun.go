@@ -196,10 +196,15 @@ func Work(ctx context.Context, args []string, stderr io.Writer, flows ...Constru
 
 // WorkerMain is Work with the process's arguments, stopping on SIGINT or
 // SIGTERM; it exits.
-func WorkerMain(flows ...Constructor) {
+func WorkerMain(flows ...Constructor) { untilSignalled(Work, flows) }
+
+// untilSignalled runs an entry point with the process's arguments until
+// SIGINT or SIGTERM, and exits with its code.
+func untilSignalled(run func(context.Context, []string, io.Writer, ...Constructor) int, flows []Constructor) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(Work(ctx, os.Args[1:], os.Stderr, flows...))
+	code := run(ctx, os.Args[1:], os.Stderr, flows...)
+	stop()
+	os.Exit(code)
 }
 
 // flags are the flags every entry point takes.

@@ -6,11 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
@@ -91,8 +88,4 @@ func Serve(ctx context.Context, args []string, stderr io.Writer, flows ...Constr
 
 // ServeMain is Serve with the process's arguments, stopping on SIGINT or
 // SIGTERM; it exits.
-func ServeMain(flows ...Constructor) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(Serve(ctx, os.Args[1:], os.Stderr, flows...))
-}
+func ServeMain(flows ...Constructor) { untilSignalled(Serve, flows) }
