@@ -18,6 +18,7 @@ import (
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 )
 
 const charge = "../examples/connectors/charge"
@@ -42,7 +43,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 	// same bytes.
 	root := t.TempDir()
 	unzipFlowgen(t, root)
-	copyTree(t, "../examples/connectors", filepath.Join(root, "examples/connectors"))
+	testutil.CopyDir(t, "../examples/connectors", filepath.Join(root, "examples/connectors"))
 	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Chtimes(p, old, old) })
 	c := build(t, filepath.Join(root, "examples/connectors/charge"))
@@ -164,8 +165,8 @@ func TestBuildRefusesABrokenSpec(t *testing.T) {
 
 func TestOwnModuleRoot(t *testing.T) {
 	root := t.TempDir()
-	copyTree(t, charge, root)
-	copyTree(t, "../examples/connectors/schemas", filepath.Join(filepath.Dir(root), "schemas"))
+	testutil.CopyDir(t, charge, root)
+	testutil.CopyDir(t, "../examples/connectors/schemas", filepath.Join(filepath.Dir(root), "schemas"))
 	os.WriteFile(filepath.Join(filepath.Dir(root), "schemas", "go.mod"), []byte("module example.com/acme/schemas\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/acme/charge/v2\n\ngo 1.26.0\n"), 0o644)
 	a := build(t, root)
@@ -174,35 +175,6 @@ func TestOwnModuleRoot(t *testing.T) {
 	}
 	if _, err := artifact.Build(root, artifact.Options{Module: "example.com/other"}); err == nil || !strings.Contains(err.Error(), "disagrees") {
 		t.Fatalf("a --module that disagrees with go.mod: %v", err)
-	}
-}
-
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if info.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		copyFile(t, p, filepath.Join(to, rel))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	data, err := os.ReadFile(from)
-	if err == nil {
-		err = os.WriteFile(to, data, 0o644)
-	}
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

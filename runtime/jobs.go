@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,22 +181,13 @@ func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
 }
 
 func (q JobQuery) check() error {
-	if q.State != "" && !contains(JobStates, q.State) {
+	if q.State != "" && !slices.Contains(JobStates, q.State) {
 		return fmt.Errorf("%w: unknown state %q: want one of %s", ErrBadQuery, q.State, strings.Join(JobStates, ", "))
 	}
 	if q.Limit > 1000 {
 		return fmt.Errorf("%w: limit %d: at most 1000", ErrBadQuery, q.Limit)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // match reads what q needs of a job and reports whether it is kept.
@@ -296,7 +288,7 @@ func waitingCheckpoints(tx store.ReadTx, job JobID) ([]string, error) {
 		if err := cbor.Unmarshal(v, &t); err != nil {
 			return err
 		}
-		if !contains(nodes, t.Node) {
+		if !slices.Contains(nodes, t.Node) {
 			nodes = append(nodes, t.Node)
 		}
 		return nil

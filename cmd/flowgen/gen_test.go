@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -291,7 +290,7 @@ func TestServeOwnsTheStore(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "jobs.db")
 	ctx, stop := context.WithCancel(context.Background())
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"serve", "--store", store, "../../gen/testdata/flows/parent.yaml", "../../gen/testdata/flows/inline.yaml"}, nil, io.Discard, &stderr)
@@ -377,27 +376,9 @@ func TestHeldStoreSaysWho(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitUntil polls cond for up to a minute, failing early if the command
 // running in the background exits.
-func waitUntil(t *testing.T, what string, cond func() bool, done <-chan int, log *syncBuffer) {
+func waitUntil(t *testing.T, what string, cond func() bool, done <-chan int, log *testutil.SyncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {

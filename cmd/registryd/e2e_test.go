@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +29,7 @@ type e2e struct {
 	addr, url          string
 	storage            []string
 	proc               *exec.Cmd
-	logs               *syncBuffer
+	logs               *testutil.SyncBuffer
 	// cert and key serve HTTPS; client trusts cert.
 	cert, key string
 	client    *http.Client
@@ -63,7 +62,7 @@ func (e *e2e) registryd(args ...string) *exec.Cmd {
 
 func (e *e2e) start() {
 	e.t.Helper()
-	e.logs = &syncBuffer{}
+	e.logs = &testutil.SyncBuffer{}
 	e.proc = e.registryd("serve", "--addr", e.addr, "--flowgen-module", e.repo, "--fixture-database", pgtest.DatabaseURL(), "--shutdown-timeout", "5s", "--tls-cert", e.cert, "--tls-key", e.key)
 	e.proc.Stderr = e.logs
 	if err := e.proc.Start(); err != nil {
@@ -248,7 +247,7 @@ func main() {
 }
 
 // waitForLog waits until the log contains s.
-func waitForLog(t *testing.T, logs *syncBuffer, s string) {
+func waitForLog(t *testing.T, logs *testutil.SyncBuffer, s string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -258,24 +257,6 @@ func waitForLog(t *testing.T, logs *syncBuffer, s string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a log buffer the process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func tail(s string, n int) string {
