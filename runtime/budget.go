@@ -91,7 +91,7 @@ func spend(tx store.Tx, job JobID, b jobBudget, ts []task) error {
 	if charged == 0 {
 		return nil
 	}
-	spent, err := tx.Add(jobKey(job, "spent"), int64(charged), budgetCeiling)
+	spent, err := tx.Add(spentKey(job), int64(charged), budgetCeiling)
 	if err != nil {
 		return fmt.Errorf("budget: %w", err)
 	}
@@ -109,7 +109,7 @@ func spend(tx store.Tx, job JobID, b jobBudget, ts []task) error {
 
 // spent is how many activations a job has charged to its budget.
 func spent(tx store.ReadTx, job JobID) (int64, error) {
-	return tx.Counter(jobKey(job, "spent"))
+	return tx.Counter(spentKey(job))
 }
 
 // overdue is the refusal of an activation that would begin after the job's

@@ -125,9 +125,9 @@ func TestSubflowBudgetIsCutToTheParents(t *testing.T) {
 		child := childJob(job, "sub@<a")
 		var meta, childMeta jobMeta
 		r.store.View(context.Background(), func(tx store.ReadTx) error {
-			raw, _ := tx.Get(jobKey(child, "meta"))
+			raw, _ := tx.Get(metaKey(child))
 			json.Unmarshal(raw, &childMeta)
-			raw, _ = tx.Get(jobKey(job, "meta"))
+			raw, _ = tx.Get(metaKey(job))
 			return json.Unmarshal(raw, &meta)
 		})
 		if childMeta.Budget.MaxActivations != c.budget-2 || !childMeta.Budget.Deadline.Equal(meta.Budget.Deadline) || meta.Budget.Deadline.IsZero() {

@@ -27,7 +27,7 @@ type Decision struct {
 func (e *Engine) decision(ctx context.Context, job JobID, t task) (result, error) {
 	var d Decision
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(jobKey(job, "signal", t.Act))
+		raw, err := tx.Get(signalKey(job, t.Act))
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error)
 		if err := tx.Fence(en.lease); err != nil {
 			return err
 		}
-		if err := tx.Put(jobKey(en.job, "wait", en.t.Act), en.m.Payload); err != nil {
+		if err := tx.Put(waitKey(en.job, en.t.Act), en.m.Payload); err != nil {
 			return err
 		}
 		if also != nil {
@@ -87,7 +87,7 @@ func (e *Engine) Signal(ctx context.Context, job JobID, alias string, d Decision
 				return false, nil
 			}
 			n++
-			return true, tx.PutOnce(jobKey(job, "signal", t.Act), raw)
+			return true, tx.PutOnce(signalKey(job, t.Act), raw)
 		})
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -21,13 +22,13 @@ func (e *Engine) Kill(ctx context.Context, job JobID, reason string) error {
 
 // killTx tombstones job and, recursively, the subflow jobs it started.
 func (e *Engine) killTx(tx store.Tx, job JobID, reason string, depth int) error {
-	if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+	if _, err := tx.Get(metaKey(job)); err != nil {
 		return fmt.Errorf("kill %s: %w", job, err)
 	}
 	if depth > 64 {
 		return fmt.Errorf("kill %s: subflows nested deeper than 64", job)
 	}
-	if err := tx.PutOnce(jobKey(job, "tomb"), []byte(reason)); err != nil && !errors.Is(err, store.ErrConflict) {
+	if err := tx.PutOnce(tombKey(job), []byte(reason)); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	var children []JobID
@@ -61,26 +62,26 @@ func (e *Engine) killTx(tx store.Tx, job JobID, reason string, depth int) error 
 // Resume. Activations already running finish their current attempt.
 func (e *Engine) Pause(ctx context.Context, job JobID) error {
 	return e.store.Update(ctx, func(tx store.Tx) error {
-		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+		if _, err := tx.Get(metaKey(job)); err != nil {
 			return fmt.Errorf("pause %s: %w", job, err)
 		}
-		return tx.Put(jobKey(job, "paused"), []byte(time.Now().UTC().Format(time.RFC3339)))
+		return tx.Put(pausedKey(job), []byte(time.Now().UTC().Format(time.RFC3339)))
 	})
 }
 
 // Resume lets a paused job continue.
 func (e *Engine) Resume(ctx context.Context, job JobID) error {
 	return e.store.Update(ctx, func(tx store.Tx) error {
-		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+		if _, err := tx.Get(metaKey(job)); err != nil {
 			return fmt.Errorf("resume %s: %w", job, err)
 		}
-		return tx.Delete(jobKey(job, "paused"))
+		return tx.Delete(pausedKey(job))
 	})
 }
 
 // isPaused reports whether the job is paused.
 func isPaused(tx store.ReadTx, job JobID) (bool, error) {
-	_, err := tx.Get(jobKey(job, "paused"))
+	_, err := tx.Get(pausedKey(job))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -136,6 +137,8 @@ type ActivationView struct {
 	// Elements is a forEach's fan-out size; Children its elements.
 	Elements int               `json:"elements,omitempty"`
 	Children []*ActivationView `json:"children,omitempty"`
+
+	id ident.ActivationID
 }
 
 // InspectionEntry is one key of a job's state.

@@ -75,13 +75,13 @@ func checkLoop(t *testing.T, r *rig, job JobID) {
 		}
 	}
 	err = r.store.View(context.Background(), func(tx store.ReadTx) error {
-		if sem, err := tx.Counter(jobKey(job, "sem")); err != nil || sem != 0 {
+		if sem, err := tx.Counter(semKey(job)); err != nil || sem != 0 {
 			return fmt.Errorf("semaphore %d, %v", sem, err)
 		}
 		// Each pass has activity ledgers of its own: 3 polls, 3 switches
 		// and done.
 		for _, act := range []string{"poll@", "poll@/poll~1<ready", "poll@/poll~2<ready", "ready@<poll", "ready@/poll~2<poll", "done@/poll~2<ready"} {
-			if v, err := tx.Counter(jobKey(job, "act", act)); err != nil || v == 0 {
+			if v, err := tx.Counter(activityKey(job, act)); err != nil || v == 0 {
 				return fmt.Errorf("activity ledger of %s: %d, %v", act, v, err)
 			}
 		}
@@ -164,26 +164,5 @@ func TestLoopUnderDuplicateDelivery(t *testing.T) {
 			deliverRepeatedly(t, r, e)
 			checkLoop(t, r, job)
 		})
-	}
-}
-
-func TestReenterNestedLoops(t *testing.T) {
-	for _, c := range []struct {
-		dim, target, want string
-		pass              int
-	}{
-		{"", "x", "/x~1", 1},
-		{"/x~1", "x", "/x~2", 2},
-		{"/x~2/y~3", "y", "/x~2/y~4", 4},
-		{"/x~2/y~3", "x", "/x~3", 3},
-		{"/0/x~9", "x", "/0/x~10", 10},
-		{"/x~2/3", "x", "/x~3", 3},         // from inside a forEach element of the pass
-		{"/xx~2", "x", "/xx~2/x~1", 1},     // another node's loop
-		{"/x~junk", "x", "/x~junk/x~1", 1}, // not a pass number
-	} {
-		got, pass := reenter(c.dim, c.target)
-		if got != c.want || pass != c.pass {
-			t.Errorf("reenter(%q, %q) = %q, %d; want %q, %d", c.dim, c.target, got, pass, c.want, c.pass)
-		}
 	}
 }

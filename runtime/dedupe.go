@@ -28,8 +28,6 @@ type dedupeRecord struct {
 	Job     string          `json:"job"`
 }
 
-func dedupeKey(key string) []byte { return []byte("dedupe/edge/" + key) }
-
 // deduped returns the recorded result when the activation's key was
 // applied within its TTL.
 func (e *Engine) deduped(ctx context.Context, info NodeInfo, t task) (result, bool, error) {
@@ -39,7 +37,7 @@ func (e *Engine) deduped(ctx context.Context, info NodeInfo, t task) (result, bo
 	}
 	var rec dedupeRecord
 	err = e.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(dedupeKey(key))
+		raw, err := tx.Get(edgeDedupeKey(key))
 		if err != nil {
 			return err
 		}
@@ -80,5 +78,5 @@ func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) 
 	if err != nil {
 		return err
 	}
-	return tx.Put(dedupeKey(key), raw)
+	return tx.Put(edgeDedupeKey(key), raw)
 }

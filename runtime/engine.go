@@ -11,6 +11,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -163,7 +164,7 @@ func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) 
 // given entry activations, in the caller's transaction. Creating the same
 // job again is a no-op, so a replayed parent step starts its subflow once.
 func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, entries []string) error {
-	if _, err := tx.Get(jobKey(job, "meta")); err == nil {
+	if _, err := tx.Get(metaKey(job)); err == nil {
 		return nil
 	}
 	raw, err := json.Marshal(meta)
@@ -171,16 +172,16 @@ func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, en
 		return err
 	}
 	status, _ := json.Marshal(JobStatus{State: StateRunning, Started: meta.Started})
-	if err := tx.PutOnce(jobKey(job, "meta"), raw); err != nil {
+	if err := tx.PutOnce(metaKey(job), raw); err != nil {
 		return err
 	}
 	if err := indexJob(tx, job, meta); err != nil {
 		return err
 	}
-	if err := tx.Put(jobKey(job, "status"), status); err != nil {
+	if err := tx.Put(statusKey(job), status); err != nil {
 		return err
 	}
-	if _, err := tx.Add(jobKey(job, "sem"), int64(len(entries)), maxSemaphore); err != nil {
+	if _, err := tx.Add(semKey(job), int64(len(entries)), maxSemaphore); err != nil {
 		return err
 	}
 	input, ref, err := boundary(tx, meta.Input)
@@ -189,7 +190,7 @@ func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, en
 	}
 	ts := make([]task, len(entries))
 	for i, alias := range entries {
-		ts[i] = task{Flow: c.Name, Node: alias, Act: alias + "@", Input: input, InputRef: ref}
+		ts[i] = task{Flow: c.Name, Node: alias, Act: ident.EntryOf(alias).String(), Input: input, InputRef: ref}
 	}
 	meta.Budget.stamp(ts)
 	if err := spend(tx, job, meta.Budget, ts); err != nil {
@@ -208,11 +209,11 @@ const maxSemaphore = 1 << 40
 
 // task is the payload of a work message: one activation to run.
 type task struct {
-	Flow  string `cbor:"1,keyasint"`
-	Node  string `cbor:"2,keyasint"`
-	Act   string `cbor:"3,keyasint"`
-	Dim   string `cbor:"4,keyasint,omitempty"`
-	Input []byte `cbor:"5,keyasint,omitempty"`
+	Flow  string    `cbor:"1,keyasint"`
+	Node  string    `cbor:"2,keyasint"`
+	Act   string    `cbor:"3,keyasint"`
+	Dim   ident.Dim `cbor:"4,keyasint,omitempty"`
+	Input []byte    `cbor:"5,keyasint,omitempty"`
 	// Join is set on forEach body activations: the forEach activation they
 	// report to, their element index and the fan-out size.
 	Join   string `cbor:"6,keyasint,omitempty"`

@@ -234,7 +234,7 @@ func (r *rig) assertFinished(job JobID) {
 		}
 	}
 	err = r.store.View(context.Background(), func(tx store.ReadTx) error {
-		sem, err := tx.Counter(jobKey(job, "sem"))
+		sem, err := tx.Counter(semKey(job))
 		if err != nil || sem != 0 {
 			return fmt.Errorf("semaphore %d, %v", sem, err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -161,14 +162,18 @@ func (in *Inspection) tree(queued []store.Message) {
 	// forEach elements under their forEach; elements never started are
 	// pending.
 	var roots []*ActivationView
-	forEaches := map[string]*ActivationView{} // node and dimension -> forEach
+	type place struct {
+		node string
+		dim  ident.Dim
+	}
+	forEaches := map[place]*ActivationView{}
 	for _, v := range views {
 		if v.Elements > 0 {
-			forEaches[v.Node+"@"+v.Dim] = v
+			forEaches[place{v.Node, v.id.Dim()}] = v
 		}
 	}
 	for _, v := range views {
-		if parent := forEaches[v.from()+"@"+parentDim(v.Dim)]; parent != nil && v.Index >= 0 {
+		if parent := forEaches[place{v.id.From(), v.id.Dim().Parent()}]; parent != nil && v.Index >= 0 {
 			parent.Children = append(parent.Children, v)
 			continue
 		}
@@ -197,8 +202,11 @@ func (in *Inspection) tree(queued []store.Message) {
 		if c := depth[a.Node] - depth[b.Node]; c != 0 {
 			return c
 		}
-		if c := strings.Count(a.Act, "#join@") - strings.Count(b.Act, "#join@"); c != 0 {
-			return c
+		if aj, bj := a.id.Kind() == ident.Join, b.id.Kind() == ident.Join; aj != bj {
+			if aj {
+				return 1
+			}
+			return -1
 		}
 		return strings.Compare(a.Act, b.Act)
 	})
@@ -213,9 +221,9 @@ func nodeDepths(views map[string]*ActivationView) map[string]int {
 	depth := map[string]int{}
 	var queue []string
 	for _, v := range views {
-		if from := v.from(); from != "" {
-			succ[from] = append(succ[from], v.Node)
-		} else if _, seen := depth[v.Node]; !seen && !strings.Contains(v.Act, "#join@") {
+		if v.id.Kind() == ident.Step {
+			succ[v.id.From()] = append(succ[v.id.From()], v.Node)
+		} else if _, seen := depth[v.Node]; !seen && v.id.Kind() == ident.Entry {
 			depth[v.Node] = 0
 			queue = append(queue, v.Node)
 		}
@@ -231,25 +239,14 @@ func nodeDepths(views map[string]*ActivationView) map[string]int {
 	return depth
 }
 
-// newActivationView parses an activation id (node@dim<from, or
-// node#join@dim for a forEach's join).
+// newActivationView is the view of the activation act; an id that does
+// not parse (from a store written by a foreign tool) is shown as it is.
 func newActivationView(act string) *ActivationView {
-	v := &ActivationView{Act: act, Index: -1}
-	node, rest, _ := strings.Cut(act, "@")
-	v.Node = strings.TrimSuffix(node, "#join")
-	v.Dim, _, _ = strings.Cut(rest, "<")
-	if i := strings.LastIndexByte(v.Dim, '/'); i >= 0 {
-		if n, err := strconv.Atoi(v.Dim[i+1:]); err == nil {
-			v.Index = n
-		}
+	v := &ActivationView{Act: act, Node: act, Index: -1}
+	if id, err := ident.Parse(act); err == nil {
+		v.id, v.Node, v.Dim, v.Index = id, id.Node(), string(id.Dim()), id.Dim().Index()
 	}
 	return v
-}
-
-// from is the predecessor named in the activation id.
-func (v *ActivationView) from() string {
-	_, from, _ := strings.Cut(v.Act, "<")
-	return from
 }
 
 func summarize(st JobStatus, byKey map[string]InspectionEntry) string {

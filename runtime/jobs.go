@@ -22,19 +22,7 @@ import (
 //
 // Root ids are UUIDv7, so inverting their bytes makes ascending key order
 // newest first. Jobs created before the index existed are added once, the
-// first time a listing runs (jobIndexBuilt marks that).
-const jobIndexPrefix = "jobs/"
-
-var jobIndexBuilt = []byte("jobs.indexed")
-
-func jobIndexKey(j JobID) []byte {
-	var inv [16]byte
-	for i, b := range j {
-		inv[i] = ^b
-	}
-	return []byte(jobIndexPrefix + hex.EncodeToString(inv[:]))
-}
-
+// first time a listing runs (jobIndexBuiltKey marks that).
 func jobFromIndexKey(k []byte) (JobID, bool) {
 	var j JobID
 	raw, err := hex.DecodeString(strings.TrimPrefix(string(k), jobIndexPrefix))
@@ -201,7 +189,7 @@ func (q JobQuery) match(tx store.ReadTx, job JobID, ix jobIndexEntry) (JobSummar
 		return sum, false, nil
 	}
 	if len(q.Where) > 0 {
-		raw, err := tx.Get(jobKey(job, "meta"))
+		raw, err := tx.Get(metaKey(job))
 		if err != nil {
 			return sum, false, err
 		}
@@ -214,7 +202,7 @@ func (q JobQuery) match(tx store.ReadTx, job JobID, ix jobIndexEntry) (JobSummar
 		}
 	}
 	var st JobStatus
-	raw, err := tx.Get(jobKey(job, "status"))
+	raw, err := tx.Get(statusKey(job))
 	if err != nil {
 		return sum, false, err
 	}
@@ -279,7 +267,7 @@ func waitingCheckpoints(tx store.ReadTx, job JobID) ([]string, error) {
 	prefix := jobPrefix(job, "wait")
 	err := tx.Scan(prefix, func(k, v []byte) error {
 		seg := bytes.TrimPrefix(k, prefix)
-		if _, err := tx.Get(jobKey(job, "sub", string(seg))); err == nil {
+		if _, err := tx.Get(subflowChildKey(job, string(seg))); err == nil {
 			return nil
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -301,7 +289,7 @@ func waitingCheckpoints(tx store.ReadTx, job JobID) ([]string, error) {
 func WaitingCheckpoints(ctx context.Context, s store.Store, job JobID) ([]string, error) {
 	var nodes []string
 	err := s.View(ctx, func(tx store.ReadTx) error {
-		if _, err := tx.Get(jobKey(job, "meta")); err != nil {
+		if _, err := tx.Get(metaKey(job)); err != nil {
 			return err
 		}
 		var err error
@@ -318,7 +306,7 @@ func WaitingCheckpoints(ctx context.Context, s store.Store, job JobID) ([]string
 func buildJobIndex(ctx context.Context, s store.Store) error {
 	done := false
 	if err := s.View(ctx, func(tx store.ReadTx) error {
-		_, err := tx.Get(jobIndexBuilt)
+		_, err := tx.Get(jobIndexBuiltKey())
 		done = err == nil
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -333,7 +321,7 @@ func buildJobIndex(ctx context.Context, s store.Store) error {
 			meta jobMeta
 		}
 		var jobs []found
-		err := tx.Scan([]byte("pid/"), func(k, v []byte) error {
+		err := tx.Scan(allRootsPrefix(), func(k, v []byte) error {
 			id, rest, ok := strings.Cut(strings.TrimPrefix(string(k), "pid/"), "/")
 			if !ok || rest != "meta" {
 				return nil
@@ -357,7 +345,7 @@ func buildJobIndex(ctx context.Context, s store.Store) error {
 				return err
 			}
 		}
-		return tx.Put(jobIndexBuilt, []byte("1"))
+		return tx.Put(jobIndexBuiltKey(), []byte("1"))
 	})
 }
 

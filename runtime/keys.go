@@ -3,58 +3,109 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 
-	"github.com/google/uuid"
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 )
 
 // JobID is a job's root id: a UUIDv7, so ids sort by creation time.
-type JobID [16]byte
+type JobID = ident.JobID
 
 // NewJobID returns a fresh UUIDv7 job id.
-func NewJobID() (JobID, error) {
-	u, err := uuid.NewV7()
-	if err != nil {
-		return JobID{}, fmt.Errorf("new job id: %w", err)
-	}
-	return JobID(u), nil
-}
+func NewJobID() (JobID, error) { return ident.NewJobID() }
 
-// ParseJobID parses the base64url form String prints.
-func ParseJobID(s string) (JobID, error) {
-	var id JobID
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != len(id) {
-		return id, fmt.Errorf("invalid job id %q: want 22 base64url characters", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
+// ParseJobID parses the base64url form JobID.String prints.
+func ParseJobID(s string) (JobID, error) { return ident.ParseJobID(s) }
 
-// String is the id in base64url, the form used outside the store.
-func (j JobID) String() string { return base64.RawURLEncoding.EncodeToString(j[:]) }
-
-// Key layout. Everything about a job lives under its root prefix, so one
-// prefix scan shows the whole job:
+// Key layout. Every key the engine writes comes from one function below;
+// TestKeyLayout keeps this drawing equal to what they return. Everything
+// about a job lives under its root prefix, so one prefix scan shows the
+// whole job:
 //
 //	pid/<root>/meta               job meta (flow, input, start time)      value
 //	pid/<root>/status             job status and result                   value
 //	pid/<root>/tomb               tombstone (kill)                        value
+//	pid/<root>/paused             pause flag                              value
+//	pid/<root>/sem                job semaphore                           counter
+//	pid/<root>/spent              activations charged to the budget       counter
 //	pid/<root>/res/<act>          write-once activation result            value
 //	pid/<root>/fail/<act>         activation failed (the job fails)       value
 //	pid/<root>/term/<act>         activation had no successors            value
 //	pid/<root>/log/<act>/<n>      aspect step log of retried attempt n    value
-//	pid/<root>/wait/<act>         parked checkpoint activation            value
+//	pid/<root>/wait/<act>         parked activation (checkpoint, subflow) value
 //	pid/<root>/signal/<act>       decision recorded for a checkpoint      value
-//	pid/<root>/paused             pause flag                              value
-//	pid/<root>/sem                job semaphore                           counter
 //	pid/<root>/act/<act>          activity ledger                         counter
 //	pid/<root>/guid/<msg>         GUID ledger of one message              counter
-//	pid/<root>/agg/<act>          finished children of a forEach          counter
+//	pid/<root>/agg/<act>          finished elements of a forEach          counter
+//	pid/<root>/items/<act>        elements a windowed forEach still owes  value
+//	pid/<root>/sub/<act>          child job a subflow activation started  value
+//	pid/<root>/child/<act>        final status of that child job          value
+//	pid/<root>/seq                completion sequence                     counter
+//	pid/<root>/done/<seq>         compensable activations, in order       value
+//	pid/<root>/comp               compensation started (chain length)     value
+//	pid/<root>/comp/<i>           the compensation chain, newest first    value
+//	jobs/<inverted-root>          job index entry, newest first           value
+//	jobs.indexed                  the job index covers older jobs         value
+//	blobs/<sha256>                an input too large to travel inline     value
+//	dedupe/edge/<key>             exactly-once edge record                value
+//	dedupe/<key>                  dedupe capability record                value
+//	kv/<namespace>/<key>          KV capability value                     value
 //
 // Activation ids longer than 64 bytes are hashed (SHA-256, first 16 bytes,
-// base64url) so keys stay bounded whatever users name things.
-func rootPrefix(j JobID) []byte { return []byte("pid/" + j.String() + "/") }
+// base64url) so keys stay bounded whatever users name things. Numbers in
+// keys that are scanned in order (<seq>, <i>) are zero-padded to 12 digits,
+// so byte order is numeric order.
+
+func metaKey(j JobID) []byte   { return jobKey(j, "meta") }
+func statusKey(j JobID) []byte { return jobKey(j, "status") }
+func tombKey(j JobID) []byte   { return jobKey(j, "tomb") }
+func pausedKey(j JobID) []byte { return jobKey(j, "paused") }
+func semKey(j JobID) []byte    { return jobKey(j, "sem") }
+func spentKey(j JobID) []byte  { return jobKey(j, "spent") }
+
+func resultKey(j JobID, act string) []byte { return jobKey(j, "res", act) }
+func failKey(j JobID, act string) []byte   { return jobKey(j, "fail", act) }
+func termKey(j JobID, act string) []byte   { return jobKey(j, "term", act) }
+func attemptLogKey(j JobID, act string, attempt int) []byte {
+	return jobKey(j, "log", act, strconv.Itoa(attempt))
+}
+func waitKey(j JobID, act string) []byte          { return jobKey(j, "wait", act) }
+func signalKey(j JobID, act string) []byte        { return jobKey(j, "signal", act) }
+func activityKey(j JobID, act string) []byte      { return jobKey(j, "act", act) }
+func guidKey(j JobID, msg [16]byte) []byte        { return jobKey(j, "guid", fmt.Sprintf("%x", msg)) }
+func aggregateKey(j JobID, forEach string) []byte { return jobKey(j, "agg", forEach) }
+func itemsKey(j JobID, forEach string) []byte     { return jobKey(j, "items", forEach) }
+func subflowChildKey(j JobID, act string) []byte  { return jobKey(j, "sub", act) }
+func subflowStatusKey(j JobID, act string) []byte { return jobKey(j, "child", act) }
+func completionSeqKey(j JobID) []byte             { return jobKey(j, "seq") }
+func compensableKey(j JobID, seq int64) []byte    { return jobKey(j, "done", padded(seq)) }
+func compensationKey(j JobID) []byte              { return jobKey(j, "comp") }
+func compensationStepKey(j JobID, i int) []byte   { return jobKey(j, "comp", padded(int64(i))) }
+func blobKey(ref string) []byte                   { return []byte("blobs/" + ref) }
+func edgeDedupeKey(key string) []byte             { return []byte("dedupe/edge/" + key) }
+func capabilityDedupeKey(key string) []byte       { return []byte("dedupe/" + key) }
+func kvKey(namespace, key string) []byte          { return []byte("kv/" + namespace + "/" + key) }
+func jobPrefix(j JobID, kind string) []byte       { return append(jobKey(j, kind), '/') }
+func rootPrefix(j JobID) []byte                   { return []byte("pid/" + j.String() + "/") }
+func allRootsPrefix() []byte                      { return []byte("pid/") }
+func jobIndexKey(j JobID) []byte                  { return []byte(jobIndexPrefix + hex.EncodeToString(inverted(j))) }
+func jobIndexBuiltKey() []byte                    { return []byte("jobs.indexed") }
+func padded(n int64) string                       { return fmt.Sprintf("%012d", n) }
+
+// jobIndexPrefix starts every job index key.
+const jobIndexPrefix = "jobs/"
+
+// inverted is j with every bit flipped: ascending order of inverted
+// UUIDv7s is newest first.
+func inverted(j JobID) []byte {
+	inv := make([]byte, len(j))
+	for i, b := range j {
+		inv[i] = ^b
+	}
+	return inv
+}
 
 func jobKey(j JobID, parts ...string) []byte {
 	k := rootPrefix(j)
@@ -66,9 +117,6 @@ func jobKey(j JobID, parts ...string) []byte {
 	}
 	return k
 }
-
-// jobPrefix is the prefix of every key of one kind ("res", "term") of a job.
-func jobPrefix(j JobID, kind string) []byte { return append(jobKey(j, kind), '/') }
 
 // segment hashes long or slash-containing key segments.
 func segment(s string) string {

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/idemkey"
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -88,7 +88,7 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 		log.add(e, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
 		raw, _ := json.Marshal(log)
 		err := e.store.Update(ctx, func(tx store.Tx) error {
-			if err := tx.Put(jobKey(job, "log", t.Act, strconv.Itoa(m.Attempt)), raw); err != nil {
+			if err := tx.Put(attemptLogKey(job, t.Act, m.Attempt), raw); err != nil {
 				return err
 			}
 			return ignoreStale(tx.Nack(m.Receipt, delay))
@@ -269,14 +269,13 @@ func (e *Engine) join(ctx context.Context, job JobID, t task, fe *ForEach) (resu
 	var outputs []json.RawMessage
 	var failed []string
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
-		n, err := tx.Counter(jobKey(job, "agg", t.JoinOf))
+		n, err := tx.Counter(aggregateKey(job, t.JoinOf))
 		if err != nil {
 			return err
 		}
 		outputs = make([]json.RawMessage, n)
 		for i := range outputs {
-			dim := t.Dim + "/" + strconv.Itoa(i)
-			raw, err := tx.Get(jobKey(job, "res", fe.Do+"@"+dim+"<"+t.Node))
+			raw, err := tx.Get(resultKey(job, ident.StepOf(fe.Do, t.Dim.Element(i), t.Node).String()))
 			if err != nil {
 				return err
 			}
@@ -342,7 +341,7 @@ func (s JobStatus) Done() bool { return s.State != StateRunning && s.State != ""
 func (e *Engine) Status(ctx context.Context, job JobID) (JobStatus, error) {
 	var st JobStatus
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(jobKey(job, "status"))
+		raw, err := tx.Get(statusKey(job))
 		if err != nil {
 			return err
 		}

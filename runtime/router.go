@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -35,37 +35,15 @@ func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) 
 		next := task{Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL}
 		if edge.MaxIterations > 0 {
 			var pass int
-			next.Dim, pass = reenter(t.Dim, edge.To)
+			next.Dim, pass = t.Dim.Reenter(edge.To)
 			if pass > edge.MaxIterations {
 				next.Refused = fmt.Sprintf("loop back to %s from %s.%s: pass %d exceeds maxIterations %d", edge.To, t.Node, edge.FromPort, pass, edge.MaxIterations)
 			}
 		}
-		next.Act = edge.To + "@" + next.Dim + "<" + t.Node
+		next.Act = ident.StepOf(edge.To, next.Dim, t.Node).String()
 		out = append(out, next)
 	}
 	return out, nil
-}
-
-// reenter is the dimensional address of the next pass of the loop that
-// returns to node target, and that pass's number (1 for the first pass
-// back). Pass k of a loop into target runs under "<base>/<target>~<k>",
-// where base is where the loop was entered, so every pass (and everything
-// it starts, nested loops and forEach elements included) has addresses of
-// its own, and leaving a nested loop does not disturb the outer one's
-// count.
-func reenter(dim, target string) (string, int) {
-	marker := "/" + target + "~"
-	for i := strings.LastIndex(dim, marker); i >= 0; i = strings.LastIndex(dim[:i], marker) {
-		rest := dim[i+len(marker):]
-		end := strings.IndexByte(rest, '/')
-		if end < 0 {
-			end = len(rest)
-		}
-		if k, err := strconv.Atoi(rest[:end]); err == nil && k > 0 {
-			return dim[:i] + marker + strconv.Itoa(k+1), k + 1
-		}
-	}
-	return dim + marker + "1", 1
 }
 
 // fanOut starts one body activation per element, each in its own
@@ -87,7 +65,7 @@ func fanOut(tx store.Tx, job JobID, t task, fe *ForEach, input json.RawMessage) 
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Put(jobKey(job, "items", t.Act), all); err != nil {
+		if err := tx.Put(itemsKey(job, t.Act), all); err != nil {
 			return nil, err
 		}
 		items = items[:window]
@@ -100,23 +78,27 @@ func fanOut(tx store.Tx, job JobID, t task, fe *ForEach, input json.RawMessage) 
 }
 
 // bodyTask is the activation of a forEach body for element i.
-func bodyTask(flow, forEachAct, dim, forEachNode, do string, i int, item json.RawMessage, expect, window int) task {
-	d := dim + "/" + strconv.Itoa(i)
+func bodyTask(flow, forEachAct string, dim ident.Dim, forEachNode, do string, i int, item json.RawMessage, expect, window int) task {
+	d := dim.Element(i)
 	return task{
 		Flow: flow, Node: do, Dim: d, Input: item,
-		Act:  do + "@" + d + "<" + forEachNode,
+		Act:  ident.StepOf(do, d, forEachNode).String(),
 		Join: forEachAct, Index: i, Expect: expect, Window: window,
 	}
 }
 
 func joinTask(forEach task) task {
-	return task{Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: forEach.Node + "#join@" + forEach.Dim, JoinOf: forEach.Act}
+	return task{Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: ident.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act}
 }
 
 // reportToJoin counts a finished body activation on its forEach; the one
 // that completes the count publishes the join, in the same commit.
 func (e *Engine) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
-	n, err := tx.Add(jobKey(job, "agg", t.Join), 1, int64(t.Expect))
+	forEachAct, err := ident.Parse(t.Join)
+	if err != nil {
+		return nil, fmt.Errorf("forEach element %s: %w", t.Act, err)
+	}
+	n, err := tx.Add(aggregateKey(job, t.Join), 1, int64(t.Expect))
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +106,7 @@ func (e *Engine) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
 		// Under a concurrency limit each finished body starts the next
 		// element, so Window stay in flight until the last has started.
 		if next := t.Window + int(n) - 1; t.Window > 0 && next < t.Expect {
-			raw, err := tx.Get(jobKey(job, "items", t.Join))
+			raw, err := tx.Get(itemsKey(job, t.Join))
 			if err != nil {
 				return nil, fmt.Errorf("forEach %s: elements: %w", t.Join, err)
 			}
@@ -132,20 +114,12 @@ func (e *Engine) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
 			if err := json.Unmarshal(raw, &items); err != nil || next >= len(items) {
 				return nil, fmt.Errorf("forEach %s: element %d of %d: %v", t.Join, next, len(items), err)
 			}
-			forEachNode := t.Join[:strings.IndexByte(t.Join, '@')]
-			return []task{bodyTask(t.Flow, t.Join, parentDim(t.Dim), forEachNode, t.Node, next, items[next], t.Expect, t.Window)}, nil
+			return []task{bodyTask(t.Flow, t.Join, t.Dim.Parent(), forEachAct.Node(), t.Node, next, items[next], t.Expect, t.Window)}, nil
 		}
 		return nil, nil
 	}
-	forEach := task{Flow: t.Flow, Node: t.Join[:strings.IndexByte(t.Join, '@')], Dim: parentDim(t.Dim), Act: t.Join}
+	forEach := task{Flow: t.Flow, Node: forEachAct.Node(), Dim: t.Dim.Parent(), Act: t.Join}
 	return []task{joinTask(forEach)}, nil
-}
-
-func parentDim(dim string) string {
-	if i := strings.LastIndexByte(dim, '/'); i >= 0 {
-		return dim[:i]
-	}
-	return ""
 }
 
 // lookup returns the value at a dotted path of a JSON object.

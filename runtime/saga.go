@@ -1,20 +1,13 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
-
-// Compensation (saga) state under the job root:
-//
-//	pid/<root>/done/<seq>     compensable activations in completion order  value
-//	pid/<root>/comp/<i>       the compensation chain, newest first         value
-//	pid/<root>/comp           compensation started                          value
-//	pid/<root>/seq            completion sequence                          counter
 
 // recordCompensable remembers, in the step 1 commit, that a node with a
 // compensation completed successfully, in completion order.
@@ -23,11 +16,11 @@ func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *res
 	if n == nil || n.Compensate == nil || en.t.Undo > 0 || res.failed() {
 		return nil
 	}
-	seq, err := tx.Add(jobKey(en.job, "seq"), 1, maxSemaphore)
+	seq, err := tx.Add(completionSeqKey(en.job), 1, maxSemaphore)
 	if err != nil {
 		return err
 	}
-	return tx.PutOnce(jobKey(en.job, "done", fmt.Sprintf("%012d", seq)), []byte(en.t.Act))
+	return tx.PutOnce(compensableKey(en.job, seq), []byte(en.t.Act))
 }
 
 // startCompensation runs in step 3 of a failed job: when compensable
@@ -36,7 +29,7 @@ func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *res
 // whether it did, in which case the job is not complete yet.
 func (e *Engine) startCompensation(tx store.Tx, en *entry) (bool, error) {
 	job := en.job
-	if _, err := tx.Get(jobKey(job, "comp")); err == nil {
+	if _, err := tx.Get(compensationKey(job)); err == nil {
 		return false, nil // the chain has run; this is the real end
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return false, err
@@ -57,15 +50,15 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry) (bool, error) {
 	if err != nil || len(acts) == 0 {
 		return false, err
 	}
-	if err := tx.Put(jobKey(job, "comp"), []byte(fmt.Sprint(len(acts)))); err != nil {
+	if err := tx.Put(compensationKey(job), []byte(fmt.Sprint(len(acts)))); err != nil {
 		return false, err
 	}
 	for i := range acts {
-		if err := tx.Put(jobKey(job, "comp", fmt.Sprint(i+1)), []byte(acts[len(acts)-1-i])); err != nil {
+		if err := tx.Put(compensationStepKey(job, i+1), []byte(acts[len(acts)-1-i])); err != nil {
 			return false, err
 		}
 	}
-	if _, err := tx.Add(jobKey(job, "sem"), 1, maxSemaphore); err != nil {
+	if _, err := tx.Add(semKey(job), 1, maxSemaphore); err != nil {
 		return false, err
 	}
 	first, err := undoTask(tx, job, en.t.Flow, 1, len(acts))
@@ -91,11 +84,11 @@ func nextCompensation(tx store.Tx, job JobID, t task) ([]task, error) {
 // undoTask builds the i-th compensation of the chain: the undone
 // activation's node, fed with that activation's output.
 func undoTask(tx store.Tx, job JobID, flow string, i, n int) (task, error) {
-	act, err := tx.Get(jobKey(job, "comp", fmt.Sprint(i)))
+	act, err := tx.Get(compensationStepKey(job, i))
 	if err != nil {
 		return task{}, err
 	}
-	raw, err := tx.Get(jobKey(job, "res", string(act)))
+	raw, err := tx.Get(resultKey(job, string(act)))
 	if err != nil {
 		return task{}, err
 	}
@@ -103,6 +96,13 @@ func undoTask(tx store.Tx, job JobID, flow string, i, n int) (task, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return task{}, err
 	}
-	node := string(act[:bytes.IndexByte(act, '@')])
-	return task{Flow: flow, Node: node, Act: string(act) + "#undo", Input: r.Output, Undo: i, UndoOf: n}, nil
+	done, err := ident.Parse(string(act))
+	if err != nil {
+		return task{}, fmt.Errorf("compensation %d of %d: %w", i, n, err)
+	}
+	undo, err := ident.UndoOf(done)
+	if err != nil {
+		return task{}, fmt.Errorf("compensation %d of %d: %w", i, n, err)
+	}
+	return task{Flow: flow, Node: done.Node(), Act: undo.String(), Input: r.Output, Undo: i, UndoOf: n}, nil
 }

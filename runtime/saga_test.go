@@ -109,3 +109,69 @@ func TestCompensationRunsNewestFirstExactlyOnce(t *testing.T) {
 func TestCompensationSurvivesEveryCrashPoint(t *testing.T) {
 	crashEverywhere(t, func(s *sink) []*Flow { return []*Flow{sagaFlow(s, true)} }, "saga", sagaInput, checkSaga)
 }
+
+// TestCompensationOrderPastNineSteps runs a chain of twelve compensable
+// steps and a failing last node: the undos run, and are reported, newest
+// first, also past the ninth (chain positions used to be unpadded in keys
+// scanned in byte order, so 10 sorted before 2).
+func TestCompensationOrderPastNineSteps(t *testing.T) {
+	const steps = 12
+	r := newRig(t)
+	var undone []string
+	flow := &Flow{Name: "long-saga"}
+	for i := 1; i <= steps; i++ {
+		alias := fmt.Sprintf("s%02d", i)
+		flow.Nodes = append(flow.Nodes, &FlowNode{
+			Alias: alias,
+			Runner: Typed(NodeInfo{ID: "t." + alias}, func(ctx *Context, _ noParams, in order) (order, error) {
+				return in, nil
+			}),
+			Compensate: &Compensation{Runner: Typed(NodeInfo{ID: "t.undo." + alias}, func(ctx *Context, _ noParams, in order) (json.RawMessage, error) {
+				r.sink.mu.Lock()
+				undone = append(undone, alias)
+				r.sink.mu.Unlock()
+				return json.RawMessage(`{}`), nil
+			})},
+		})
+		if i > 1 {
+			flow.Edges = append(flow.Edges, Edge{From: fmt.Sprintf("s%02d", i-1), FromPort: "out", To: alias})
+		}
+	}
+	flow.Nodes = append(flow.Nodes, &FlowNode{Alias: "fail", Runner: Typed(NodeInfo{ID: "t.fail"}, func(ctx *Context, _ noParams, in order) (order, error) {
+		return order{}, Errorf(Permanent, "the last step fails")
+	})})
+	flow.Edges = append(flow.Edges, Edge{From: fmt.Sprintf("s%02d", steps), FromPort: "out", To: "fail"})
+
+	e := New(r.store, Options{})
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.Start(context.Background(), flow.Name, json.RawMessage(sagaInput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Status(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantUndone, wantReported []string
+	for i := steps; i >= 1; i-- {
+		wantUndone = append(wantUndone, fmt.Sprintf("s%02d", i))
+		if i == 1 {
+			wantReported = append(wantReported, "s01@")
+		} else {
+			wantReported = append(wantReported, fmt.Sprintf("s%02d@<s%02d", i, i-1))
+		}
+	}
+	if st.State != StateFailed || fmt.Sprint(st.Compensated) != fmt.Sprint(wantReported) {
+		t.Errorf("state %s, compensated\n %v\nwant\n %v", st.State, st.Compensated, wantReported)
+	}
+	r.sink.mu.Lock()
+	defer r.sink.mu.Unlock()
+	if fmt.Sprint(undone) != fmt.Sprint(wantUndone) {
+		t.Errorf("undos ran in the order\n %v\nwant\n %v", undone, wantUndone)
+	}
+}

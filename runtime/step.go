@@ -71,8 +71,8 @@ type entry struct {
 	renewed   atomic.Pointer[store.Lease]
 }
 
-func (en *entry) guidKey() []byte { return jobKey(en.job, "guid", fmt.Sprintf("%x", en.m.ID)) }
-func (en *entry) actKey() []byte  { return jobKey(en.job, "act", en.t.Act) }
+func (en *entry) guidKey() []byte { return guidKey(en.job, en.m.ID) }
+func (en *entry) actKey() []byte  { return activityKey(en.job, en.t.Act) }
 
 // enter is the entry commit of a delivery: take the job lease, count the
 // leg 2 entry on the activity ledger and seed the GUID ordinal once. When
@@ -99,7 +99,7 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = tx.Get(jobKey(en.job, "tomb"))
+	_, err = tx.Get(tombKey(en.job))
 	en.killed = err == nil
 	a, err := tx.Counter(en.actKey())
 	if err != nil {
@@ -259,12 +259,12 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err != nil {
 			return false, err
 		}
-		if err := tx.PutOnce(jobKey(job, "res", t.Act), raw); err != nil {
+		if err := tx.PutOnce(resultKey(job, t.Act), raw); err != nil {
 			return false, err
 		}
 		if res.failed() && t.Join == "" { // a forEach join judges its elements
 			msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
-			if err := tx.Put(jobKey(job, "fail", t.Act), []byte(msg)); err != nil {
+			if err := tx.Put(failKey(job, t.Act), []byte(msg)); err != nil {
 				return false, err
 			}
 		}
@@ -278,7 +278,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 	} else {
-		raw, err := tx.Get(jobKey(job, "res", t.Act))
+		raw, err := tx.Get(resultKey(job, t.Act))
 		if err != nil {
 			return false, err
 		}
@@ -301,11 +301,11 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		}
 	}
 	if len(children) == 0 && t.Join == "" && t.Undo == 0 {
-		if err := tx.Put(jobKey(job, "term", t.Act), []byte(t.Node)); err != nil {
+		if err := tx.Put(termKey(job, t.Act), []byte(t.Node)); err != nil {
 			return false, err
 		}
 	}
-	hit, err := tx.Collate(jobKey(job, "sem"), ledger.SemaphoreDelta(len(children)), 0, en.guidKey(), ledger.JobClosed)
+	hit, err := tx.Collate(semKey(job), ledger.SemaphoreDelta(len(children)), 0, en.guidKey(), ledger.JobClosed)
 	if err != nil {
 		return false, err
 	}
@@ -358,7 +358,7 @@ func (e *Engine) crash(point string) error {
 // complete writes the job's final status from its activations' results.
 func (e *Engine) complete(tx store.Tx, job JobID) error {
 	st := JobStatus{State: StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC()}
-	if raw, err := tx.Get(jobKey(job, "meta")); err == nil {
+	if raw, err := tx.Get(metaKey(job)); err == nil {
 		var meta jobMeta
 		if json.Unmarshal(raw, &meta) == nil {
 			st.Started = meta.Started
@@ -375,7 +375,7 @@ func (e *Engine) complete(tx store.Tx, job JobID) error {
 	termPrefix := jobPrefix(job, "term")
 	err = tx.Scan(termPrefix, func(k, v []byte) error {
 		act := strings.TrimPrefix(string(k), string(termPrefix))
-		raw, err := tx.Get(jobKey(job, "res", act))
+		raw, err := tx.Get(resultKey(job, act))
 		if err != nil {
 			return err
 		}
@@ -398,14 +398,14 @@ func (e *Engine) complete(tx store.Tx, job JobID) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Get(jobKey(job, "tomb")); err == nil {
+	if _, err := tx.Get(tombKey(job)); err == nil {
 		st.State = StateKilled
 	}
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	if err := tx.Put(jobKey(job, "status"), raw); err != nil {
+	if err := tx.Put(statusKey(job), raw); err != nil {
 		return err
 	}
 	return e.reportToParent(tx, job, raw)

@@ -35,7 +35,7 @@ func boundary(tx store.Tx, input json.RawMessage) (json.RawMessage, string, erro
 	}
 	sum := sha256.Sum256(input)
 	ref := hex.EncodeToString(sum[:])
-	if err := tx.PutOnce([]byte("blobs/"+ref), input); err != nil {
+	if err := tx.PutOnce(blobKey(ref), input); err != nil {
 		return nil, "", err
 	}
 	return nil, ref, nil
@@ -44,7 +44,7 @@ func boundary(tx store.Tx, input json.RawMessage) (json.RawMessage, string, erro
 func (e *Engine) loadBoundary(ctx context.Context, ref string) (json.RawMessage, error) {
 	var in json.RawMessage
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
-		b, err := tx.Get([]byte("blobs/" + ref))
+		b, err := tx.Get(blobKey(ref))
 		in = append(json.RawMessage(nil), b...)
 		return err
 	})
@@ -68,7 +68,7 @@ func childJob(parent JobID, act string) JobID {
 func (e *Engine) subflowResult(ctx context.Context, job JobID, t task, sf *Subflow) (result, error) {
 	var st JobStatus
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(jobKey(job, "child", t.Act))
+		raw, err := tx.Get(subflowStatusKey(job, t.Act))
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func (e *Engine) subflowResult(ctx context.Context, job JobID, t task, sf *Subfl
 // parent activation at once by reporting a failed status.
 func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	sf := c.byAlias[en.t.Node].Subflow
-	raw, err := tx.Get(jobKey(en.job, "meta"))
+	raw, err := tx.Get(metaKey(en.job))
 	if err != nil {
 		return err
 	}
@@ -127,10 +127,10 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	}
 	refuse := func(format string, args ...any) error {
 		st, _ := json.Marshal(JobStatus{State: StateFailed, Errors: []string{PolicyDenied.String() + ": " + fmt.Sprintf(format, args...)}})
-		if err := tx.Put(jobKey(en.job, "child", en.t.Act), st); err != nil {
+		if err := tx.Put(subflowStatusKey(en.job, en.t.Act), st); err != nil {
 			return err
 		}
-		if err := tx.Delete(jobKey(en.job, "wait", en.t.Act)); err != nil {
+		if err := tx.Delete(waitKey(en.job, en.t.Act)); err != nil {
 			return err
 		}
 		t := en.t
@@ -152,10 +152,10 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 			return refuse("subflow %s has no node %q to receive the input", sf.Flow, in)
 		}
 	}
-	if err := tx.Put(jobKey(en.job, "sub", en.t.Act), child[:]); err != nil {
+	if err := tx.Put(subflowChildKey(en.job, en.t.Act), child[:]); err != nil {
 		return err
 	}
-	if _, err := tx.Get(jobKey(en.job, "tomb")); err == nil {
+	if _, err := tx.Get(tombKey(en.job)); err == nil {
 		return refuse("job was killed")
 	}
 	return e.createJob(tx, child, cc, meta, sf.Inputs)
@@ -165,7 +165,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 // status to the waiting parent activation and resumes it, in the same
 // commit.
 func (e *Engine) reportToParent(tx store.Tx, job JobID, status []byte) error {
-	raw, err := tx.Get(jobKey(job, "meta"))
+	raw, err := tx.Get(metaKey(job))
 	if err != nil {
 		return err
 	}
@@ -180,14 +180,14 @@ func (e *Engine) reportToParent(tx store.Tx, job JobID, status []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.PutOnce(jobKey(parent, "child", meta.Parent.Act), status); err != nil {
+	if err := tx.PutOnce(subflowStatusKey(parent, meta.Parent.Act), status); err != nil {
 		return err
 	}
 	// The child's activations count against the parent's budget.
 	if used, err := spent(tx, job); err != nil {
 		return err
 	} else if used > 0 {
-		if _, err := tx.Add(jobKey(parent, "spent"), used, budgetCeiling); err != nil {
+		if _, err := tx.Add(spentKey(parent), used, budgetCeiling); err != nil {
 			return fmt.Errorf("budget: %w", err)
 		}
 	}
@@ -195,7 +195,7 @@ func (e *Engine) reportToParent(tx store.Tx, job JobID, status []byte) error {
 	if err := cbor.Unmarshal(meta.Parent.Task, &t); err != nil {
 		return err
 	}
-	if err := tx.Delete(jobKey(parent, "wait", t.Act)); err != nil {
+	if err := tx.Delete(waitKey(parent, t.Act)); err != nil {
 		return err
 	}
 	t.Resume = "child"
