@@ -198,7 +198,7 @@ type Edge struct {
 	From         string            `json:"from" flowgen:"required" doc:"Source as alias.port."`
 	To           string            `json:"to" flowgen:"required" doc:"Target as alias.port."`
 	Delivery     flowtype.Delivery `json:"delivery,omitzero" doc:"AtLeastOnce (default), AtMostOnce or ExactlyOnce."`
-	Ordering     flowtype.Ordering `json:"ordering,omitzero" doc:"Ordered (default) or Unordered."`
+	Ordering     flowtype.Ordering `json:"ordering,omitzero" doc:"Ordered (default) or Unordered. Declared only: the runtime does not enforce ordering yet."`
 	PartitionKey string            `json:"partitionKey,omitempty" doc:"Dotted path of the field that partitions the edge."`
 	Buffer       *Buffer           `json:"buffer,omitempty" doc:"Queue budget of the edge."`
 	Timeout      flowtype.Duration `json:"timeout,omitzero" doc:"Deadline for delivery."`

@@ -106,14 +106,17 @@ func (d *Delivery) UnmarshalText(b []byte) error { return parseEnum(deliveryName
 // EnumValues lists the accepted spellings, for schemas and help texts.
 func (Delivery) EnumValues() []string { return deliveryNames }
 
-// Ordering is an edge's ordering contract. The zero value is Ordered: FIFO per
-// edge and partition key.
+// Ordering is the ordering contract an edge declares. The zero value is
+// Ordered. The declaration is validated and carried into the generated
+// code, but the runtime does not enforce it yet: activations on any edge
+// may run in parallel and in any order (docs/runtime.md, "Ordering").
 type Ordering int
 
 const (
-	// Ordered delivers FIFO per edge and partition key.
+	// Ordered declares that deliveries should be FIFO per edge and
+	// partition key (declared, not yet enforced).
 	Ordered Ordering = iota
-	// Unordered allows parallel delivery in any order.
+	// Unordered declares that parallel delivery in any order is fine.
 	Unordered
 )
 

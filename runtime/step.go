@@ -231,7 +231,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 			if err := tx.Fence(en.lease); err != nil {
 				return err
 			}
-			if err := e.completeStep(tx, en); err != nil {
+			if err := e.completeStep(tx, en, ledger.GUID(cur)); err != nil {
 				return err
 			}
 		}
@@ -274,7 +274,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := e.recordDedupe(tx, c, en, res); err != nil {
 			return false, err
 		}
-		if _, err := tx.Add(en.guidKey(), ledger.WorkDone, ledger.MaxValue); err != nil {
+		if err := markStep(tx, en, en.guid, 1); err != nil {
 			return false, err
 		}
 	} else {
@@ -309,13 +309,26 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err != nil {
 		return false, err
 	}
-	_, err = tx.Add(en.guidKey(), ledger.ChildrenSpawned, ledger.MaxValue)
-	return hit, err
+	return hit, markStep(tx, en, en.guid, 2)
+}
+
+// markStep adds the digit of step (1, 2 or 3) to the message's GUID
+// ledger, whose value was seen before the step ran. The guard refuses a
+// step that is already marked: the protocol never commits one twice (a
+// redelivered message reads the digit and skips the step), so a refusal is
+// a bug and aborts the commit rather than corrupt the ledger.
+func markStep(tx store.Tx, en *entry, seen ledger.GUID, step int) error {
+	d, err := seen.StepDelta(step)
+	if err != nil {
+		return fmt.Errorf("%s: step %d: %w", en.t.Act, step, err)
+	}
+	_, err = tx.Add(en.guidKey(), d, ledger.MaxValue)
+	return err
 }
 
 // completeStep is step 3: the job's final status, the GUID marker and the
 // activity's finalize digit, in the current transaction.
-func (e *Engine) completeStep(tx store.Tx, en *entry) error {
+func (e *Engine) completeStep(tx store.Tx, en *entry, seen ledger.GUID) error {
 	started, err := e.startCompensation(tx, en)
 	if err != nil {
 		return err
@@ -325,7 +338,7 @@ func (e *Engine) completeStep(tx store.Tx, en *entry) error {
 			return err
 		}
 	}
-	if _, err := tx.Add(en.guidKey(), ledger.CompletionDone, ledger.MaxValue); err != nil {
+	if err := markStep(tx, en, seen, 3); err != nil {
 		return err
 	}
 	a, err := tx.Counter(en.actKey())

@@ -11,10 +11,12 @@
 // Activity ledger digits (position 1 is the most significant):
 //
 //	1      finalize (0 active, 2 finalized)            +200T
-//	2-3    leg 1 entry attempts (0..99)                +1T
-//	4      leg 1 completion marker                     +100B
-//	5-7    reserved
+//	2-7    reserved (never written)
 //	8-15   leg 2 entry counter (0..99,999,999)         +1
+//
+// Leg 2 is the delivery of a message to a worker; digits 2-7 were once a
+// separate leg 1 of the protocol and stay reserved so the layout of stored
+// ledgers does not move.
 //
 // GUID ledger digits:
 //
@@ -37,10 +39,7 @@ import (
 // Digit weights of the activity ledger.
 const (
 	Finalize    int64 = 200_000_000_000_000
-	Leg1Entry   int64 = 1_000_000_000_000
-	Leg1Done    int64 = 100_000_000_000
 	Leg2Entry   int64 = 1
-	MaxLeg1     int64 = 99
 	MaxLeg2     int64 = 99_999_999
 	MaxValue    int64 = 999_999_999_999_999
 	leg2Modulus int64 = 100_000_000
@@ -69,12 +68,6 @@ func digit(v, w int64) int64 { return v / w % 10 }
 // Activity is the value of an activity ledger.
 type Activity int64
 
-// Leg1Attempts is how many times leg 1 has been entered.
-func (a Activity) Leg1Attempts() int64 { return int64(a) / Leg1Entry % 100 }
-
-// Leg1Complete reports whether leg 1's durable work committed.
-func (a Activity) Leg1Complete() bool { return digit(int64(a), Leg1Done) == 1 }
-
 // Leg2Entries is how many times leg 2 has been entered.
 func (a Activity) Leg2Entries() int64 { return int64(a) % leg2Modulus }
 
@@ -85,23 +78,6 @@ func (a Activity) Finalized() bool { return digit(int64(a), Finalize/2) == 2 }
 // DimensionalIndex is the zero-based index of the current leg 2 entry; each
 // cycle iteration publishes its descendants under its own index.
 func (a Activity) DimensionalIndex() int64 { return a.Leg2Entries() - 1 }
-
-// Leg1EntryDelta returns the increment that records a leg 1 entry, or
-// ErrOverflow when the attempt counter is at its ceiling.
-func (a Activity) Leg1EntryDelta() (int64, error) {
-	if a.Leg1Attempts() >= MaxLeg1 {
-		return 0, fmt.Errorf("%w: %d leg 1 attempts", ErrOverflow, a.Leg1Attempts())
-	}
-	return Leg1Entry, nil
-}
-
-// Leg1DoneDelta returns the increment that marks leg 1 complete.
-func (a Activity) Leg1DoneDelta() (int64, error) {
-	if a.Leg1Complete() {
-		return 0, ErrAlreadySet
-	}
-	return Leg1Done, nil
-}
 
 // Leg2EntryDelta returns the increment that records a leg 2 entry.
 func (a Activity) Leg2EntryDelta() (int64, error) {
@@ -122,14 +98,10 @@ func (a Activity) FinalizeDelta() (int64, error) {
 // String renders the ledger as its 15 digits.
 func (a Activity) String() string { return fmt.Sprintf("%015d", int64(a)) }
 
-// Words decodes the ledger for people: "leg1 attempts=2 done, leg2 entries=1".
+// Words decodes the ledger for people: "leg2 entries=1, finalized".
 func (a Activity) Words() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "leg1 attempts=%d", a.Leg1Attempts())
-	if a.Leg1Complete() {
-		b.WriteString(" done")
-	}
-	fmt.Fprintf(&b, ", leg2 entries=%d", a.Leg2Entries())
+	fmt.Fprintf(&b, "leg2 entries=%d", a.Leg2Entries())
 	if a.Finalized() {
 		b.WriteString(", finalized")
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // deltaOf returns a function that unwraps an increment, failing the test
-// on error: a += Activity(delta(a.Leg1EntryDelta())).
+// on error: a += Activity(delta(a.Leg2EntryDelta())).
 func deltaOf(t *testing.T) func(int64, error) int64 {
 	return func(d int64, err error) int64 {
 		t.Helper()
@@ -24,40 +24,15 @@ func wantString(t *testing.T, got interface{ String() string }, want string) {
 	}
 }
 
-// TestLeg1EntryAndCompletion follows the leg 1 progression: entry, completion
-// bundled with the work, then a replayed message that finds leg 1 done.
-func TestLeg1EntryAndCompletion(t *testing.T) {
-	delta := deltaOf(t)
-	var a Activity
-	wantString(t, a, "000000000000000")
-	a += Activity(delta(a.Leg1EntryDelta()))
-	wantString(t, a, "001000000000000")
-	if a.Leg1Complete() {
-		t.Fatal("complete before the work committed")
-	}
-	a += Activity(delta(a.Leg1DoneDelta()))
-	wantString(t, a, "001100000000000")
-	// A replayed leg 1 message still counts its entry, then sees the marker
-	// and is acknowledged without running the work again.
-	a += Activity(delta(a.Leg1EntryDelta()))
-	wantString(t, a, "002100000000000")
-	if !a.Leg1Complete() || a.Leg1Attempts() != 2 {
-		t.Fatalf("replay: %s", a.Words())
-	}
-	if _, err := a.Leg1DoneDelta(); !errors.Is(err, ErrAlreadySet) {
-		t.Fatalf("second completion: %v", err)
-	}
-}
-
 // TestLeg2EntryAndStepResume follows one message through leg 2: the entry
 // seeds the GUID ordinal, step 1 touches only the GUID, a crash before step
 // 2 resumes at step 2.
 func TestLeg2EntryAndStepResume(t *testing.T) {
 	delta := deltaOf(t)
-	a := Activity(1_100_000_000_000)
-	wantString(t, a, "001100000000000")
+	var a Activity
+	wantString(t, a, "000000000000000")
 	a += Activity(delta(a.Leg2EntryDelta()))
-	wantString(t, a, "001100000000001")
+	wantString(t, a, "000000000000001")
 	g, err := NewGUID(a.Leg2Entries())
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +40,7 @@ func TestLeg2EntryAndStepResume(t *testing.T) {
 	wantString(t, g, "000000000000001")
 	g += GUID(delta(g.StepDelta(1)))
 	wantString(t, g, "000010000000001")
-	wantString(t, a, "001100000000001") // step 1 leaves the activity alone
+	wantString(t, a, "000000000000001") // step 1 leaves the activity alone
 	// Crash. The redelivered message reads the GUID: step 1 is skipped.
 	if !g.WorkDone() || g.ChildrenSpawned() {
 		t.Fatalf("resume state: %s", g.Words())
@@ -133,18 +108,14 @@ func TestJobClosureSurvivesCrashBeforeStep3(t *testing.T) {
 	if g.Words() != "ordinal=1, work done, children published, closed the job, completion done" {
 		t.Errorf("words: %s", g.Words())
 	}
-	if a.Words() != "leg1 attempts=1 done, leg2 entries=1, finalized" {
+	if a.Words() != "leg2 entries=1, finalized" {
 		t.Errorf("words: %s", a.Words())
 	}
 }
 
 // TestCeilingsAreEnforcedNotWrapped drives each counter to its ceiling.
 func TestCeilingsAreEnforcedNotWrapped(t *testing.T) {
-	a := Activity(99 * Leg1Entry)
-	if _, err := a.Leg1EntryDelta(); !errors.Is(err, ErrOverflow) {
-		t.Errorf("100th leg 1 entry: %v", err)
-	}
-	a = Activity(Leg1Done + MaxLeg2)
+	a := Activity(MaxLeg2)
 	if _, err := a.Leg2EntryDelta(); !errors.Is(err, ErrOverflow) {
 		t.Errorf("leg 2 entry past 99,999,999: %v", err)
 	}
@@ -155,8 +126,8 @@ func TestCeilingsAreEnforcedNotWrapped(t *testing.T) {
 		t.Errorf("ordinal past ceiling: %v", err)
 	}
 	// The largest legal activity value still fits 15 digits.
-	top := Activity(Finalize + 99*Leg1Entry + Leg1Done + MaxLeg2)
-	if top.String() != "299100099999999" || int64(top) > MaxValue || !top.Finalized() {
+	top := Activity(Finalize + MaxLeg2)
+	if top.String() != "200000099999999" || int64(top) > MaxValue || !top.Finalized() {
 		t.Errorf("top = %s", top)
 	}
 }
