@@ -38,8 +38,8 @@ import (
 	modzip "golang.org/x/mod/zip"
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
-	"github.com/flowgen-dev/flowgen/gen"
 	"github.com/flowgen-dev/flowgen/internal/atomicfile"
+	"github.com/flowgen-dev/flowgen/internal/modpath"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
@@ -117,12 +117,12 @@ func Build(dir string, opts Options) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	specPath := filepath.Join(abs, "connector.yaml")
+	specPath := filepath.Join(abs, connectorspec.FileName)
 	spec, diags := connectorspec.Load(specPath)
 	if spec == nil || diags.HasErrors() {
 		return nil, fmt.Errorf("package %s: the spec has errors:\n%v", dir, diags.Err())
 	}
-	specJSON, err := gen.Manifest(spec)
+	specJSON, err := connectorspec.Manifest(spec)
 	if err != nil {
 		return nil, fmt.Errorf("package %s: manifest: %w", dir, err)
 	}
@@ -325,7 +325,7 @@ func externalFiles(dir string, schemaFiles []string) (string, []external, map[st
 	imports := map[string]string{}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		relDir, _ := filepath.Rel(root, d)
-		imp, err := gen.ImportPath(d)
+		imp, err := modpath.ImportPath(d)
 		if err != nil {
 			return "", nil, nil, err
 		}
@@ -335,7 +335,7 @@ func externalFiles(dir string, schemaFiles []string) (string, []external, map[st
 			return "", nil, nil, err
 		}
 		for _, e := range entries {
-			if e.IsDir() || !(strings.HasSuffix(e.Name(), ".schema.json") || e.Name() == gen.TypesFile) {
+			if e.IsDir() || !(strings.HasSuffix(e.Name(), ".schema.json") || e.Name() == connectorspec.TypesFile) {
 				continue
 			}
 			data, err := os.ReadFile(filepath.Join(d, e.Name()))

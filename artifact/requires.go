@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 
+	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 )
 
@@ -146,7 +147,7 @@ func strandedWhy(p depPackage, dir string) string {
 	what := p.ImportPath
 	if within(dir, p.Dir) {
 		what += " (below the connector directory, its import path would change with the module: make the connector directory a module root instead)"
-	} else if _, err := os.Stat(filepath.Join(p.Dir, "types_gen.go")); err == nil {
+	} else if _, err := os.Stat(filepath.Join(p.Dir, connectorspec.TypesFile)); err == nil {
 		what += " (the Go types generated from schema files the spec refers to: keep those schema files in the connector directory)"
 	}
 	return what

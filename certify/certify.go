@@ -230,12 +230,12 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if opts.Tool == "" {
 		opts.Tool = "flowgen"
 	}
-	specPath := filepath.Join(dir, "connector.yaml")
+	specPath := filepath.Join(dir, connectorspec.FileName)
 	spec, diags := connectorspec.Load(specPath)
 	if spec == nil {
 		return nil, fmt.Errorf("certify: %s: %v", specPath, diags.Err())
 	}
-	manifest, err := gen.Manifest(spec)
+	manifest, err := connectorspec.Manifest(spec)
 	if err != nil {
 		manifest, _ = json.Marshal(spec) // the spec check reports why
 	}

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowgen-dev/flowgen/connectorspec"
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/inspect"
 	"golang.org/x/tools/go/ast/inspector"
@@ -210,7 +211,7 @@ func buildsOrderedOutput(info *types.Info, body *ast.BlockStmt) bool {
 func isConnector(pass *analysis.Pass) bool {
 	for _, f := range pass.Files {
 		name := pass.Fset.File(f.Pos()).Name()
-		if _, err := os.Stat(filepath.Join(filepath.Dir(name), "connector.yaml")); err == nil {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(name), connectorspec.FileName)); err == nil {
 			return true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/modpath"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
@@ -92,7 +93,7 @@ func (fg *flowGen) plan(s *connectorspec.Spec) *plan {
 // connectorPort is the type of a connector node's input or output.
 func (fg *flowGen) connectorPort(s *connectorspec.Spec, output bool) nodePort {
 	p := fg.plan(s)
-	pkg, err := ImportPath(filepath.Dir(s.File))
+	pkg, err := modpath.ImportPath(filepath.Dir(s.File))
 	if err != nil {
 		fg.diags.Add(s.Pos, diag.GEN001, "keep connectors inside a Go module", "%v", err)
 	}
@@ -113,7 +114,7 @@ func (fg *flowGen) connectorPort(s *connectorspec.Spec, output bool) nodePort {
 }
 
 func (fg *flowGen) connectorPkg(s *connectorspec.Spec) string {
-	pkg, _ := ImportPath(filepath.Dir(s.File))
+	pkg, _ := modpath.ImportPath(filepath.Dir(s.File))
 	return pkg
 }
 

@@ -7,10 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/mod/modfile"
-
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/flowir"
+	"github.com/flowgen-dev/flowgen/internal/modpath"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
@@ -65,7 +64,7 @@ func (ss *sharedSet) get(dir string) (*sharedPackage, error) {
 // buildShared models every schema file of dir and every entry of their
 // $defs, in file and key order.
 func buildShared(dir string, ss *sharedSet) (*sharedPackage, error) {
-	importPath, err := ImportPath(dir)
+	importPath, err := modpath.ImportPath(dir)
 	if err != nil {
 		return nil, fmt.Errorf("shared schemas in %s: %w", dir, err)
 	}
@@ -128,33 +127,4 @@ func defsKeys(path string) []string {
 	doc, _ := r.JSON().(map[string]any)
 	defs, _ := doc["$defs"].(map[string]any)
 	return sortedKeysOf(defs)
-}
-
-// ImportPath returns the Go import path of the package in dir, from the
-// go.mod of the module that holds it.
-func ImportPath(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for root := abs; ; root = filepath.Dir(root) {
-		data, err := os.ReadFile(filepath.Join(root, "go.mod"))
-		if err == nil {
-			mod := modfile.ModulePath(data)
-			if mod == "" {
-				return "", fmt.Errorf("%s has no module line", filepath.Join(root, "go.mod"))
-			}
-			rel, err := filepath.Rel(root, abs)
-			if err != nil {
-				return "", err
-			}
-			if rel == "." {
-				return mod, nil
-			}
-			return mod + "/" + filepath.ToSlash(rel), nil
-		}
-		if filepath.Dir(root) == root {
-			return "", fmt.Errorf("%s is not inside a Go module (no go.mod above it)", abs)
-		}
-	}
 }

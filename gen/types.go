@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	. "github.com/dave/jennifer/jen"
+	"github.com/flowgen-dev/flowgen/connectorspec"
 )
 
 const (
@@ -213,7 +214,7 @@ func (e *typesEmitter) where(sd *structDef) string {
 		}
 		return base
 	}
-	return "connector.yaml"
+	return connectorspec.FileName
 }
 
 var inlineLocation = regexp.MustCompile(`^\.(.+\.ya?ml)\.(.+)\.json$`)

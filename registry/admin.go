@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/policy"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
@@ -19,45 +20,6 @@ import (
 //	GET  /v1/admin/tokens             → TokenList
 //	POST /v1/admin/tokens/{id}/revoke → TokenInfo
 //	POST /v1/admin/gc                 GCRequest → GCReport
-
-// TokenRequest asks for a token.
-type TokenRequest struct {
-	Name   string   `json:"name"`
-	Scopes []string `json:"scopes"`
-	// ExpiresIn is a Go duration ("720h"); empty: until revoked.
-	ExpiresIn string `json:"expires_in,omitempty"`
-	// Policy is a pull policy (YAML) to bind to the token.
-	Policy string `json:"policy,omitempty"`
-}
-
-// TokenInfo is a token as the admin API shows it: everything but its hash.
-type TokenInfo struct {
-	ID      string    `json:"id"`
-	Name    string    `json:"name"`
-	Scopes  []string  `json:"scopes"`
-	Created time.Time `json:"created"`
-	Revoked time.Time `json:"revoked,omitzero"`
-	Expires time.Time `json:"expires,omitzero"`
-	Policy  bool      `json:"policy"`
-}
-
-// TokenCreated is a new token with its secret, shown this once.
-type TokenCreated struct {
-	TokenInfo
-	Secret string `json:"secret"`
-}
-
-// TokenList is the body of GET /v1/admin/tokens.
-type TokenList struct {
-	Tokens []TokenInfo `json:"tokens"`
-}
-
-// GCRequest asks for a garbage collection.
-type GCRequest struct {
-	DryRun bool `json:"dry_run"`
-	// Grace is a Go duration; empty: the server's.
-	Grace string `json:"grace,omitempty"`
-}
 
 // Info is what the admin API shows of t.
 func Info(t meta.Token) TokenInfo {
@@ -72,18 +34,18 @@ func CreateToken(ctx context.Context, store meta.Store, req TokenRequest, actor 
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 {
-			return TokenCreated{}, apiErr(http.StatusBadRequest, "bad_token", "expires_in %q: want a positive duration such as 720h", req.ExpiresIn)
+			return TokenCreated{}, api.CodeBadToken.Errorf("expires_in %q: want a positive duration such as 720h", req.ExpiresIn)
 		}
 		exp = now.Add(d)
 	}
 	if req.Policy != "" {
 		if _, err := policy.Parse("policy", []byte(req.Policy)); err != nil {
-			return TokenCreated{}, apiErr(http.StatusBadRequest, "bad_policy", "%v", err)
+			return TokenCreated{}, api.CodeBadPolicy.Errorf("%v", err)
 		}
 	}
 	t, secret, err := NewToken(req.Name, req.Scopes, exp, req.Policy, now)
 	if err != nil {
-		return TokenCreated{}, apiErr(http.StatusBadRequest, "bad_token", "%v", err)
+		return TokenCreated{}, api.CodeBadToken.Errorf("%v", err)
 	}
 	if err := store.CreateToken(ctx, t); err != nil {
 		return TokenCreated{}, storageErr(err)
@@ -173,7 +135,7 @@ func (s *Server) adminGC(w http.ResponseWriter, r *http.Request, p *principal) e
 	if req.Grace != "" {
 		d, err := time.ParseDuration(req.Grace)
 		if err != nil || d < 0 {
-			return apiErr(http.StatusBadRequest, "bad_request", "grace %q: want a duration such as 24h", req.Grace)
+			return api.CodeBadRequest.Errorf("grace %q: want a duration such as 24h", req.Grace)
 		}
 		opts.Grace = d
 	}

@@ -36,16 +36,6 @@ type GCOptions struct {
 	DryRun bool
 }
 
-// GCReport is what a collection found and did.
-type GCReport struct {
-	Blobs        int      `json:"blobs"`
-	Referenced   int      `json:"referenced"`
-	Young        int      `json:"young"`
-	Removed      []string `json:"removed"`
-	RemovedBytes int64    `json:"removed_bytes"`
-	DryRun       bool     `json:"dry_run"`
-}
-
 // CollectGarbage removes blobs that no version refers to and that are
 // older than the grace period (with DryRun, only reports them), holding
 // uploads off while it decides.

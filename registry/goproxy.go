@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
@@ -107,7 +108,7 @@ func (s *Server) goProxy(w http.ResponseWriter, r *http.Request, p *principal) e
 }
 
 func goNotFound(format string, args ...any) error {
-	return apiErr(http.StatusNotFound, "not_found", format, args...)
+	return api.CodeNotFound.Errorf(format, args...)
 }
 
 // writeInfo writes the .info JSON the go command expects.
@@ -148,25 +149,12 @@ func (s *Server) serveFlowgen(w http.ResponseWriter, latest bool, file string) e
 	return goNotFound("%s: this registry serves %s only", flowgenmod.Path, m.Version)
 }
 
-// FlowgenModuleInfo is GET /v1/flowgen-module: the flowgen module the
-// registry certifies with and serves through its Go module proxy, with
-// the registry's signature of the zip, so a client can check what it
-// downloads against the key it trusts.
-type FlowgenModuleInfo struct {
-	Module    string `json:"module"`
-	Version   string `json:"version"`
-	ZipSHA256 string `json:"zip_sha256"`
-	// Signature is the registry's signature of the zip, base64 (the form
-	// cosign verify-blob reads).
-	Signature string `json:"signature"`
-}
-
 func (s *Server) flowgenModule(w http.ResponseWriter, r *http.Request, p *principal) error {
 	if err := needPull(p); err != nil {
 		return err
 	}
 	if s.flowgen == nil {
-		return apiErr(http.StatusNotFound, "not_found", "this registry serves no flowgen module (registryd serve --flowgen-module DIR)")
+		return api.CodeNotFound.Errorf("this registry serves no flowgen module (registryd serve --flowgen-module DIR)")
 	}
 	sum := sha256.Sum256(s.flowgen.Zip)
 	return writeJSON(w, http.StatusOK, FlowgenModuleInfo{Module: flowgenmod.Path, Version: s.flowgen.Version,

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/flowgen-dev/flowgen/policy"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
@@ -77,7 +78,7 @@ func (s *Server) checkPullable(r *http.Request, p *principal, v meta.Version) er
 	if len(bad) == 0 {
 		return nil
 	}
-	e := apiErr(http.StatusForbidden, "policy", "%s does not satisfy the pull policy of token %s: %d rule(s) failed", v.Key(), p.token.ID, len(bad))
+	e := api.CodePolicy.Errorf("%s does not satisfy the pull policy of token %s: %d rule(s) failed", v.Key(), p.token.ID, len(bad))
 	for _, b := range bad {
 		e.Details = append(e.Details, b.String())
 	}

@@ -20,25 +20,11 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
-)
-
-// Names of a version's blobs (meta.Version.Blobs keys) and of the files
-// the API serves for it.
-const (
-	FileArtifact    = "artifact.zip"
-	FileManifest    = "artifact.json"
-	FileSBOM        = "sbom.spdx.json"
-	FileReport      = "report.json"
-	SignatureSuffix = ".sig"
-)
-
-// The multipart form names of an upload, in this order.
-const (
-	PartManifest = "manifest"
-	PartArtifact = "artifact"
 )
 
 // publish handles PUT /v1/connectors/{namespace}/{connector}/versions/{version}:
@@ -61,12 +47,12 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		defer func() { <-s.uploads }()
 	default:
 		w.Header().Set("Retry-After", "5")
-		return apiErr(http.StatusServiceUnavailable, "busy", "%d uploads are being received; try again shortly", cap(s.uploads))
+		return api.CodeBusy.Errorf("%d uploads are being received; try again shortly", cap(s.uploads))
 	}
 	defer func() { s.metrics.publishes.WithLabelValues(outcome(err)).Inc() }()
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" || params["boundary"] == "" {
-		return apiErr(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		return api.CodeUnsupportedMedia.Errorf(
 			"Content-Type %q: want multipart/form-data with a %q part then an %q part", r.Header.Get("Content-Type"), PartManifest, PartArtifact)
 	}
 	rc := http.NewResponseController(w)
@@ -84,7 +70,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	case replay && existing.Digest != m.Digest:
 		return &meta.ConflictError{Key: k, Stored: existing.Digest, Offered: m.Digest}
 	case replay && s.blobsPresent(ctx, existing):
-		return writeJSON(w, http.StatusOK, existing) // a replayed upload
+		return writeJSON(w, http.StatusOK, api.Version(existing)) // a replayed upload
 	case replay:
 		// A replay of a version whose stored bytes are gone: store them
 		// again, so that the version can be served.
@@ -102,7 +88,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		return partErr(err, PartArtifact)
 	}
 	if part.FormName() != PartArtifact {
-		return apiErr(http.StatusBadRequest, "bad_upload", "second part is %q, want %q (the zip)", part.FormName(), PartArtifact)
+		return api.CodeBadUpload.Errorf("second part is %q, want %q (the zip)", part.FormName(), PartArtifact)
 	}
 	// An upload never deletes a blob, even one it added itself: another
 	// upload of the same bytes may rely on it. What a failed upload leaves
@@ -113,7 +99,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	zd, err := s.blobs.Put(ctx, part, m.Digest, m.Size)
 	switch {
 	case errors.Is(err, blobstore.ErrTooLarge):
-		return apiErr(http.StatusRequestEntityTooLarge, "too_large", "the artifact part is larger than the manifest's size, %d bytes", m.Size)
+		return api.CodeTooLarge.Errorf("the artifact part is larger than the manifest's size, %d bytes", m.Size)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return err
 	case err != nil:
@@ -123,14 +109,14 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 			return err
 		}
 		if clientFault(err) {
-			return apiErr(http.StatusBadRequest, "bad_upload", "the artifact part ended early: %v", err)
+			return api.CodeBadUpload.Errorf("the artifact part ended early: %v", err)
 		}
 		return storageErr(err)
 	case zd.Size != m.Size:
-		return apiErr(http.StatusBadRequest, "bad_upload", "the artifact part has %d bytes, the manifest says %d", zd.Size, m.Size)
+		return api.CodeBadUpload.Errorf("the artifact part has %d bytes, the manifest says %d", zd.Size, m.Size)
 	}
 	if _, err := mr.NextPart(); err != io.EOF {
-		return apiErr(http.StatusBadRequest, "bad_upload", "unexpected content after the %q part", PartArtifact)
+		return api.CodeBadUpload.Errorf("unexpected content after the %q part", PartArtifact)
 	}
 	zipData, err := s.readBlob(ctx, zd.Digest)
 	if err != nil {
@@ -138,10 +124,10 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	}
 	files, err := artifact.Check(&artifact.Artifact{Zip: zipData, Manifest: m})
 	if err != nil {
-		return apiErr(http.StatusBadRequest, "bad_artifact", "%v", err)
+		return api.CodeBadArtifact.Errorf("%v", err)
 	}
-	if _, ok := files["connector.yaml"]; !ok {
-		return apiErr(http.StatusBadRequest, "bad_artifact", "the artifact has no connector.yaml at the module root")
+	if _, ok := files[connectorspec.FileName]; !ok {
+		return api.CodeBadArtifact.Errorf("the artifact has no connector.yaml at the module root")
 	}
 	if err := s.checkFlowgenRequirement(files["go.mod"]); err != nil {
 		return err
@@ -155,7 +141,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		return storageErr(err)
 	}
 	if replay {
-		return writeJSON(w, http.StatusOK, existing)
+		return writeJSON(w, http.StatusOK, api.Version(existing))
 	}
 	now := s.now()
 	v := meta.Version{
@@ -175,12 +161,12 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		return storageErr(err)
 	}
 	if !created {
-		return writeJSON(w, http.StatusOK, stored)
+		return writeJSON(w, http.StatusOK, api.Version(stored))
 	}
 	s.auditf(ctx, p, "publish", k, "digest %s, %d bytes", m.Digest, m.Size)
 	s.Wake()
 	w.Header().Set("Location", "/v1/connectors/"+k.Namespace+"/"+k.Connector+"/versions/"+k.Version)
-	return writeJSON(w, http.StatusAccepted, stored)
+	return writeJSON(w, http.StatusAccepted, api.Version(stored))
 }
 
 // blobsPresent reports whether every blob of v is stored.
@@ -209,20 +195,20 @@ func (s *Server) readManifestPart(mr *multipart.Reader, k meta.Key) (artifact.Ma
 		return m, partErr(err, PartManifest)
 	}
 	if part.FormName() != PartManifest {
-		return m, apiErr(http.StatusBadRequest, "bad_upload", "first part is %q, want %q (the artifact manifest, JSON)", part.FormName(), PartManifest)
+		return m, api.CodeBadUpload.Errorf("first part is %q, want %q (the artifact manifest, JSON)", part.FormName(), PartManifest)
 	}
 	raw, err := io.ReadAll(io.LimitReader(part, maxManifestSize+1))
 	if err != nil {
 		return m, partErr(err, PartManifest)
 	}
 	if len(raw) > maxManifestSize {
-		return m, apiErr(http.StatusRequestEntityTooLarge, "too_large", "the manifest part is larger than %d bytes", maxManifestSize)
+		return m, api.CodeTooLarge.Errorf("the manifest part is larger than %d bytes", maxManifestSize)
 	}
 	if err := decodeStrict(bytes.NewReader(raw), &m); err != nil {
-		return m, apiErr(http.StatusBadRequest, "bad_manifest", "manifest: %v", err)
+		return m, api.CodeBadManifest.Errorf("manifest: %v", err)
 	}
 	bad := func(format string, args ...any) error {
-		return apiErr(http.StatusBadRequest, "bad_manifest", "manifest: "+format, args...)
+		return api.CodeBadManifest.Errorf("manifest: "+format, args...)
 	}
 	switch {
 	case m.Format != artifact.Format:
@@ -236,7 +222,7 @@ func (s *Server) readManifestPart(mr *multipart.Reader, k meta.Key) (artifact.Ma
 	case m.Size <= 0:
 		return m, bad("size %d", m.Size)
 	case m.Size > s.cfg.MaxArtifactSize:
-		return m, apiErr(http.StatusRequestEntityTooLarge, "too_large", "the artifact is %d bytes; this registry takes at most %d", m.Size, s.cfg.MaxArtifactSize)
+		return m, api.CodeTooLarge.Errorf("the artifact is %d bytes; this registry takes at most %d", m.Size, s.cfg.MaxArtifactSize)
 	case len(m.Spec) == 0:
 		return m, bad("no spec")
 	}
@@ -258,7 +244,7 @@ func (s *Server) checkModuleOwner(ctx context.Context, k meta.Key, mod string) e
 	}
 	for _, v := range vs {
 		if v.Namespace != k.Namespace || v.Connector != k.Connector {
-			return apiErr(http.StatusConflict, "module_taken", "module %s is already published as %s/%s", mod, v.Namespace, v.Connector)
+			return api.CodeModuleTaken.Errorf("module %s is already published as %s/%s", mod, v.Namespace, v.Connector)
 		}
 	}
 	return nil
@@ -294,7 +280,7 @@ func partErr(err error, want string) error {
 	if errors.As(err, &maxBytes) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
 	}
-	return apiErr(http.StatusBadRequest, "bad_upload", "reading the %q part: %v", want, err)
+	return api.CodeBadUpload.Errorf("reading the %q part: %v", want, err)
 }
 
 // storageErr is a failure of the registry's storage: 503, try again.
@@ -304,7 +290,7 @@ func storageErr(err error) error {
 	if errors.As(err, &ae) || errors.As(err, &tampered) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
 	}
-	return &APIError{Status: http.StatusServiceUnavailable, Code: "storage_unavailable", Message: err.Error()}
+	return api.CodeStorageUnavailable.Errorf("%s", err)
 }
 
 func outcome(err error) string {
@@ -352,11 +338,11 @@ func (s *Server) checkFlowgenRequirement(gomod []byte) error {
 	}
 	mf, err := modfile.ParseLax("go.mod", gomod, nil)
 	if err != nil {
-		return apiErr(http.StatusBadRequest, "bad_artifact", "go.mod: %v", err)
+		return api.CodeBadArtifact.Errorf("go.mod: %v", err)
 	}
 	for _, r := range mf.Require {
 		if r.Mod.Path == flowgenmod.Path && r.Mod.Version != s.flowgen.Version {
-			return apiErr(http.StatusBadRequest, "flowgen_version",
+			return api.CodeFlowgenVersion.Errorf(
 				"the artifact requires %s %s, but this registry certifies with and serves %s: package it against that flowgen (the same checkout, or GOPROXY=<registry>/go and go get %s@%s), then publish again",
 				flowgenmod.Path, r.Mod.Version, s.flowgen.Version, flowgenmod.Path, s.flowgen.Version)
 		}

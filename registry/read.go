@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
@@ -21,11 +22,6 @@ func needPull(p *principal) error {
 		return &authError{http.StatusForbidden, fmt.Sprintf("token %s has no pull scope", p.token.ID)}
 	}
 	return nil
-}
-
-// SearchResult is the body of GET /v1/connectors.
-type SearchResult struct {
-	Versions []meta.Version `json:"versions"`
 }
 
 // search handles GET /v1/connectors?q=&namespace=&connector=&provider=&effects=&determinism=&capability=&module=&state=.
@@ -42,7 +38,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p *principal) er
 		for part := range strings.SplitSeq(st, ",") {
 			state := meta.State(part)
 			if !slices.Contains(allStates, state) {
-				return apiErr(http.StatusBadRequest, "bad_query", "state %q: want pending, certifying, certified or rejected", part)
+				return api.CodeBadQuery.Errorf("state %q: want pending, certifying, certified or rejected", part)
 			}
 			q.States = append(q.States, state)
 		}
@@ -58,7 +54,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p *principal) er
 	if limit, err := strconv.Atoi(qv.Get("limit")); err == nil && limit > 0 && limit < len(vs) {
 		vs = vs[:limit]
 	}
-	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(vs)})
+	return writeJSON(w, http.StatusOK, SearchResult{Versions: wireVersions(vs)})
 }
 
 // listVersions handles GET /v1/connectors/{namespace}/{connector}/versions:
@@ -79,14 +75,16 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *princip
 	if vs, err = s.filterPullable(r, p, vs); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(vs)})
+	return writeJSON(w, http.StatusOK, SearchResult{Versions: wireVersions(vs)})
 }
 
-func orEmpty(vs []meta.Version) []meta.Version {
-	if vs == nil {
-		return []meta.Version{}
+// wireVersions is vs as the API sends them (never null).
+func wireVersions(vs []meta.Version) []api.Version {
+	out := make([]api.Version, len(vs))
+	for i, v := range vs {
+		out[i] = api.Version(v)
 	}
-	return vs
+	return out
 }
 
 // getVersion handles GET .../versions/{version}: the version in any state,
@@ -106,7 +104,7 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, p *principal
 	if !p.mayInspect(v) {
 		return notFoundOr(meta.ErrNotFound, k)
 	}
-	return writeJSON(w, http.StatusOK, v)
+	return writeJSON(w, http.StatusOK, api.Version(v))
 }
 
 // mayInspect: a certified version is visible to every reader; a pending,
@@ -136,7 +134,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, p *principal) e
 	name := r.PathValue("file")
 	ctype, ok := servedFiles[name]
 	if !ok {
-		return apiErr(http.StatusNotFound, "not_found", "no file %q; a version has %s", name, strings.Join(slices.Sorted(maps.Keys(servedFiles)), ", "))
+		return api.CodeNotFound.Errorf("no file %q; a version has %s", name, strings.Join(slices.Sorted(maps.Keys(servedFiles)), ", "))
 	}
 	v, err := s.meta.GetVersion(r.Context(), k)
 	if err != nil {
@@ -152,7 +150,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, p *principal) e
 	}
 	digest, ok := v.Blobs[name]
 	if !ok {
-		return apiErr(http.StatusNotFound, "not_found", "%s has no %s yet (state %s)", k, name, v.State)
+		return api.CodeNotFound.Errorf("%s has no %s yet (state %s)", k, name, v.State)
 	}
 	data, err := s.readBlob(r.Context(), digest)
 	if err != nil {
@@ -170,7 +168,7 @@ func notFoundOr(err error, k meta.Key) error {
 		return nil
 	}
 	if errors.Is(err, meta.ErrNotFound) {
-		return apiErr(http.StatusNotFound, "not_found", "no version %s", k)
+		return api.CodeNotFound.Errorf("no version %s", k)
 	}
 	return storageErr(err)
 }
@@ -207,7 +205,7 @@ func (s *Server) mark(w http.ResponseWriter, r *http.Request, p *principal, acti
 	}
 	body.Reason = strings.TrimSpace(body.Reason)
 	if body.Reason == "" || len(body.Reason) > 1024 {
-		return apiErr(http.StatusBadRequest, "bad_reason", "%s needs a reason of 1 to 1024 characters", action)
+		return api.CodeBadReason.Errorf("%s needs a reason of 1 to 1024 characters", action)
 	}
 	v, err := s.meta.UpdateVersion(r.Context(), k, func(v *meta.Version) error {
 		set(v, body.Reason)
@@ -218,7 +216,7 @@ func (s *Server) mark(w http.ResponseWriter, r *http.Request, p *principal, acti
 		return notFoundOr(err, k)
 	}
 	s.auditf(r.Context(), p, action, k, "%s", body.Reason)
-	return writeJSON(w, http.StatusOK, v)
+	return writeJSON(w, http.StatusOK, api.Version(v))
 }
 
 // audit handles GET /v1/audit?limit=N (admin).

@@ -38,6 +38,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 	"github.com/flowgen-dev/flowgen/signing"
@@ -400,22 +401,6 @@ func (e *eofReader) Close() error { return e.r.Close() }
 // Unwrap lets http.ResponseController reach the connection (read deadlines).
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// APIError is an error response: an HTTP status, a stable machine-readable
-// code and a message for people.
-type APIError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Details lists the individual problems, e.g. every failed policy rule.
-	Details []string `json:"details,omitempty"`
-}
-
-func (e *APIError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
-
-func apiErr(status int, code, format string, args ...any) *APIError {
-	return &APIError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
 // writeError maps err to a status and writes {"error": {...}}.
 func (s *Server) writeError(w *recorder, r *http.Request, err error) {
 	var (
@@ -429,28 +414,28 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &tampered):
-		ae = apiErr(http.StatusInternalServerError, "tampered", "%s", tampered.Error())
+		ae = api.CodeTampered.Errorf("%s", tampered.Error())
 	case errors.As(err, &auth):
-		code := "unauthorized"
+		code := api.CodeUnauthorized
 		if auth.status == http.StatusForbidden {
-			code = "forbidden"
+			code = api.CodeForbidden
 		} else {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="flowgen registry"`)
 		}
-		ae = &APIError{Status: auth.status, Code: code, Message: auth.msg}
+		ae = code.Errorf("%s", auth.msg)
 	case errors.As(err, &conflict):
-		ae = apiErr(http.StatusConflict, "conflict", "%s", conflict.Error())
+		ae = api.CodeConflict.Errorf("%s", conflict.Error())
 	case errors.As(err, &mismatch):
-		ae = apiErr(http.StatusBadRequest, "digest_mismatch", "%s", mismatch.Error())
+		ae = api.CodeDigestMismatch.Errorf("%s", mismatch.Error())
 	case errors.Is(err, blobstore.ErrTooLarge), errors.As(err, &maxBytes):
-		ae = apiErr(http.StatusRequestEntityTooLarge, "too_large", "%v", err)
+		ae = api.CodeTooLarge.Errorf("%v", err)
 	case errors.Is(err, meta.ErrNotFound), errors.Is(err, blobstore.ErrNotFound):
-		ae = apiErr(http.StatusNotFound, "not_found", "%v", err)
+		ae = api.CodeNotFound.Errorf("%v", err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		ae = apiErr(http.StatusRequestTimeout, "timeout", "the request body stalled for more than %s", s.cfg.BodyReadTimeout)
+		ae = api.CodeTimeout.Errorf("the request body stalled for more than %s", s.cfg.BodyReadTimeout)
 	default:
 		s.log.ErrorContext(r.Context(), "internal error", slog.String("path", r.URL.Path), slog.Any("error", err))
-		ae = apiErr(http.StatusInternalServerError, "internal", "%v", err)
+		ae = api.CodeInternal.Errorf("%v", err)
 	}
 	if w.written {
 		return // too late to change the response; the log has it
@@ -478,14 +463,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // readJSON decodes a small JSON body strictly.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		return apiErr(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type %q: want application/json", ct)
+		return api.CodeUnsupportedMedia.Errorf("Content-Type %q: want application/json", ct)
 	}
 	if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxJSONBody), v); err != nil {
 		var maxBytes *http.MaxBytesError
 		if errors.As(err, &maxBytes) {
-			return apiErr(http.StatusRequestEntityTooLarge, "too_large", "JSON body larger than %d bytes", maxJSONBody)
+			return api.CodeTooLarge.Errorf("JSON body larger than %d bytes", maxJSONBody)
 		}
-		return apiErr(http.StatusBadRequest, "bad_json", "request body: %v", err)
+		return api.CodeBadJSON.Errorf("request body: %v", err)
 	}
 	return nil
 }
@@ -518,7 +503,7 @@ func checkName(kind, name string) error {
 		re, want = namespaceRE, "lowercase letters and digits with - inside, at most 63 characters"
 	}
 	if !re.MatchString(name) || strings.Contains(name, "..") {
-		return apiErr(http.StatusBadRequest, "bad_name", "%s %q: want %s", kind, name, want)
+		return api.CodeBadName.Errorf("%s %q: want %s", kind, name, want)
 	}
 	return nil
 }
@@ -535,10 +520,10 @@ func key(r *http.Request) (meta.Key, error) {
 	if k.Version != "" {
 		v, err := semver.StrictNewVersion(k.Version)
 		if err != nil {
-			return k, apiErr(http.StatusBadRequest, "bad_version", "version %q: want a semantic version such as 1.2.3 (no v prefix)", k.Version)
+			return k, api.CodeBadVersion.Errorf("version %q: want a semantic version such as 1.2.3 (no v prefix)", k.Version)
 		}
 		if v.Metadata() != "" {
-			return k, apiErr(http.StatusBadRequest, "bad_version", "version %q has build metadata: %s has the same precedence as %s and the go command cannot fetch it; publish %s, or a new version",
+			return k, api.CodeBadVersion.Errorf("version %q has build metadata: %s has the same precedence as %s and the go command cannot fetch it; publish %s, or a new version",
 				k.Version, k.Version, strings.SplitN(k.Version, "+", 2)[0], strings.SplitN(k.Version, "+", 2)[0])
 		}
 	}

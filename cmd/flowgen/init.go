@@ -87,7 +87,7 @@ func runInit(e *env, args []string) int {
 		return code
 	}
 	fmt.Fprintf(e.stderr, "next: edit %s, run go generate ./..., write Run in %s, then go test ./...\n",
-		filepath.ToSlash(filepath.Join(*dir, "connector.yaml")), filepath.ToSlash(filepath.Join(*dir, "connector.go")))
+		filepath.ToSlash(filepath.Join(*dir, connectorspec.FileName)), filepath.ToSlash(filepath.Join(*dir, "connector.go")))
 	return exitOK
 }
 

@@ -25,9 +25,8 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/atomicfile"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/policy"
-	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/client"
-	"github.com/flowgen-dev/flowgen/registry/meta"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
@@ -104,9 +103,14 @@ func runPublish(e *env, args []string) int {
 	if *ns == "" {
 		*ns, _, _ = strings.Cut(a.Manifest.Connector, ".")
 	}
-	k := meta.Key{Namespace: *ns, Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
+	k := api.Key{Namespace: *ns, Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
 	start := time.Now()
-	v, created, err := c.Publish(e.ctx, *ns, a)
+	mj, err := a.Manifest.JSON()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen publish %s: %v\n", k, err)
+		return exitProblems
+	}
+	v, created, err := c.Publish(e.ctx, k, mj, a.Zip)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen publish %s: %v\n", k, err)
 		return exitUsage
@@ -121,14 +125,14 @@ func runPublish(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "%s %s\n", k, v.State)
 		return exitOK
 	}
-	v, err = c.Wait(e.ctx, k, 500*time.Millisecond, func(v meta.Version) {
+	v, err = c.Wait(e.ctx, k, 500*time.Millisecond, func(v api.Version) {
 		fmt.Fprintf(e.stderr, "  %s: %s\n", v.State, v.Progress)
 	})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen publish %s: %v\n", k, err)
 		return exitUsage
 	}
-	if data, err := c.File(e.ctx, k, registry.FileReport); err == nil {
+	if data, err := c.File(e.ctx, k, api.FileReport); err == nil {
 		var r certify.Report
 		if json.Unmarshal(data, &r) == nil {
 			for _, ch := range r.Checks {
@@ -142,7 +146,7 @@ func runPublish(e *env, args []string) int {
 			}
 		}
 	}
-	if v.State != meta.Certified {
+	if v.State != api.Certified {
 		fmt.Fprintf(e.stdout, "%s rejected: %s\n", k, v.Reason)
 		fmt.Fprintf(e.stdout, "next: %s\n", strings.TrimPrefix(v.Progress, "rejected; "))
 		return exitProblems
@@ -214,7 +218,7 @@ func runPull(e *env, args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if v.State != meta.Certified {
+	if v.State != api.Certified {
 		return fail("the version is %s, not certified: %s", v.State, v.Reason)
 	}
 	if v.Yanked != "" {
@@ -240,9 +244,9 @@ func runPull(e *env, args []string) int {
 	}
 	defer os.RemoveAll(evidenceDir)
 	files := map[string][]byte{}
-	for _, name := range []string{registry.FileArtifact, registry.FileManifest, registry.FileSBOM, registry.FileReport} {
-		for _, f := range []string{name, name + registry.SignatureSuffix} {
-			if f == registry.FileManifest+registry.SignatureSuffix {
+	for _, name := range []string{api.FileArtifact, api.FileManifest, api.FileSBOM, api.FileReport} {
+		for _, f := range []string{name, name + api.SignatureSuffix} {
+			if f == api.FileManifest+api.SignatureSuffix {
 				continue
 			}
 			data, err := c.File(e.ctx, k, f)
@@ -256,7 +260,7 @@ func runPull(e *env, args []string) int {
 		}
 	}
 	var problems []string
-	if got := artifact.Digest(files[registry.FileArtifact]); got != v.Digest {
+	if got := artifact.Digest(files[api.FileArtifact]); got != v.Digest {
 		problems = append(problems, fmt.Sprintf("artifact.zip is %s, but the registry recorded %s: it was modified after publishing", got, v.Digest))
 	}
 	ver, err := certify.Verify(evidenceDir, pub)
@@ -265,7 +269,7 @@ func runPull(e *env, args []string) int {
 	}
 	problems = append(problems, ver.Problems...)
 	if len(problems) == 0 && pol != nil {
-		ev, err := policy.VerifiedEvidence(pub, files[registry.FileReport], files[registry.FileReport+registry.SignatureSuffix], files[registry.FileManifest], k.Namespace, v.Publisher)
+		ev, err := policy.VerifiedEvidence(pub, files[api.FileReport], files[api.FileReport+api.SignatureSuffix], files[api.FileManifest], k.Namespace, v.Publisher)
 		if err != nil {
 			problems = append(problems, err.Error())
 		} else {
@@ -281,7 +285,7 @@ func runPull(e *env, args []string) int {
 		}
 		return exitProblems
 	}
-	gomod, err := artifact.ZipFile(files[registry.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
+	gomod, err := artifact.ZipFile(files[api.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -322,26 +326,26 @@ func defaultPullDir() string {
 }
 
 // parseRef reads NAMESPACE/CONNECTOR@VERSION.
-func parseRef(args []string) (meta.Key, bool) {
+func parseRef(args []string) (api.Key, bool) {
 	if len(args) != 1 {
-		return meta.Key{}, false
+		return api.Key{}, false
 	}
 	name, version, ok1 := strings.Cut(args[0], "@")
 	ns, connector, ok2 := strings.Cut(name, "/")
 	if !ok1 || !ok2 || ns == "" || connector == "" || version == "" {
-		return meta.Key{}, false
+		return api.Key{}, false
 	}
-	return meta.Key{Namespace: ns, Connector: connector, Version: strings.TrimPrefix(version, "v")}, true
+	return api.Key{Namespace: ns, Connector: connector, Version: strings.TrimPrefix(version, "v")}, true
 }
 
 // placeModule writes the module into a GOPROXY directory layout under
 // root, with the evidence beside it in VERSION.certification/.
-func placeModule(root string, v meta.Version, files map[string][]byte) (string, error) {
-	gomod, err := artifact.ZipFile(files[registry.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
+func placeModule(root string, v api.Version, files map[string][]byte) (string, error) {
+	gomod, err := artifact.ZipFile(files[api.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
 	if err != nil {
 		return "", err
 	}
-	dir, err := placeProxyVersion(root, v.Module, v.ModuleVersion, files[registry.FileArtifact], gomod, v.Created)
+	dir, err := placeProxyVersion(root, v.Module, v.ModuleVersion, files[api.FileArtifact], gomod, v.Created)
 	if err != nil {
 		return "", err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/gen"
+	"github.com/flowgen-dev/flowgen/internal/modpath"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/localrun"
@@ -190,7 +191,7 @@ func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (pr
 		if buildDir == "" {
 			buildDir = dir
 		}
-		importPath, err := gen.ImportPath(dir)
+		importPath, err := modpath.ImportPath(dir)
 		if err != nil {
 			return fail("%v", err)
 		}

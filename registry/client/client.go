@@ -1,7 +1,8 @@
 // Package client talks to a flowgen registry (registryd): publish an
 // artifact and follow its certification, read versions and their files,
-// search. Every non-2xx answer is a *registry.APIError carrying the
-// registry's code and message.
+// search. Every non-2xx answer is an *api.Error carrying the registry's
+// code and message. The client imports only the wire types of package
+// api, never the server.
 package client
 
 import (
@@ -18,9 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/artifact"
-	"github.com/flowgen-dev/flowgen/registry"
-	"github.com/flowgen-dev/flowgen/registry/meta"
+	"github.com/flowgen-dev/flowgen/registry/api"
 )
 
 // Client is a registry at BaseURL, called with Token.
@@ -30,7 +29,7 @@ type Client struct {
 	HTTP    *http.Client
 }
 
-// New returns a client; baseURL is like http://registry.example:8700.
+// New returns a client; baseURL is like http://api.example:8700.
 func New(baseURL, token string) *Client {
 	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Minute}}
 }
@@ -64,13 +63,13 @@ func (c *Client) send(ctx context.Context, method, path, ctype string, body io.R
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
-			Error *registry.APIError `json:"error"`
+			Error *api.Error `json:"error"`
 		}
 		if json.Unmarshal(data, &e) == nil && e.Error != nil {
 			e.Error.Status = resp.StatusCode
 			return nil, resp.StatusCode, e.Error
 		}
-		return nil, resp.StatusCode, &registry.APIError{Status: resp.StatusCode, Code: "http", Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))}
+		return nil, resp.StatusCode, &api.Error{Status: resp.StatusCode, Code: api.CodeHTTP, Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))}
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -80,19 +79,11 @@ func (c *Client) send(ctx context.Context, method, path, ctype string, body io.R
 	return data, resp.StatusCode, nil
 }
 
-// VersionPath is the API path of a version.
-func VersionPath(k meta.Key) string {
-	return "/v1/connectors/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.Connector) + "/versions/" + url.PathEscape(k.Version)
-}
-
-// Publish uploads the artifact as namespace/connector@version (from its
-// manifest). It returns the version as the registry recorded it; created
-// is false when the registry already had these exact bytes.
-func (c *Client) Publish(ctx context.Context, namespace string, a *artifact.Artifact) (v meta.Version, created bool, err error) {
-	mj, err := a.Manifest.JSON()
-	if err != nil {
-		return v, false, err
-	}
+// Publish uploads an artifact, its manifest JSON and its zip, as version
+// k (which must agree with the manifest). It returns the version as the
+// registry recorded it; created is false when the registry already had
+// these exact bytes.
+func (c *Client) Publish(ctx context.Context, k api.Key, manifest, zip []byte) (v api.Version, created bool, err error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -106,31 +97,30 @@ func (c *Client) Publish(ctx context.Context, namespace string, a *artifact.Arti
 			}
 			return err
 		}
-		err := write(registry.PartManifest, "application/json", mj)
+		err := write(api.PartManifest, "application/json", manifest)
 		if err == nil {
-			err = write(registry.PartArtifact, "application/zip", a.Zip)
+			err = write(api.PartArtifact, "application/zip", zip)
 		}
 		if err == nil {
 			err = mw.Close()
 		}
 		pw.CloseWithError(err)
 	}()
-	k := meta.Key{Namespace: namespace, Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
-	_, status, err := c.send(ctx, "PUT", VersionPath(k), mw.FormDataContentType(), pr, &v)
+	_, status, err := c.send(ctx, "PUT", k.Path(), mw.FormDataContentType(), pr, &v)
 	pr.CloseWithError(err)
 	return v, status == http.StatusAccepted, err
 }
 
 // Version returns a version's metadata, whatever its state.
-func (c *Client) Version(ctx context.Context, k meta.Key) (meta.Version, error) {
-	var v meta.Version
-	_, err := c.do(ctx, "GET", VersionPath(k), "", nil, &v)
+func (c *Client) Version(ctx context.Context, k api.Key) (api.Version, error) {
+	var v api.Version
+	_, err := c.do(ctx, "GET", k.Path(), "", nil, &v)
 	return v, err
 }
 
 // Wait polls a version until certification finishes, calling progress
 // with each new progress line.
-func (c *Client) Wait(ctx context.Context, k meta.Key, every time.Duration, progress func(meta.Version)) (meta.Version, error) {
+func (c *Client) Wait(ctx context.Context, k api.Key, every time.Duration, progress func(api.Version)) (api.Version, error) {
 	last := ""
 	for {
 		v, err := c.Version(ctx, k)
@@ -141,7 +131,7 @@ func (c *Client) Wait(ctx context.Context, k meta.Key, every time.Duration, prog
 			progress(v)
 			last = line
 		}
-		if v.State == meta.Certified || v.State == meta.Rejected {
+		if v.State == api.Certified || v.State == api.Rejected {
 			return v, nil
 		}
 		select {
@@ -153,8 +143,8 @@ func (c *Client) Wait(ctx context.Context, k meta.Key, every time.Duration, prog
 }
 
 // File downloads one file of a version (artifact.zip, report.json, ...).
-func (c *Client) File(ctx context.Context, k meta.Key, name string) ([]byte, error) {
-	return c.do(ctx, "GET", VersionPath(k)+"/files/"+url.PathEscape(name), "", nil, nil)
+func (c *Client) File(ctx context.Context, k api.Key, name string) ([]byte, error) {
+	return c.do(ctx, "GET", k.Path()+"/files/"+url.PathEscape(name), "", nil, nil)
 }
 
 // PublicKey returns the registry's signing key (PEM).
@@ -164,15 +154,15 @@ func (c *Client) PublicKey(ctx context.Context) ([]byte, error) {
 
 // Search returns the versions matching q (the query parameters of
 // GET /v1/connectors).
-func (c *Client) Search(ctx context.Context, q url.Values) ([]meta.Version, error) {
-	var r registry.SearchResult
+func (c *Client) Search(ctx context.Context, q url.Values) ([]api.Version, error) {
+	var r api.SearchResult
 	_, err := c.do(ctx, "GET", "/v1/connectors?"+q.Encode(), "", nil, &r)
 	return r.Versions, err
 }
 
 // IsNotFound reports whether err is the registry's 404.
 func IsNotFound(err error) bool {
-	var ae *registry.APIError
+	var ae *api.Error
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
 
@@ -188,34 +178,34 @@ func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
 
 // CreateToken creates a token through the admin API; the secret is in the
 // answer, once.
-func (c *Client) CreateToken(ctx context.Context, req registry.TokenRequest) (registry.TokenCreated, error) {
-	var out registry.TokenCreated
+func (c *Client) CreateToken(ctx context.Context, req api.TokenRequest) (api.TokenCreated, error) {
+	var out api.TokenCreated
 	return out, c.postJSON(ctx, "/v1/admin/tokens", req, &out)
 }
 
 // ListTokens lists every token through the admin API.
-func (c *Client) ListTokens(ctx context.Context) ([]registry.TokenInfo, error) {
-	var out registry.TokenList
+func (c *Client) ListTokens(ctx context.Context) ([]api.TokenInfo, error) {
+	var out api.TokenList
 	_, err := c.do(ctx, http.MethodGet, "/v1/admin/tokens", "", nil, &out)
 	return out.Tokens, err
 }
 
 // RevokeToken revokes a token through the admin API.
-func (c *Client) RevokeToken(ctx context.Context, id string) (registry.TokenInfo, error) {
-	var out registry.TokenInfo
+func (c *Client) RevokeToken(ctx context.Context, id string) (api.TokenInfo, error) {
+	var out api.TokenInfo
 	return out, c.postJSON(ctx, "/v1/admin/tokens/"+url.PathEscape(id)+"/revoke", struct{}{}, &out)
 }
 
 // CollectGarbage runs a garbage collection through the admin API.
-func (c *Client) CollectGarbage(ctx context.Context, req registry.GCRequest) (registry.GCReport, error) {
-	var out registry.GCReport
+func (c *Client) CollectGarbage(ctx context.Context, req api.GCRequest) (api.GCReport, error) {
+	var out api.GCReport
 	return out, c.postJSON(ctx, "/v1/admin/gc", req, &out)
 }
 
 // FlowgenModule returns the flowgen module the registry certifies with
 // and serves, with its signature.
-func (c *Client) FlowgenModule(ctx context.Context) (registry.FlowgenModuleInfo, error) {
-	var info registry.FlowgenModuleInfo
+func (c *Client) FlowgenModule(ctx context.Context) (api.FlowgenModuleInfo, error) {
+	var info api.FlowgenModuleInfo
 	_, err := c.do(ctx, http.MethodGet, "/v1/flowgen-module", "", nil, &info)
 	return info, err
 }

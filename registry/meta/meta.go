@@ -14,28 +14,26 @@ import (
 	"time"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/flowgen-dev/flowgen/registry/api"
 )
 
-// State is where a version is in its life.
-type State string
+// State is where a version is in its life (api.State: the wire and the
+// store share the one vocabulary).
+type State = api.State
 
 // The states. A version is visible to pulls only when Certified.
 const (
-	Pending    State = "pending"    // uploaded, certification not started
-	Certifying State = "certifying" // certification running (resumed after a restart)
-	Certified  State = "certified"  // every check passed; signed by the registry
-	Rejected   State = "rejected"   // a check failed; the report says which
+	Pending    = api.Pending
+	Certifying = api.Certifying
+	Certified  = api.Certified
+	Rejected   = api.Rejected
 )
 
-// Key names one version.
-type Key struct {
-	Namespace, Connector, Version string
-}
+// Key names one version (api.Key).
+type Key = api.Key
 
-func (k Key) String() string { return k.Namespace + "/" + k.Connector + "@" + k.Version }
-
-// Version is one published connector version. Namespace, Connector, Version
-// and Digest never change once created.
+// Version is one published connector version as the store keeps it. It has
+// the fields of api.Version, its wire form, so api.Version(v) converts it.
 type Version struct {
 	Namespace string `json:"namespace"`
 	Connector string `json:"connector"`

@@ -1,4 +1,4 @@
-package gen
+package connectorspec
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
@@ -14,7 +13,7 @@ import (
 // refers to bundled under $defs: the self-contained description of a
 // connector that generated code embeds and certification and the registry
 // read without the schema files.
-func Manifest(s *connectorspec.Spec) ([]byte, error) {
+func Manifest(s *Spec) ([]byte, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
