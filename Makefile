@@ -7,7 +7,7 @@ PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.y
 # seconds each on 2 cores). Counts, not durations: a time budget makes the
 # fuzz coordinator fail with "context deadline exceeded" on a loaded
 # machine. FUZZTIME=30s (or 100000x) overrides every target's budget.
-FUZZ      := ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./idemkey:FuzzEncode:200000x ./gen:FuzzGenerate:500x
+FUZZ      := ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./runtime/idemkey:FuzzEncode:200000x ./gen:FuzzGenerate:500x
 FUZZTIME  ?=
 
 .PHONY: help build services test unit fuzz chaos lint bench bench-postgres bench-certify demo verify
@@ -39,10 +39,11 @@ fuzz: ## Run each fuzz target briefly (FUZZTIME overrides the budget).
 chaos: ## Chaos runs on PostgreSQL (they stop and restart the server, so they run alone, one package at a time).
 	$(GO) test -tags chaos -count=1 -p 1 -run '^TestChaos(PostgresRestart)?$$' ./runtime/chaos ./registry
 
-lint: ## gofmt, go vet and staticcheck.
+lint: ## gofmt, go vet, staticcheck and the import layers (internal/layers).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags chaos $(PKGS)
 	$(GO) tool staticcheck -tags chaos $(PKGS)
+	$(GO) test -count=1 ./internal/layers
 
 bench: ## Benchmarks with figures and ratios against in-run baselines.
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)

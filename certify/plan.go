@@ -17,7 +17,7 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/runtime/fixturetest"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
 // deliveryTimeout bounds one delivery in the harness.

@@ -103,8 +103,7 @@ func (e *LoadError) Error() string {
 // their connector-facing API (trustedAPI). Any other package, including
 // the rest of flowgen's module, is analysed like any dependency.
 var trustedPrefixes = []string{
-	"github.com/flowgen-dev/flowgen/runtime",
-	"github.com/flowgen-dev/flowgen/idemkey",
+	"github.com/flowgen-dev/flowgen/runtime", // and its subpackages
 	"github.com/flowgen-dev/flowgen/flowtype",
 	"github.com/flowgen-dev/flowgen/internal/",
 }
@@ -124,7 +123,7 @@ func trusted(path string) bool {
 // is reserved for generated code and the runtime itself.
 func trustedAPI(pkg, member string) bool {
 	switch pkg {
-	case "github.com/flowgen-dev/flowgen/flowtype", "github.com/flowgen-dev/flowgen/idemkey",
+	case "github.com/flowgen-dev/flowgen/flowtype", "github.com/flowgen-dev/flowgen/runtime/idemkey",
 		"github.com/flowgen-dev/flowgen/runtime/schematypes":
 		return true
 	case "github.com/flowgen-dev/flowgen/runtime":

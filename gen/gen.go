@@ -237,7 +237,7 @@ func emitFixtures(f *jen.File, s *connectorspec.Spec) {
 	)
 }
 
-const fixturetestPkg = "github.com/flowgen-dev/flowgen/runtime/fixturetest"
+const fixturetestPkg = "github.com/flowgen-dev/flowgen/testharness/fixturetest"
 
 func internalError(s *connectorspec.Spec, what string, err error) diag.List {
 	var l diag.List

@@ -18,7 +18,7 @@ import (
 
 const (
 	runtimePkg = "github.com/flowgen-dev/flowgen/runtime"
-	idemkeyPkg = "github.com/flowgen-dev/flowgen/idemkey"
+	idemkeyPkg = "github.com/flowgen-dev/flowgen/runtime/idemkey"
 )
 
 // nodeEmitter writes the node file: metadata, the idempotency key

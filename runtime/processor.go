@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/idemkey"
+	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )

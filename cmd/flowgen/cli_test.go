@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowgen-dev/flowgen/idemkey"
+	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
@@ -138,7 +138,7 @@ func TestTopLevelHelpAndUnknownCommand(t *testing.T) {
 // TestIdemkeyMatchesVectors runs every shipped vector through the command
 // line, reading fields from stdin and from a file.
 func TestIdemkeyMatchesVectors(t *testing.T) {
-	data, err := os.ReadFile("../../idemkey/testdata/vectors.json")
+	data, err := os.ReadFile("../../runtime/idemkey/testdata/vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}

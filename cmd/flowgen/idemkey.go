@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/flowgen-dev/flowgen/idemkey"
+	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 )
 
 const idemkeyUsage = `Usage: flowgen idemkey --schema NAME --node ID [--partition-hex HEX] [--cbor] FIELDS.json

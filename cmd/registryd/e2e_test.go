@@ -209,12 +209,18 @@ func main() {
 	fmt.Println(charge.Egress(), len(normalize.Manifest()) > 0)
 }
 `), 0o644)
-	upstream, _ := exec.Command("go", "env", "GOPROXY").Output()
+	// A platform team's machine: an empty module cache (a cache shared
+	// with earlier runs could hold another build of the same connector
+	// version); third-party modules come from this machine's cache as an
+	// offline proxy.
+	modcache, _ := exec.Command("go", "env", "GOMODCACHE").Output()
+	upstream := "file://" + filepath.ToSlash(filepath.Join(strings.TrimSpace(string(modcache)), "cache", "download"))
+	freshCache := t.TempDir()
 	goCmd := func(proxy string, args ...string) {
 		t.Helper()
 		cmd := exec.Command("go", args...)
 		cmd.Dir = consumer
-		cmd.Env = append(os.Environ(), "GOPROXY="+proxy+","+strings.TrimSpace(string(upstream)), "GOFLAGS=-mod=mod",
+		cmd.Env = append(os.Environ(), "GOPROXY="+proxy+","+upstream, "GOFLAGS=-mod=mod -modcacherw", "GOMODCACHE="+freshCache,
 			"GONOSUMDB=flowgen.dev", "GOWORK=off", "SSL_CERT_FILE="+e.cert)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s (GOPROXY=%s): %v\n%s", strings.Join(args, " "), proxy, err, out)
@@ -225,7 +231,7 @@ func main() {
 	goCmd("file://"+filepath.ToSlash(pulled), "get", "flowgen.dev/connectors/orders/normalize@v1.0.0")
 	run := exec.Command("go", "run", ".")
 	run.Dir = consumer
-	run.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	run.Env = append(os.Environ(), "GOFLAGS=-mod=mod -modcacherw", "GOMODCACHE="+freshCache, "GOPROXY=off", "GOWORK=off")
 	out, err := run.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "[api.stripe.com] true") {
 		t.Fatalf("the consumer program: %v\n%s", err, out)

@@ -4,7 +4,7 @@
 package initenv
 
 import (
-	"github.com/flowgen-dev/flowgen/runtime/fixturetest"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 	"testing"
 )
 

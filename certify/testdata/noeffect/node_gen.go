@@ -5,8 +5,8 @@ package noeffect
 
 import (
 	"context"
-	"github.com/flowgen-dev/flowgen/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"net/http"
 	"time"

@@ -8,7 +8,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/runtime/fixturetest"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 	"github.com/flowgen-dev/flowgen/runtime/s3blobs/s3test"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	_ "github.com/lib/pq" // the driver
 
-	"github.com/flowgen-dev/flowgen/runtime/fixturetest"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
 

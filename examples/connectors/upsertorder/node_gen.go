@@ -6,8 +6,8 @@ package upsertorder
 import (
 	"context"
 	"database/sql"
-	"github.com/flowgen-dev/flowgen/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"time"
 )

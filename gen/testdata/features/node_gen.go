@@ -6,8 +6,8 @@ package features
 import (
 	"context"
 	"fmt"
-	"github.com/flowgen-dev/flowgen/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"net/http"
 	"time"
