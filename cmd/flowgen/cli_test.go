@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"

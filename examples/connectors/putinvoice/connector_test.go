@@ -8,8 +8,8 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 	"github.com/flowgen-dev/flowgen/runtime/s3blobs/s3test"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
 // FixtureEnv stores the fixtures' invoices in S3-compatible storage, the

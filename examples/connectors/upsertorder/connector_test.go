@@ -6,8 +6,8 @@ import (
 
 	_ "github.com/lib/pq" // the driver
 
-	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
 // FixtureEnv binds the fixtures to a fresh schema on the PostgreSQL server
