@@ -41,13 +41,6 @@ type flowGen struct {
 	inlines map[*flowir.GraphNode]*inlineFunc
 }
 
-// FlowConstructor is the Go expression, in the flow's package, that builds
-// the flow with the default connectors: NewX(DefaultXConnectors()).
-func FlowConstructor(g *flowir.Graph) string {
-	name := goName(g.Flow.ID)
-	return "New" + name + "(Default" + name + "Connectors())"
-}
-
 // FlowFile names the file generated for the flow at path: its base name
 // in snake case with a _gen.go suffix, next to it.
 func FlowFile(path string) string {

@@ -62,15 +62,12 @@ func newPlan(s *connectorspec.Spec, shared *sharedSet) *plan {
 	root := func(name, class, port string, r diag.Pos, doc string, sch func() any) typeRef {
 		before := len(p.m.problems)
 		t := p.m.root(name, class, doc, schemaOf(sch))
-		for _, msg := range p.m.problems[before:] {
-			fix := "simplify the schema to what the generator supports (see docs/codegen.md), or describe the value as a JSON string"
-			switch {
-			case strings.Contains(msg, "need a directory of their own"):
-				fix = "move the shared schema files into a directory without specs, such as schemas/, and update the $refs"
-			case strings.HasPrefix(msg, "shared schemas"):
-				fix = "keep the spec and the schema files it refers to inside one Go module (run go mod init at its root)"
+		for _, pr := range p.m.problems[before:] {
+			fix := pr.fix
+			if fix == "" {
+				fix = "simplify the schema to what the generator supports (see docs/codegen.md), or describe the value as a JSON string"
 			}
-			p.diags.Add(r, diag.GEN001, fix, "%s: %s", port, msg)
+			p.diags.Add(r, diag.GEN001, fix, "%s: %s", port, pr.msg)
 		}
 		return t
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/gen"
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated files under testdata/")
@@ -87,8 +88,11 @@ func compareGolden(t *testing.T, files []gen.Generated) {
 			}
 			continue
 		}
-		if err != nil || !bytes.Equal(f.Data, want) {
-			t.Errorf("%s differs from the generator's output (%v); run go test ./gen -update and review the diff", f.Path, err)
+		if err != nil {
+			t.Errorf("%s: %v; run go test ./gen -update", f.Path, err)
+		} else if !bytes.Equal(f.Data, want) {
+			t.Errorf("%s differs from the generator's output; run go test ./gen -update and review the diff:\n%s",
+				f.Path, testutil.Diff(f.Path, want, "generated", f.Data))
 		}
 		if !bytes.HasPrefix(f.Data, []byte("// "+gen.Header+"\n")) {
 			t.Errorf("%s does not start with the generated-code header", f.Path)
@@ -303,5 +307,40 @@ func TestSharedSchemasNeedTheirOwnDirectory(t *testing.T) {
 	got := gen.Check(s)
 	if !got.HasErrors() || got[0].Code != "GEN001" || !strings.Contains(got[0].Message, "need a directory of their own") || !strings.Contains(got[0].Fix, "schemas/") {
 		t.Fatalf("diagnostics: %v", got)
+	}
+}
+
+// TestGoldenFlowProgram renders the program flowgen run builds for the
+// golden flows, from two packages (the second import of the same package
+// name gets its own alias), against testdata/program.go.golden.
+func TestGoldenFlowProgram(t *testing.T) {
+	var flows []*flowir.Graph
+	for _, path := range flowCases(t) {
+		g, diags := flowir.NewLoader().LoadFlow(path)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", path, diags)
+		}
+		flows = append(flows, g)
+	}
+	src, err := gen.FlowProgram("Main", []gen.ProgramPackage{
+		{ImportPath: "github.com/flowgen-dev/flowgen/gen/testdata/flows", Flows: flows},
+		{ImportPath: "example.com/other/flows", Flows: flows[:1]},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/program.go.golden"
+	if *update {
+		if err := os.WriteFile(golden, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v; run go test ./gen -update", err)
+	}
+	if !bytes.Equal(src, want) {
+		t.Errorf("%s differs from FlowProgram's output; run go test ./gen -update and review the diff:\n%s", golden, testutil.Diff(golden, want, "generated", src))
 	}
 }

@@ -116,7 +116,7 @@ type model struct {
 	taken      map[string]bool
 	// dataClasses maps "port.path" to the x-data-class written there.
 	dataClasses map[string]string
-	problems    []string
+	problems    []problem
 
 	// home is the directory whose schemas become local types; schemas in
 	// other directories come from their shared package (nil: all local).
@@ -140,7 +140,7 @@ func (m *model) external(target *jsonschema.Schema) (typeRef, bool) {
 	}
 	pkg, err := m.shared.get(dir)
 	if err != nil {
-		m.problems = append(m.problems, err.Error())
+		m.problems = append(m.problems, problemOf(err))
 		return typeRef{}, false
 	}
 	name, ok := pkg.m.byLocation[target.Location]
@@ -206,12 +206,12 @@ func (m *model) root(name, classPrefix, doc string, s *jsonschema.Schema) typeRe
 			m.aliases = append(m.aliases, aliasDef{name: m.reserve(name), target: target.name, targetPkg: target.pkg, doc: doc})
 			return typeRef{kind: target.kind, name: name, schema: target.schema}
 		}
-		m.problems = append(m.problems, fmt.Sprintf("%s: the schema must be an object", name))
+		m.problems = append(m.problems, problem{msg: fmt.Sprintf("%s: the schema must be an object", name)})
 		return target
 	}
 	t := m.typeOfNamed(name, classPrefix, s, doc)
 	if t.kind != kindStruct {
-		m.problems = append(m.problems, fmt.Sprintf("%s: a port or params schema must be an object (type: object with properties), not %s", name, describeKind(t.kind)))
+		m.problems = append(m.problems, problem{msg: fmt.Sprintf("%s: a port or params schema must be an object (type: object with properties), not %s", name, describeKind(t.kind))})
 	}
 	return t
 }

@@ -66,7 +66,8 @@ func (ss *sharedSet) get(dir string) (*sharedPackage, error) {
 func buildShared(dir string, ss *sharedSet) (*sharedPackage, error) {
 	importPath, err := modpath.ImportPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("shared schemas in %s: %w", dir, err)
+		return nil, withFix("keep the spec and the schema files it refers to inside one Go module (run go mod init at its root)",
+			fmt.Errorf("shared schemas in %s: %w", dir, err))
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -83,7 +84,8 @@ func buildShared(dir string, ss *sharedSet) (*sharedPackage, error) {
 		if data, err := strictyaml.ReadFile(filepath.Join(dir, e.Name())); err == nil {
 			switch flowir.FileKind(data) {
 			case connectorspec.Kind:
-				return nil, fmt.Errorf("shared schemas in %s: the directory also holds the connector %s; schema files several connectors use need a directory of their own (like schemas/)", dir, e.Name())
+				return nil, withFix("move the shared schema files into a directory without specs, such as schemas/, and update the $refs",
+					fmt.Errorf("shared schemas in %s: the directory also holds the connector %s; schema files several connectors use need a directory of their own (like schemas/)", dir, e.Name()))
 			case "":
 			default:
 				continue
@@ -109,7 +111,11 @@ func buildShared(dir string, ss *sharedSet) (*sharedPackage, error) {
 		}
 	}
 	if len(p.m.problems) > 0 {
-		return nil, fmt.Errorf("shared schemas in %s: %s", dir, strings.Join(p.m.problems, "; "))
+		msgs := make([]string, len(p.m.problems))
+		for i, pr := range p.m.problems {
+			msgs[i] = pr.msg
+		}
+		return nil, fmt.Errorf("shared schemas in %s: %s", dir, strings.Join(msgs, "; "))
 	}
 	return p, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the schema files from the Go types")
@@ -36,7 +37,7 @@ func TestSchemasInSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s is out of date with the Go types; run go test ./schemas -update", name)
+			t.Errorf("%s is out of date with the Go types; run go test ./schemas -update:\n%s", name, testutil.Diff(name, got, "from the Go types", want))
 		}
 	}
 }
@@ -135,8 +136,10 @@ func TestReferenceInSync(t *testing.T) {
 			continue
 		}
 		got, err := os.ReadFile(path)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s is out of date with the schemas (%v); run go test ./schemas -update", path, err)
+		if err != nil {
+			t.Errorf("%s: %v; run go test ./schemas -update", path, err)
+		} else if !bytes.Equal(got, want) {
+			t.Errorf("%s is out of date with the schemas; run go test ./schemas -update:\n%s", path, testutil.Diff(path, got, "from the schemas", want))
 		}
 	}
 }

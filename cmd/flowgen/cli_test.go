@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -199,7 +200,8 @@ func TestSchemaCommandPrintsPublishedSchemas(t *testing.T) {
 			t.Fatal(err)
 		}
 		if r := run(t, "", "schema", name); r.exit != exitOK || r.stdout != string(want) {
-			t.Errorf("schema %s differs from schemas/%s.schema.json (exit %d)", name, name, r.exit)
+			t.Errorf("schema %s differs from schemas/%s.schema.json (exit %d):\n%s", name, name, r.exit,
+				testutil.Diff("schemas/"+name+".schema.json", want, "flowgen schema "+name, []byte(r.stdout)))
 		}
 	}
 	if r := run(t, "", "schema", "nope"); r.exit != exitUsage || !strings.Contains(r.stderr, "connectorspec, flowir") {

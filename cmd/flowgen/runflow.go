@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/flowir"
@@ -172,9 +171,9 @@ func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (pr
 		return "", nil, exitUsage
 	}
 	var buildDir string
-	var imports, ctors []string
+	var pkgs []gen.ProgramPackage
 	seen := map[string]bool{}
-	for i, g := range graphs {
+	for _, g := range graphs {
 		files, diags := gen.Flow(g)
 		if diags.HasErrors() {
 			diags.WriteText(e.stdout)
@@ -195,13 +194,11 @@ func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (pr
 		if err != nil {
 			return fail("%v", err)
 		}
-		alias := fmt.Sprintf("flow%d", i)
-		imports = append(imports, fmt.Sprintf("\t%s %q\n", alias, importPath))
+		pkg := gen.ProgramPackage{ImportPath: importPath}
 		add := func(c *flowir.Graph) {
 			if !seen[c.Flow.ID] {
 				seen[c.Flow.ID] = true
-				ctor := strings.ReplaceAll(gen.FlowConstructor(c), "(Default", "("+alias+".Default")
-				ctors = append(ctors, fmt.Sprintf("\t\tfunc() (*runtime.Flow, error) { return %s.%s },\n", alias, ctor))
+				pkg.Flows = append(pkg.Flows, c)
 			}
 		}
 		add(g)
@@ -215,17 +212,12 @@ func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (pr
 			}
 			add(n.Child)
 		}
+		pkgs = append(pkgs, pkg)
 	}
-	var b bytes.Buffer
-	b.WriteString("package main\n\nimport (\n")
-	for _, imp := range imports {
-		b.WriteString(imp)
+	src, err := gen.FlowProgram(entry, pkgs)
+	if err != nil {
+		return fail("%v", err)
 	}
-	fmt.Fprintf(&b, "\t\"github.com/flowgen-dev/flowgen/runtime\"\n\t\"github.com/flowgen-dev/flowgen/runtime/localrun\"\n)\n\nfunc main() {\n\tlocalrun.%s(\n", entry)
-	for _, c := range ctors {
-		b.WriteString(c)
-	}
-	b.WriteString("\t)\n}\n")
 
 	tmp, err := os.MkdirTemp("", "flowgen-"+cmdName+"-")
 	if err != nil {
@@ -235,7 +227,7 @@ func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (pr
 	mainPath := filepath.Join(tmp, "main.go")
 	overlay := filepath.Join(tmp, "overlay.json")
 	js, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(buildDir, "flowgenrun", "main.go"): mainPath}})
-	if err := os.WriteFile(mainPath, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(mainPath, src, 0o644); err != nil {
 		cleanup()
 		return fail("%v", err)
 	}
