@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/Masterminds/semver/v3 v3.5.0
+	github.com/blang/semver v3.5.1+incompatible
 	github.com/dave/jennifer v1.7.1
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/goccy/go-yaml v1.19.2
@@ -17,6 +18,7 @@ require (
 	github.com/sigstore/sigstore v1.10.11
 	github.com/spdx/tools-golang v0.5.7
 	go.etcd.io/bbolt v1.4.3
+	go.uber.org/goleak v1.3.0
 	golang.org/x/mod v0.41.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/text v0.43.0

@@ -23,6 +23,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/registry"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
@@ -72,7 +73,7 @@ func TestMain(m *testing.M) {
 	if testBinary, err = os.Executable(); err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	testutil.VerifyNoLeaks(m)
 }
 
 func repoRoot(t testing.TB) string {

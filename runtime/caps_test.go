@@ -189,6 +189,7 @@ func TestReadCapabilitiesDoNotAssertToWrites(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	db := sql.OpenDB(nil) // never queried
+	t.Cleanup(func() { db.Close() })
 	g := Grants{Store: st, BlobDir: t.TempDir(), DB: db}
 	caps := g.For(NodeInfo{ID: "r", Egress: []string{"a.example"},
 		Capabilities: []string{"http.read", "http.read.pinned", "kv.read", "blob.read", "db.read", "clock", "secrets"}})

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,23 +9,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/mod/modfile"
-	"golang.org/x/mod/module"
-	"golang.org/x/mod/semver"
-
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify"
-	"github.com/flowgen-dev/flowgen/internal/atomicfile"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/policy"
+	"github.com/flowgen-dev/flowgen/pull"
 	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/client"
-	"github.com/flowgen-dev/flowgen/signing"
 )
 
 // Environment defaults of the registry flags.
@@ -206,105 +198,39 @@ func runPull(e *env, args []string) int {
 			return exitUsage
 		}
 	}
+	opts := pull.Options{Dir: *dir, Policy: pol}
+	if *keyFile != "" {
+		if opts.Key, err = os.ReadFile(*keyFile); err != nil {
+			fmt.Fprintf(e.stderr, "flowgen pull: %v\n", err)
+			return exitUsage
+		}
+	}
 	c, ok := registryClient(e, "pull", *reg, *token)
 	if !ok {
 		return exitUsage
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(e.stderr, "flowgen pull %s: "+format+"\n", append([]any{k}, args...)...)
+	res, err := pull.Pull(e.ctx, c, k, opts)
+	var refused *pull.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		fmt.Fprintf(e.stderr, "flowgen pull %v\n", refused)
+		return exitProblems
+	case err != nil:
+		fmt.Fprintf(e.stderr, "flowgen pull %s: %v\n", k, err)
 		return exitProblems
 	}
-	v, err := c.Version(e.ctx, k)
-	if err != nil {
-		return fail("%v", err)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "flowgen pull: warning: %s\n", w)
 	}
-	if v.State != api.Certified {
-		return fail("the version is %s, not certified: %s", v.State, v.Reason)
-	}
-	if v.Yanked != "" {
-		fmt.Fprintf(e.stderr, "flowgen pull: warning: %s is yanked: %s\n", k, v.Yanked)
-	}
-	if v.Deprecated != "" {
-		fmt.Fprintf(e.stderr, "flowgen pull: warning: %s is deprecated: %s\n", k, v.Deprecated)
-	}
-	var pub []byte
-	if *keyFile != "" {
-		if pub, err = os.ReadFile(*keyFile); err != nil {
-			return fail("%v", err)
-		}
-	} else {
-		if pub, err = c.PublicKey(e.ctx); err != nil {
-			return fail("public key: %v", err)
-		}
-		fmt.Fprintf(e.stderr, "flowgen pull: warning: trusting the key the registry serves; pass --key to pin it\n")
-	}
-	evidenceDir, err := os.MkdirTemp("", "flowgen-pull-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(evidenceDir)
-	files := map[string][]byte{}
-	for _, name := range []string{api.FileArtifact, api.FileManifest, api.FileSBOM, api.FileReport} {
-		for _, f := range []string{name, name + api.SignatureSuffix} {
-			if f == api.FileManifest+api.SignatureSuffix {
-				continue
-			}
-			data, err := c.File(e.ctx, k, f)
-			if err != nil {
-				return fail("download %s: %v", f, err)
-			}
-			files[f] = data
-			if err := os.WriteFile(filepath.Join(evidenceDir, f), data, 0o644); err != nil {
-				return fail("%v", err)
-			}
-		}
-	}
-	var problems []string
-	if got := artifact.Digest(files[api.FileArtifact]); got != v.Digest {
-		problems = append(problems, fmt.Sprintf("artifact.zip is %s, but the registry recorded %s: it was modified after publishing", got, v.Digest))
-	}
-	ver, err := certify.Verify(evidenceDir, pub)
-	if err != nil {
-		return fail("%v", err)
-	}
-	problems = append(problems, ver.Problems...)
-	if len(problems) == 0 && pol != nil {
-		ev, err := policy.VerifiedEvidence(pub, files[api.FileReport], files[api.FileReport+api.SignatureSuffix], files[api.FileManifest], k.Namespace, v.Publisher)
-		if err != nil {
-			problems = append(problems, err.Error())
-		} else {
-			for _, viol := range pol.Check(ev) {
-				problems = append(problems, "policy "+viol.String())
-			}
-		}
-	}
-	if len(problems) > 0 {
-		fmt.Fprintf(e.stderr, "flowgen pull %s: refused, nothing placed:\n", k)
-		for _, p := range problems {
-			fmt.Fprintf(e.stderr, "  - %s\n", p)
-		}
-		return exitProblems
-	}
-	gomod, err := artifact.ZipFile(files[api.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
-	if err != nil {
-		return fail("%v", err)
-	}
-	flowgenVersion, err := pullFlowgen(e, c, *dir, gomod, pub)
-	if err != nil {
-		return fail("%v", err)
-	}
-	modDir, err := placeModule(*dir, v, files)
-	if err != nil {
-		return fail("%v", err)
-	}
-	fmt.Fprintf(e.stderr, "verified %s: digest, 3 signatures, SBOM, %d checks passed", k, len(ver.Report.Checks))
+	v := res.Version
+	fmt.Fprintf(e.stderr, "verified %s: digest, 3 signatures, SBOM, %d checks passed", k, res.Checks)
 	if pol != nil {
 		fmt.Fprintf(e.stderr, ", policy %s", *policyFile)
 	}
-	fmt.Fprintf(e.stderr, "\nplaced %s@%s in %s\n", v.Module, v.ModuleVersion, modDir)
+	fmt.Fprintf(e.stderr, "\nplaced %s@%s in %s\n", v.Module, v.ModuleVersion, res.ModuleDir)
 	nosum := v.Module
-	if flowgenVersion != "" {
-		fmt.Fprintf(e.stderr, "placed %s@%s beside it (signed by the same key)\n", flowgenmod.Path, flowgenVersion)
+	if res.FlowgenVersion != "" {
+		fmt.Fprintf(e.stderr, "placed %s@%s beside it (signed by the same key)\n", flowgenmod.Path, res.FlowgenVersion)
 		nosum += "," + flowgenmod.Path
 	}
 	abs, _ := filepath.Abs(*dir)
@@ -336,113 +262,6 @@ func parseRef(args []string) (api.Key, bool) {
 		return api.Key{}, false
 	}
 	return api.Key{Namespace: ns, Connector: connector, Version: strings.TrimPrefix(version, "v")}, true
-}
-
-// placeModule writes the module into a GOPROXY directory layout under
-// root, with the evidence beside it in VERSION.certification/.
-func placeModule(root string, v api.Version, files map[string][]byte) (string, error) {
-	gomod, err := artifact.ZipFile(files[api.FileArtifact], v.Module+"@"+v.ModuleVersion+"/go.mod")
-	if err != nil {
-		return "", err
-	}
-	dir, err := placeProxyVersion(root, v.Module, v.ModuleVersion, files[api.FileArtifact], gomod, v.Created)
-	if err != nil {
-		return "", err
-	}
-	escVer, _ := module.EscapeVersion(v.ModuleVersion)
-	evidence := filepath.Join(dir, escVer+".certification")
-	if err := os.MkdirAll(evidence, 0o755); err != nil {
-		return "", err
-	}
-	for name, data := range files {
-		if err := atomicfile.Write(filepath.Join(evidence, name), data, 0o644); err != nil {
-			return "", err
-		}
-	}
-	return dir, nil
-}
-
-// placeProxyVersion writes one module version (.zip, .mod, .info) into
-// the GOPROXY directory layout under root and adds it to the list.
-func placeProxyVersion(root, modPath, version string, zipData, gomod []byte, created time.Time) (string, error) {
-	esc, err := module.EscapePath(modPath)
-	if err != nil {
-		return "", err
-	}
-	escVer, err := module.EscapeVersion(version)
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, filepath.FromSlash(esc), "@v")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	info, _ := json.Marshal(struct {
-		Version string
-		Time    time.Time `json:",omitzero"`
-	}{version, created.UTC()})
-	for name, data := range map[string][]byte{escVer + ".zip": zipData, escVer + ".mod": gomod, escVer + ".info": info} {
-		if err := atomicfile.Write(filepath.Join(dir, name), data, 0o644); err != nil {
-			return "", err
-		}
-	}
-	listed, err := os.ReadFile(filepath.Join(dir, "list"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	versions := strings.Fields(string(listed))
-	if !slices.Contains(versions, version) {
-		versions = append(versions, version)
-	}
-	semver.Sort(versions)
-	return dir, atomicfile.Write(filepath.Join(dir, "list"), []byte(strings.Join(versions, "\n")+"\n"), 0o644)
-}
-
-// pullFlowgen places the flowgen module the connector requires when the
-// registry serves it, checked against the trusted key. It returns the
-// module's version, or "" when the connector needs none from the registry.
-func pullFlowgen(e *env, c *client.Client, dir string, gomod, pub []byte) (string, error) {
-	mf, err := modfile.ParseLax("go.mod", gomod, nil)
-	if err != nil {
-		return "", err
-	}
-	want := ""
-	for _, r := range mf.Require {
-		if r.Mod.Path == flowgenmod.Path {
-			want = r.Mod.Version
-		}
-	}
-	if want == "" || !module.IsPseudoVersion(want) {
-		return "", nil // none, or a published version the usual proxies serve
-	}
-	info, err := c.FlowgenModule(e.ctx)
-	if err != nil {
-		return "", fmt.Errorf("the connector requires %s %s, an unpublished version, and the registry does not serve it: %w", flowgenmod.Path, want, err)
-	}
-	if info.Version != want {
-		return "", fmt.Errorf("the connector requires %s %s, and the registry serves %s", flowgenmod.Path, want, info.Version)
-	}
-	esc, _ := module.EscapeVersion(want)
-	base := flowgenmod.Path + "/@v/" + esc
-	zipData, err := c.GoProxyFile(e.ctx, base+".zip")
-	if err != nil {
-		return "", err
-	}
-	modData, err := c.GoProxyFile(e.ctx, base+".mod")
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(zipData)
-	if hex.EncodeToString(sum[:]) != info.ZipSHA256 {
-		return "", fmt.Errorf("the %s zip does not match the registry's record", flowgenmod.Path)
-	}
-	if err := signing.Verify(pub, zipData, []byte(info.Signature)); err != nil {
-		return "", fmt.Errorf("the %s zip is not signed by the registry's key: %w", flowgenmod.Path, err)
-	}
-	if _, err := placeProxyVersion(dir, flowgenmod.Path, want, zipData, modData, time.Time{}); err != nil {
-		return "", err
-	}
-	return want, nil
 }
 
 const searchUsage = `Usage: flowgen search [flags] [TEXT]

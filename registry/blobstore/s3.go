@@ -119,10 +119,10 @@ func (s *S3) Stat(ctx context.Context, digest string) (Descriptor, error) {
 
 // List implements Store.
 func (s *S3) List(ctx context.Context, fn func(Descriptor) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	prefix := s.prefix + "blobs/sha256/"
-	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+	objects, stop := s.list(ctx, prefix)
+	defer stop()
+	for obj := range objects {
 		if obj.Err != nil {
 			return fmt.Errorf("blobstore: s3 list: %w", obj.Err)
 		}
@@ -137,14 +137,30 @@ func (s *S3) List(ctx context.Context, fn func(Descriptor) error) error {
 	return nil
 }
 
+// list lists the objects under prefix. Call stop when done, also after
+// leaving the loop early: minio's listing goroutine, once cancelled, still
+// sends the cancellation to the channel, and blocks forever unless someone
+// reads it; stop cancels and drains.
+func (s *S3) list(ctx context.Context, prefix string) (objects <-chan minio.ObjectInfo, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true})
+	return ch, func() {
+		cancel()
+		for range ch {
+		}
+	}
+}
+
 // pendingSuffix marks an upload in progress (see S3).
 const pendingSuffix = ".pending"
 
 // Sweep implements Store: staging objects older than before, and for each
 // stale pending marker the multipart upload it names.
 func (s *S3) Sweep(ctx context.Context, before time.Time) (int, error) {
+	objects, stop := s.list(ctx, s.prefix+"uploads/")
+	defer stop()
 	n := 0
-	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + "uploads/", Recursive: true}) {
+	for obj := range objects {
 		if obj.Err != nil {
 			return n, fmt.Errorf("blobstore: s3 list: %w", obj.Err)
 		}
