@@ -70,7 +70,9 @@ type Version struct {
 }
 
 // Key returns the version's key.
-func (v Version) Key() Key { return Key{Namespace: v.Namespace, Connector: v.Connector, Version: v.Version} }
+func (v Version) Key() Key {
+	return Key{Namespace: v.Namespace, Connector: v.Connector, Version: v.Version}
+}
 
 // Query selects versions; empty fields match everything.
 type Query struct {
