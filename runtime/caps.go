@@ -177,7 +177,11 @@ func (s *SeededRNG) Uint64() uint64 {
 // EnvSecrets resolves secret handles from environment variables: handle
 // "stripe/secret-key" is FLOWGEN_SECRET_STRIPE_SECRET_KEY. Values never pass
 // through specs, flows or the store.
-type EnvSecrets struct{}
+type EnvSecrets struct {
+	// Lookup reads the environment; os.LookupEnv when nil. Programs pass
+	// the lookup their main function was given.
+	Lookup func(string) (string, bool)
+}
 
 // EnvName is the variable that holds a handle's value.
 func (EnvSecrets) EnvName(handle string) string {
@@ -192,7 +196,11 @@ func (EnvSecrets) EnvName(handle string) string {
 
 // Secret implements Secrets.
 func (e EnvSecrets) Secret(ctx context.Context, handle string) (string, error) {
-	v, ok := os.LookupEnv(e.EnvName(handle))
+	lookup := e.Lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	v, ok := lookup(e.EnvName(handle))
 	if !ok {
 		return "", Errorf(Auth, "secret %q is not set (export %s)", handle, e.EnvName(handle))
 	}

@@ -46,7 +46,7 @@ func runCertify(e *env, args []string) int {
 	fs := newFlagSet(e, "certify", certifyUsage)
 	out := fs.String("out", "", "where to write the report and SBOM (default CONNECTOR_DIR/certification)")
 	key := fs.String("key", "", "private key to sign the report and SBOM with")
-	fixtureDB := fs.String("fixture-database", os.Getenv(fixtureDBEnv), "postgres:// URL of a database for db connectors' fixtures ["+fixtureDBEnv+"]")
+	fixtureDB := fs.String("fixture-database", e.getenv(fixtureDBEnv), "postgres:// URL of a database for db connectors' fixtures ["+fixtureDBEnv+"]")
 	insecure := fs.Bool("insecure-no-sandbox", false, "run the connector's code on this machine, outside any sandbox (recorded in the report)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -73,7 +73,7 @@ func runCertify(e *env, args []string) int {
 	if *key != "" {
 		pem, err := os.ReadFile(*key)
 		if err == nil {
-			opts.Signer, err = signing.LoadSigner(pem, []byte(os.Getenv(passwordEnv)))
+			opts.Signer, err = signing.LoadSigner(pem, []byte(e.getenv(passwordEnv)))
 		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "flowgen certify: %s: %v\n", *key, err)

@@ -26,7 +26,7 @@ type result struct {
 func run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	code := Run(context.Background(), args, os.Getenv, strings.NewReader(stdin), &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
 

@@ -99,7 +99,7 @@ func TestDiagnosticsDocMatchesCodeTable(t *testing.T) {
 		}
 		var stdout, stderr bytes.Buffer
 		dir := filepath.Join(invalidDir, s.caseDir)
-		Run(context.Background(), []string{"validate", dir}, nil, &stdout, &stderr)
+		Run(context.Background(), []string{"validate", dir}, os.Getenv, nil, &stdout, &stderr)
 		got := strings.ReplaceAll(stdout.String(), filepath.ToSlash(dir)+"/", "")
 		if s.example == "" || !strings.Contains(got, s.example+"\n") {
 			t.Errorf("docs: %s example\n%s\nis not what %s prints:\n%s", code, s.example, s.caseDir, got)

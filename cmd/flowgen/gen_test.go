@@ -188,7 +188,7 @@ func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"worker", "--store", url, "--workers", "2", "../../gen/testdata/flows/parent.yaml"}, nil, &stdout, &stderr)
+		done <- Run(ctx, []string{"worker", "--store", url, "--workers", "2", "../../gen/testdata/flows/parent.yaml"}, os.Getenv, nil, &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -293,7 +293,7 @@ func TestServeOwnsTheStore(t *testing.T) {
 	var stderr testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"serve", "--store", store, "../../gen/testdata/flows/parent.yaml", "../../gen/testdata/flows/inline.yaml"}, nil, io.Discard, &stderr)
+		done <- Run(ctx, []string{"serve", "--store", store, "../../gen/testdata/flows/parent.yaml", "../../gen/testdata/flows/inline.yaml"}, os.Getenv, nil, io.Discard, &stderr)
 	}()
 	endpoint := store + ".api.json"
 	waitUntil(t, "the endpoint file", func() bool { _, err := os.Stat(endpoint); return err == nil }, done, &stderr)

@@ -26,7 +26,7 @@ const invalidDir = "../../testdata/invalid"
 func caseDiagnostics(t *testing.T, dir string) (lines []string, exit int, codes []string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	exit = Run(context.Background(), []string{"validate", "--format", "json", dir}, nil, &stdout, &stderr)
+	exit = Run(context.Background(), []string{"validate", "--format", "json", dir}, os.Getenv, nil, &stdout, &stderr)
 	sc := bufio.NewScanner(&stdout)
 	for sc.Scan() {
 		var d struct {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -54,7 +53,7 @@ Flags:
 // else the store itself.
 func storeFlag(fs *flag.FlagSet) func(e *env) (jobapi.Service, func(), error) {
 	path := fs.String("store", "", storeFlagHelp)
-	return func(e *env) (jobapi.Service, func(), error) { return openJobs(e.ctx, resolveStore(*path)) }
+	return func(e *env) (jobapi.Service, func(), error) { return openJobs(e.ctx, resolveStore(e, *path)) }
 }
 
 // openJobs returns the job service for the store: a client of the
@@ -85,11 +84,11 @@ func openJobs(ctx context.Context, spec string) (jobapi.Service, func(), error) 
 
 // resolveStore applies the --store defaults: $FLOWGEN_STORE, else the
 // embedded file in the working directory.
-func resolveStore(flagValue string) string {
+func resolveStore(e *env, flagValue string) string {
 	if flagValue != "" {
 		return flagValue
 	}
-	if env := os.Getenv("FLOWGEN_STORE"); env != "" {
+	if env := e.getenv("FLOWGEN_STORE"); env != "" {
 		return env
 	}
 	return defaultStore
@@ -231,7 +230,7 @@ func runSignal(e *env, args []string) int {
 	open := storeFlag(fs)
 	approve := fs.Bool("approve", false, "approve")
 	reject := fs.Bool("reject", false, "reject")
-	by := fs.String("by", os.Getenv("USER"), "who decides (recorded)")
+	by := fs.String("by", e.getenv("USER"), "who decides (recorded)")
 	note := fs.String("note", "", "why (recorded)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"database/sql"
 	"fmt"
-	"os"
 
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 )
@@ -22,7 +21,7 @@ Flags:
 
 func runMigrate(e *env, args []string) int {
 	fs := newFlagSet(e, "migrate", migrateUsage)
-	url := fs.String("database-url", os.Getenv("FLOWGEN_DATABASE_URL"), "PostgreSQL connection URL")
+	url := fs.String("database-url", e.getenv("FLOWGEN_DATABASE_URL"), "PostgreSQL connection URL")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)

@@ -33,9 +33,9 @@ const registryFlagsHelp = `Registry flags (also from the environment):
   --token TOKEN    a registry token [` + tokenEnv + `]
 `
 
-func registryFlags(fs *flag.FlagSet) (reg, token *string) {
-	return fs.String("registry", os.Getenv(registryEnv), "registry URL ["+registryEnv+"]"),
-		fs.String("token", os.Getenv(tokenEnv), "registry token ["+tokenEnv+"]")
+func registryFlags(e *env, fs *flag.FlagSet) (reg, token *string) {
+	return fs.String("registry", e.getenv(registryEnv), "registry URL ["+registryEnv+"]"),
+		fs.String("token", e.getenv(tokenEnv), "registry token ["+tokenEnv+"]")
 }
 
 func registryClient(e *env, cmd, reg, token string) (*client.Client, bool) {
@@ -70,7 +70,7 @@ Flags:
 
 func runPublish(e *env, args []string) int {
 	fs := newFlagSet(e, "publish", publishUsage)
-	reg, token := registryFlags(fs)
+	reg, token := registryFlags(e, fs)
 	ns := fs.String("namespace", "", "namespace to publish into (default: the id's first part)")
 	mod := fs.String("module", "", "module path for a connector that is not a module root")
 	noWait := fs.Bool("no-wait", false, "return once the upload is accepted")
@@ -173,10 +173,10 @@ Flags:
 
 func runPull(e *env, args []string) int {
 	fs := newFlagSet(e, "pull", pullUsage)
-	reg, token := registryFlags(fs)
+	reg, token := registryFlags(e, fs)
 	keyFile := fs.String("key", "", "the registry's public key (PEM) to trust")
 	policyFile := fs.String("policy", "", "pull policy YAML the connector must satisfy")
-	dir := fs.String("dir", defaultPullDir(), "module proxy directory to place the module in")
+	dir := fs.String("dir", defaultPullDir(e), "module proxy directory to place the module in")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -241,8 +241,8 @@ func runPull(e *env, args []string) int {
 	return exitOK
 }
 
-func defaultPullDir() string {
-	if d := os.Getenv("FLOWGEN_PULL_DIR"); d != "" {
+func defaultPullDir(e *env) string {
+	if d := e.getenv("FLOWGEN_PULL_DIR"); d != "" {
 		return d
 	}
 	if c, err := os.UserCacheDir(); err == nil {
@@ -275,7 +275,7 @@ Flags:
 
 func runSearch(e *env, args []string) int {
 	fs := newFlagSet(e, "search", searchUsage)
-	reg, token := registryFlags(fs)
+	reg, token := registryFlags(e, fs)
 	filters := map[string]*string{}
 	for _, f := range []struct{ name, help string }{
 		{"namespace", "only this namespace"}, {"provider", "only this provider"},

@@ -26,7 +26,10 @@ const (
 
 // env is what a command gets: its arguments and the process's streams.
 type env struct {
-	ctx    context.Context
+	ctx context.Context
+	// getenv reads the process environment; main passes os.Getenv, and no
+	// command reads the environment any other way.
+	getenv func(string) string
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
@@ -65,10 +68,11 @@ func commands() []command {
 	}, controlCommands()...)
 }
 
-// Run executes flowgen with args (without the program name) and returns the
-// process exit code. It never calls os.Exit, so tests run it in-process.
-func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+// Run executes flowgen with args (without the program name) and the
+// environment getenv reads, and returns the process exit code. It never
+// calls os.Exit, so tests run it in-process.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		printHelp(stderr)
 		return exitUsage
@@ -83,7 +87,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		for _, c := range commands() {
 			if c.name == rest[0] {
 				// The command's own -h: its usage and every flag.
-				c.run(&env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stdout}, []string{"-h"})
+				c.run(&env{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stdout}, []string{"-h"})
 				return exitOK
 			}
 		}

@@ -58,11 +58,9 @@ Flags:
 
 func runRun(e *env, args []string) int {
 	fs := newFlagSet(e, "run", runUsage)
-	storePath := fs.String("store", "", storeFlagHelp)
+	pf := newProgramFlags(fs)
 	input := fs.String("input", "", "JSON input of the job: a file, or - for standard input (required)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "stop waiting after this long; the job stays in the store")
-	workers := fs.Int("workers", 4, "workers in the run process")
-	blobs := fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -94,7 +92,7 @@ func runRun(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "flowgen run: %v\n", err)
 		return exitUsage
 	}
-	store := resolveStore(*storePath)
+	store := resolveStore(e, *pf.store)
 	if !localrun.IsDatabaseURL(store) {
 		if abs, err := filepath.Abs(store); err == nil {
 			if c, err := jobapi.Discover(e.ctx, abs); err == nil {
@@ -107,8 +105,7 @@ func runRun(e *env, args []string) int {
 		return code
 	}
 	defer cleanup()
-	cmd := exec.CommandContext(e.ctx, prog, "--store", absUnlessURL(store), "--input", "-",
-		"--workers", fmt.Sprint(*workers), "--blobs", absUnlessDash(*blobs), "--timeout", timeout.String())
+	cmd := exec.CommandContext(e.ctx, prog, append(pf.args(e), "--input", "-", "--timeout", timeout.String())...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(data), e.stdout, e.stderr
 	err = cmd.Run()
 	if exit, ok := err.(*exec.ExitError); ok {
@@ -274,7 +271,8 @@ backed as for flowgen run.
 Flags:
 `
 
-// programFlags are the flags worker and serve hand to the flow program.
+// programFlags are the flags run, worker and serve share and hand to the
+// flow program (whose own defaults are the same: localrun.Default*).
 type programFlags struct {
 	store, blobs *string
 	workers      *int
@@ -283,13 +281,13 @@ type programFlags struct {
 func newProgramFlags(fs *flag.FlagSet) programFlags {
 	return programFlags{
 		store:   fs.String("store", "", storeFlagHelp),
-		workers: fs.Int("workers", 4, "workers in this process"),
-		blobs:   fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities"),
+		workers: fs.Int("workers", localrun.DefaultWorkers, "workers in the flow program's process"),
+		blobs:   fs.String("blobs", localrun.DefaultBlobs, "directory backing blob capabilities"),
 	}
 }
 
-func (p programFlags) args() []string {
-	return []string{"--store", absUnlessURL(resolveStore(*p.store)), "--workers", fmt.Sprint(*p.workers), "--blobs", absUnlessDash(*p.blobs)}
+func (p programFlags) args(e *env) []string {
+	return []string{"--store", absUnlessURL(resolveStore(e, *p.store)), "--workers", fmt.Sprint(*p.workers), "--blobs", absUnlessDash(*p.blobs)}
 }
 
 // loadFlows loads every flow file, printing diagnostics on failure.
@@ -378,7 +376,7 @@ func runFlowProgram(e *env, name, usage, entry string, args []string, more func(
 		return code
 	}
 	defer cleanup()
-	progArgs := pf.args()
+	progArgs := pf.args(e)
 	if extra != nil {
 		progArgs = append(progArgs, extra(rest)...)
 	}

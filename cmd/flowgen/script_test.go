@@ -12,7 +12,7 @@ import (
 // scripts under testdata/script run "exec flowgen ..." as a user would.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"flowgen": func() { os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"flowgen": func() { os.Exit(Run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 

@@ -62,7 +62,7 @@ func runKeygen(e *env, args []string) int {
 			return exitUsage
 		}
 	}
-	password := []byte(os.Getenv(passwordEnv))
+	password := []byte(e.getenv(passwordEnv))
 	privPEM, pubPEM, err := signing.GenerateKey(password)
 	if err == nil {
 		err = os.MkdirAll(*out, 0o755)
@@ -102,7 +102,7 @@ func runSign(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "flowgen sign: %v\n", err)
 		return exitUsage
 	}
-	s, err := signing.LoadSigner(keyPEM, []byte(os.Getenv(passwordEnv)))
+	s, err := signing.LoadSigner(keyPEM, []byte(e.getenv(passwordEnv)))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen sign: %s: %v\n", *key, err)
 		return exitUsage

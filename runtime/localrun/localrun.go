@@ -51,9 +51,34 @@ func OpenStore(ctx context.Context, spec string, create bool) (store.Store, erro
 // Constructor builds one flow; generated packages have one per flow.
 type Constructor func() (*runtime.Flow, error)
 
-// Main is Run with the process's arguments and streams; it exits.
+// Process is what an entry point takes from the process it runs in: its
+// arguments (without the program name), environment and streams. Main,
+// WorkerMain and ServeMain fill it from package os; nothing else in
+// localrun reads the process's arguments or environment.
+type Process struct {
+	Args      []string
+	LookupEnv func(string) (string, bool)
+	Stdin     io.Reader
+	Stdout    io.Writer
+	Stderr    io.Writer
+}
+
+// ThisProcess is the running process's arguments, environment and streams.
+func ThisProcess() Process {
+	return Process{Args: os.Args[1:], LookupEnv: os.LookupEnv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+func (p Process) getenv(name string) string {
+	if p.LookupEnv == nil {
+		return ""
+	}
+	v, _ := p.LookupEnv(name)
+	return v
+}
+
+// Main is Run in this process; it exits.
 func Main(root Constructor, others ...Constructor) {
-	os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, root, others...))
+	os.Exit(Run(context.Background(), ThisProcess(), root, others...))
 }
 
 // Exit codes of Run.
@@ -68,13 +93,14 @@ const (
 // waits at a checkpoint or --timeout passes, and prints the job's status
 // as JSON (Report). Flows in others are registered too (the subflows root
 // runs).
-func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, root Constructor, others ...Constructor) int {
+func Run(ctx context.Context, p Process, root Constructor, others ...Constructor) int {
+	stdin, stdout, stderr := p.Stdin, p.Stdout, p.Stderr
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := commonFlags(fs)
 	input := fs.String("input", "", "JSON input of the job: a file, or - for standard input (required)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "stop waiting after this long; the job stays in the store")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(p.Args); err != nil {
 		return ExitUsage
 	}
 	if *input == "" {
@@ -96,7 +122,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "run: input %s is not JSON (flowgen run says where)\n", *input)
 		return ExitUsage
 	}
-	e, names, closeAll, err := cf.engine(ctx, append([]Constructor{root}, others...))
+	e, names, closeAll, err := cf.engine(ctx, p, append([]Constructor{root}, others...))
 	if err != nil {
 		fmt.Fprintf(stderr, "run: %v\n", err)
 		return ExitUsage
@@ -172,14 +198,15 @@ func Report(stdout, stderr io.Writer, job runtime.JobID, out jobapi.Outcome, tim
 // Work runs workers for the given flows until ctx is cancelled (flowgen
 // worker cancels it on SIGINT or SIGTERM), then lets in-flight steps finish
 // and returns. Flags: --store, --workers, --blobs, as for Run.
-func Work(ctx context.Context, args []string, stderr io.Writer, flows ...Constructor) int {
+func Work(ctx context.Context, p Process, flows ...Constructor) int {
+	stderr := p.Stderr
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := commonFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(p.Args); err != nil {
 		return ExitUsage
 	}
-	e, names, closeAll, err := cf.engine(ctx, flows)
+	e, names, closeAll, err := cf.engine(ctx, p, flows)
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return ExitUsage
@@ -200,12 +227,19 @@ func WorkerMain(flows ...Constructor) { untilSignalled(Work, flows) }
 
 // untilSignalled runs an entry point with the process's arguments until
 // SIGINT or SIGTERM, and exits with its code.
-func untilSignalled(run func(context.Context, []string, io.Writer, ...Constructor) int, flows []Constructor) {
+func untilSignalled(run func(context.Context, Process, ...Constructor) int, flows []Constructor) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stderr, flows...)
+	code := run(ctx, ThisProcess(), flows...)
 	stop()
 	os.Exit(code)
 }
+
+// Defaults of the flags every entry point takes (flowgen run, worker and
+// serve use the same).
+const (
+	DefaultWorkers = 4
+	DefaultBlobs   = "flowgen-blobs"
+)
 
 // flags are the flags every entry point takes.
 type flags struct {
@@ -217,8 +251,8 @@ type flags struct {
 func commonFlags(fs *flag.FlagSet) flags {
 	return flags{
 		store:   fs.String("store", DefaultStore, "job store: a bbolt file (created if missing) or a postgres:// URL"),
-		workers: fs.Int("workers", 4, "workers running in this process"),
-		blobs:   fs.String("blobs", "flowgen-blobs", "directory backing blob capabilities"),
+		workers: fs.Int("workers", DefaultWorkers, "workers running in this process"),
+		blobs:   fs.String("blobs", DefaultBlobs, "directory backing blob capabilities"),
 	}
 }
 
@@ -226,7 +260,7 @@ func commonFlags(fs *flag.FlagSet) flags {
 // backed by it, the blob directory, environment secrets,
 // FLOWGEN_DATABASE_URL and FLOWGEN_CONNECT_TO, then registers the flows
 // and returns their names.
-func (f flags) engine(ctx context.Context, flows []Constructor) (*runtime.Engine, []string, func(), error) {
+func (f flags) engine(ctx context.Context, p Process, flows []Constructor) (*runtime.Engine, []string, func(), error) {
 	st, err := OpenStore(ctx, *f.store, true)
 	if err != nil {
 		return nil, nil, nil, err
@@ -241,8 +275,8 @@ func (f flags) engine(ctx context.Context, flows []Constructor) (*runtime.Engine
 		closeAll()
 		return nil, nil, nil, err
 	}
-	grants := runtime.Grants{Store: st, BlobDir: *f.blobs}
-	if url := os.Getenv("FLOWGEN_DATABASE_URL"); url != "" {
+	grants := runtime.Grants{Store: st, BlobDir: *f.blobs, Secrets: runtime.EnvSecrets{Lookup: p.LookupEnv}}
+	if url := p.getenv("FLOWGEN_DATABASE_URL"); url != "" {
 		db, err := sql.Open("postgres", url)
 		if err != nil {
 			return fail(fmt.Errorf("FLOWGEN_DATABASE_URL: %w", err))
@@ -250,7 +284,7 @@ func (f flags) engine(ctx context.Context, flows []Constructor) (*runtime.Engine
 		closers = append(closers, db.Close)
 		grants.DB = db
 	}
-	if spec := os.Getenv("FLOWGEN_CONNECT_TO"); spec != "" {
+	if spec := p.getenv("FLOWGEN_CONNECT_TO"); spec != "" {
 		routes, err := runtime.ParseConnectTo(spec)
 		if err != nil {
 			return fail(fmt.Errorf("FLOWGEN_CONNECT_TO: %w", err))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
@@ -25,14 +24,15 @@ func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }
 // embedded store and act on its jobs through it. --flow FILE (repeatable)
 // names the flows' Flow IR files, whose entry schemas check every job
 // input before a job is created.
-func Serve(ctx context.Context, args []string, stderr io.Writer, flows ...Constructor) int {
+func Serve(ctx context.Context, p Process, flows ...Constructor) int {
+	stderr := p.Stderr
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := commonFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:0", "address of the job API (port 0: any free port; the endpoint file says which)")
 	var flowFiles repeated
 	fs.Var(&flowFiles, "flow", "a flow's Flow IR file, to check job inputs against (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(p.Args); err != nil {
 		return ExitUsage
 	}
 	graphs := map[string]*flowir.Graph{}
@@ -44,7 +44,7 @@ func Serve(ctx context.Context, args []string, stderr io.Writer, flows ...Constr
 		}
 		graphs[g.Flow.ID] = g
 	}
-	e, names, closeAll, err := cf.engine(ctx, flows)
+	e, names, closeAll, err := cf.engine(ctx, p, flows)
 	if err != nil {
 		fmt.Fprintf(stderr, "serve: %v\n", err)
 		return ExitUsage
