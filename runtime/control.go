@@ -108,6 +108,25 @@ type Inspection struct {
 	Entries []InspectionEntry `json:"entries"`
 }
 
+// ActivationState is where an activation stands, as inspection sees it.
+type ActivationState string
+
+// Activation states, in the order a tally lists them.
+const (
+	ActivationSucceeded ActivationState = "succeeded"
+	ActivationFailed    ActivationState = "failed"
+	ActivationTimeout   ActivationState = "timeout"  // failed: its last attempt ran out of time
+	ActivationCanceled  ActivationState = "canceled" // the job was killed first
+	ActivationLaunched  ActivationState = "launched" // delivered: running or retrying
+	ActivationEnqueued  ActivationState = "enqueued"
+	ActivationParked    ActivationState = "parked"  // waiting for a signal or a subflow
+	ActivationPending   ActivationState = "pending" // a forEach element beyond its window
+)
+
+// ActivationStates lists every activation state in tally order.
+var ActivationStates = []ActivationState{ActivationSucceeded, ActivationFailed, ActivationTimeout, ActivationCanceled,
+	ActivationLaunched, ActivationEnqueued, ActivationParked, ActivationPending}
+
 // ActivationView is one activation of a job as inspection sees it.
 type ActivationView struct {
 	// Act is the activation id: node@dimension<predecessor. The dimension
@@ -122,9 +141,9 @@ type ActivationView struct {
 	// concurrency window), enqueued, launched (delivered, running or
 	// retrying), parked (waiting for a signal or a subflow), succeeded,
 	// failed, canceled (the job was killed) or timeout.
-	State    string `json:"state"`
-	Attempts int    `json:"attempts,omitempty"`
-	Error    string `json:"error,omitempty"`
+	State    ActivationState `json:"state"`
+	Attempts int             `json:"attempts,omitempty"`
+	Error    string          `json:"error,omitempty"`
 	// Finished is when the activation's result was committed (zero while
 	// it runs, and for results stored before times were recorded).
 	Finished time.Time `json:"finished,omitzero"`

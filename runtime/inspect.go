@@ -113,16 +113,16 @@ func (in *Inspection) tree(queued []store.Message) {
 		v.Attempts, v.Elements, v.Finished, v.Port = r.Attempts, r.Elements, r.Finished, r.Port
 		switch {
 		case !r.failed():
-			v.State = "succeeded"
-		case r.ErrKind == "Canceled":
-			v.State = "canceled"
+			v.State = ActivationSucceeded
+		case r.ErrKind == Canceled:
+			v.State = ActivationCanceled
 		case r.TimedOut:
-			v.State = "timeout"
+			v.State = ActivationTimeout
 		default:
-			v.State = "failed"
+			v.State = ActivationFailed
 		}
-		if v.Error = r.Err; r.failed() && !strings.HasPrefix(r.Err, r.ErrKind+":") {
-			v.Error = r.ErrKind + ": " + r.Err
+		if v.Error = r.Err; r.failed() && !strings.HasPrefix(r.Err, string(r.ErrKind)+":") {
+			v.Error = string(r.ErrKind) + ": " + r.Err
 		}
 	}
 	for _, m := range queued {
@@ -134,9 +134,9 @@ func (in *Inspection) tree(queued []store.Message) {
 		if v.State != "" {
 			continue // finished; the message awaits its ack or step 3
 		}
-		v.State, v.Attempts = "enqueued", m.Attempt
+		v.State, v.Attempts = ActivationEnqueued, m.Attempt
 		if m.Attempt > 0 {
-			v.State = "launched"
+			v.State = ActivationLaunched
 		}
 		if t.Join != "" {
 			v.Index = t.Index
@@ -146,7 +146,7 @@ func (in *Inspection) tree(queued []store.Message) {
 		var t task
 		if strings.HasPrefix(e.Key, "wait/") && cbor.Unmarshal([]byte(e.Text), &t) == nil && t.Act != "" {
 			if v := view(t.Act); v.State == "" {
-				v.State = "parked"
+				v.State = ActivationParked
 			}
 		}
 	}
@@ -155,8 +155,8 @@ func (in *Inspection) tree(queued []store.Message) {
 		if c, ok := byKey["act/"+seg]; ok && c.Counter != nil {
 			v.Ledger, v.LedgerWords = *c.Counter, c.Words
 		}
-		if _, ok := byKey["wait/"+seg]; ok && v.State != "succeeded" && v.State != "failed" {
-			v.State = "parked"
+		if _, ok := byKey["wait/"+seg]; ok && v.State != ActivationSucceeded && v.State != ActivationFailed {
+			v.State = ActivationParked
 		}
 	}
 	// forEach elements under their forEach; elements never started are
@@ -186,7 +186,7 @@ func (in *Inspection) tree(queued []store.Message) {
 		}
 		for i := range fe.Elements {
 			if !started[i] {
-				fe.Children = append(fe.Children, &ActivationView{Act: fmt.Sprintf("element %d", i), Index: i, Dim: fe.Dim + "/" + strconv.Itoa(i), State: "pending"})
+				fe.Children = append(fe.Children, &ActivationView{Act: fmt.Sprintf("element %d", i), Index: i, Dim: fe.Dim + "/" + strconv.Itoa(i), State: ActivationPending})
 			}
 		}
 		slices.SortFunc(fe.Children, func(a, b *ActivationView) int { return a.Index - b.Index })

@@ -21,7 +21,7 @@ func elementStates(t *testing.T, r *rig, job JobID) (string, *ActivationView) {
 		if v.Node == "each" && v.Elements > 0 {
 			var states []string
 			for _, c := range v.Children {
-				states = append(states, c.State)
+				states = append(states, string(c.State))
 			}
 			return strings.Join(states, " "), v
 		}
@@ -71,7 +71,7 @@ func TestInspectShowsEachChildsState(t *testing.T) {
 	got, fe := elementStates(t, r, job)
 	count := map[string]int{}
 	for i, c := range fe.Children {
-		count[c.State]++
+		count[string(c.State)]++
 		switch {
 		case c.State == "failed" && (i != 1 || c.Error != "Permanent: odd 1" || c.Act != "work@/1<each" || c.LedgerWords == ""):
 			t.Fatalf("failed element: %+v", c)
@@ -123,7 +123,7 @@ func TestInspectShowsTimeoutAndCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(in.Tree) != 1 || in.Tree[0].Act != "s@" || in.Tree[0].State != want {
+		if len(in.Tree) != 1 || in.Tree[0].Act != "s@" || string(in.Tree[0].State) != want {
 			t.Fatalf("%s: tree %+v, want s@ %s", want, in.Tree[0], want)
 		}
 	}

@@ -25,7 +25,7 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 		t.Refused = overdue(t, e.now())
 	}
 	if t.Refused != "" {
-		return result{ErrKind: PolicyDenied.String(), Err: t.Refused, Attempts: 1}, nil
+		return result{ErrKind: failureOf(PolicyDenied), Err: t.Refused, Attempts: 1}, nil
 	}
 	if t.InputRef != "" {
 		in, err := e.loadBoundary(ctx, t.InputRef)
@@ -46,7 +46,7 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 	case n.ForEach != nil:
 		items, err := lookupArray(t.Input, n.ForEach.Items)
 		if err != nil {
-			return result{ErrKind: SchemaMismatch.String(), Err: err.Error(), Attempts: 1}, nil
+			return result{ErrKind: failureOf(SchemaMismatch), Err: err.Error(), Attempts: 1}, nil
 		}
 		return result{Output: t.Input, Port: "out", Attempts: 1, Elements: len(items)}, nil
 	}
@@ -59,7 +59,7 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 		info.KeyFields = keyFields
 	}
 	if t.Delivery == AtMostOnce && m.Attempt > 1 {
-		return result{ErrKind: "NotDelivered", Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
+		return result{ErrKind: NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
 	}
 	if t.Delivery == ExactlyOnce {
 		if prev, ok, err := e.deduped(ctx, info, t); err != nil || ok {
@@ -102,7 +102,7 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 		return result{}, ctx.Err() // shutting down: leave the message for redelivery
 	}
 	log.add(e, "retry", "end", "no retry: final")
-	return result{ErrKind: kind.String(), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
+	return result{ErrKind: failureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
 }
 
 // withoutKind is err's message without the "Kind: " an *Error starts
@@ -296,7 +296,7 @@ func (e *Engine) join(ctx context.Context, job JobID, t task, fe *ForEach) (resu
 		return result{}, fmt.Errorf("join %s: %w", t.Act, err)
 	}
 	if ok, need := len(outputs)-len(failed), fe.needed(len(outputs)); ok < need {
-		return result{ErrKind: Permanent.String(), Err: fmt.Sprintf("%d of %d elements succeeded, %d needed: %v", ok, len(outputs), need, failed), Attempts: 1}, nil
+		return result{ErrKind: failureOf(Permanent), Err: fmt.Sprintf("%d of %d elements succeeded, %d needed: %v", ok, len(outputs), need, failed), Attempts: 1}, nil
 	}
 	if outputs == nil {
 		outputs = []json.RawMessage{}

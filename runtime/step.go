@@ -23,10 +23,10 @@ type result struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	// Port is the output port the output leaves on ("out", or a switch
 	// label; empty when a switch matched nothing).
-	Port     string `json:"port,omitempty"`
-	ErrKind  string `json:"errorKind,omitempty"`
-	Err      string `json:"error,omitempty"`
-	Attempts int    `json:"attempts"`
+	Port     string      `json:"port,omitempty"`
+	ErrKind  FailureKind `json:"errorKind,omitempty"`
+	Err      string      `json:"error,omitempty"`
+	Attempts int         `json:"attempts"`
 	// TimedOut is set when the final attempt ran out of its timeout.
 	TimedOut bool `json:"timedOut,omitempty"`
 	// Elements is the fan-out size of a forEach activation.
@@ -178,7 +178,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	}
 	var res *result
 	if !en.guid.WorkDone() {
-		r := result{ErrKind: "Canceled", Err: "job was killed", Attempts: en.m.Attempt}
+		r := result{ErrKind: Canceled, Err: "job was killed", Attempts: en.m.Attempt}
 		if !en.killed || en.t.Undo > 0 { // undo runs even in a killed job
 			r, err = e.work(ctx, c, en)
 			if errors.Is(err, errRetryLater) {

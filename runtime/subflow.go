@@ -81,7 +81,7 @@ func (e *Engine) subflowResult(ctx context.Context, job JobID, t task, sf *Subfl
 		return result{}, err
 	}
 	if st.State != StateSucceeded {
-		return result{ErrKind: Permanent.String(), Err: fmt.Sprintf("subflow %s ended %s: %v", sf.Flow, st.State, st.Errors), Attempts: 1}, nil
+		return result{ErrKind: failureOf(Permanent), Err: fmt.Sprintf("subflow %s ended %s: %v", sf.Flow, st.State, st.Errors), Attempts: 1}, nil
 	}
 	out, err := json.Marshal(st.Result)
 	if err != nil {

@@ -120,12 +120,12 @@ func writeActivation(w io.Writer, v *runtime.ActivationView, indent string, star
 		notes = append(notes, fmt.Sprintf("at +%s", v.Finished.Sub(started).Round(time.Millisecond)))
 	}
 	if v.Elements > 0 {
-		counts := map[string]int{}
+		counts := map[runtime.ActivationState]int{}
 		for _, c := range v.Children {
 			counts[c.State]++
 		}
 		var parts []string
-		for _, state := range []string{"succeeded", "failed", "timeout", "canceled", "launched", "enqueued", "parked", "pending"} {
+		for _, state := range runtime.ActivationStates {
 			if counts[state] > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", counts[state], state))
 			}
