@@ -33,6 +33,7 @@ func build(t *testing.T, dir string) *artifact.Artifact {
 }
 
 func TestBuildIsDeterministic(t *testing.T) {
+	t.Parallel()
 	a := build(t, charge)
 	b := build(t, charge)
 	if a.Manifest.Digest != b.Manifest.Digest || !bytes.Equal(a.Zip, b.Zip) {
@@ -65,6 +66,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 }
 
 func TestBuildIsAValidModuleZip(t *testing.T) {
+	t.Parallel()
 	a := build(t, charge)
 	m := a.Manifest
 	if m.Module != "flowgen.dev/connectors/payments/charge/v2" || m.Version != "v2.1.0" || m.Connector != "payments.charge" {
@@ -99,6 +101,7 @@ func TestBuildIsAValidModuleZip(t *testing.T) {
 }
 
 func TestExtractLoadsBuildsAndTestsAgain(t *testing.T) {
+	t.Parallel()
 	a := build(t, charge)
 	root := t.TempDir()
 	dir, err := artifact.Extract(a, root)
@@ -130,6 +133,7 @@ func TestExtractLoadsBuildsAndTestsAgain(t *testing.T) {
 }
 
 func TestWriteReadAndTamper(t *testing.T) {
+	t.Parallel()
 	a := build(t, charge)
 	dir := t.TempDir()
 	zp, mp, err := artifact.Write(a, dir, "charge")
@@ -157,6 +161,7 @@ func TestWriteReadAndTamper(t *testing.T) {
 }
 
 func TestBuildRefusesABrokenSpec(t *testing.T) {
+	t.Parallel()
 	_, err := artifact.Build("../certify/testdata/noidemkey", artifact.Options{})
 	if err == nil || !strings.Contains(err.Error(), "connector.yaml:") {
 		t.Fatalf("want the spec's diagnostics with file:line, got %v", err)
@@ -164,6 +169,7 @@ func TestBuildRefusesABrokenSpec(t *testing.T) {
 }
 
 func TestOwnModuleRoot(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	testutil.CopyDir(t, charge, root)
 	testutil.CopyDir(t, "../examples/connectors/schemas", filepath.Join(filepath.Dir(root), "schemas"))

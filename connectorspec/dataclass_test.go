@@ -8,6 +8,7 @@ import (
 // TestWalkClasses: leaves get the class written on them, inherited from
 // an ancestor, or found behind a $ref into a shared schema file.
 func TestWalkClasses(t *testing.T) {
+	t.Parallel()
 	spec, diags := Load("../examples/connectors/charge/connector.yaml")
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())

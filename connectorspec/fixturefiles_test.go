@@ -8,6 +8,7 @@ import (
 )
 
 func TestFixtureFilesAreLoadedAndChecked(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	spec := `apiVersion: flowgen.dev/v1
 kind: ConnectorSpec

@@ -110,6 +110,7 @@ func TestWalkthroughs(t *testing.T) {
 	files := checkoutFiles(t, root)
 	for _, w := range walkthroughs(t, root) {
 		t.Run(strings.TrimSuffix(filepath.Base(w.file), ".md")+"/"+w.name, func(t *testing.T) {
+			t.Parallel() // each has its own copy, schema, ports and pull directory
 			dir := t.TempDir()
 			copyCheckout(t, root, dir, files)
 			script := "set -euo pipefail\n" + w.script.String()
@@ -118,7 +119,8 @@ func TestWalkthroughs(t *testing.T) {
 			cmd := exec.CommandContext(ctx, "bash", "-c", script)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "DATABASE_URL="+pgtest.FreshSchema(t), "FLOWGEN_CHECKOUT="+dir,
-				"GOFLAGS=-trimpath", "GOWORK=off", "FLOWGEN_REGISTRY=", "FLOWGEN_REGISTRY_TOKEN=", "FLOWGEN_STORE=")
+				"GOFLAGS=-trimpath", "GOWORK=off", "FLOWGEN_REGISTRY=", "FLOWGEN_REGISTRY_TOKEN=", "FLOWGEN_STORE=",
+				"FLOWGEN_PULL_DIR="+filepath.Join(dir, ".flowgen-modules"))
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			// A file, not a pipe: background processes keep their copy of

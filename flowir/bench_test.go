@@ -34,6 +34,7 @@ func benchFlow(tb testing.TB, n int) []byte {
 // TestBenchFlowIsClean keeps the benchmark honest: the generated flow must
 // validate without diagnostics and have the advertised size.
 func TestBenchFlowIsClean(t *testing.T) {
+	t.Parallel()
 	g, diags := NewLoader().CheckFlow("bench.yaml", benchFlow(t, 50))
 	if len(diags) > 0 {
 		t.Fatalf("bench flow has diagnostics:\n%v", diags)

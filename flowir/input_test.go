@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckInput(t *testing.T) {
+	t.Parallel()
 	g, diags := flowir.NewLoader().LoadFlow("../examples/flows/order-fulfilment.yaml")
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseReportsPositions(t *testing.T) {
+	t.Parallel()
 	_, err := Parse("p.yaml", []byte("apiVersion: flowgen.dev/v1\nkind: PullPolicy\nmaxEffects: Sometimes\nrequiredChecks: [fixtures, vibes]\nsurprise: 1\n"))
 	if err == nil {
 		t.Fatal("accepted a bad policy")
@@ -25,6 +26,7 @@ func TestParseReportsPositions(t *testing.T) {
 }
 
 func TestCheckNamesEveryFailedRule(t *testing.T) {
+	t.Parallel()
 	p, err := Parse("p.yaml", []byte(`apiVersion: flowgen.dev/v1
 kind: PullPolicy
 maxEffects: ReadOnly

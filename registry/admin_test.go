@@ -15,6 +15,7 @@ import (
 // working at once, garbage collection runs dry, and none of it is open to
 // tokens without the admin scope.
 func TestAdminAPI(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, diskStores(t))
 	post := func(tok, path string, v any) (int, []byte) {
 		b, _ := json.Marshal(v)

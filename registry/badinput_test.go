@@ -18,6 +18,7 @@ import (
 // 4xx naming the problem, and storage, metadata and the audit log are
 // exactly as before.
 func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, diskStores(t))
 	ctx := context.Background()
 

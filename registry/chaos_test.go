@@ -23,6 +23,7 @@ import (
 // a version certifies neither exposes it half-done nor loses it: the
 // certifier finishes it once the database is back.
 func TestChaosPostgresRestart(t *testing.T) {
+	t.Parallel()
 	o := realStores(t)
 	h := newHarness(t, o)
 	t.Cleanup(func() { pgtest.Cluster(t, "start") })

@@ -21,6 +21,7 @@ import (
 // TestRestartMidCertificationResumes: a registry stopped while certifying
 // leaves the version invisible; the next one certifies it.
 func TestRestartMidCertificationResumes(t *testing.T) {
+	t.Parallel()
 	o := diskStores(t)
 	h := newHarness(t, o)
 	a, err := artifact.Build("../examples/connectors/normalize", artifact.Options{})
@@ -62,6 +63,7 @@ func TestRestartMidCertificationResumes(t *testing.T) {
 
 // TestS3UnavailableDuringPublish: storage down is a 503 and no version.
 func TestS3UnavailableDuringPublish(t *testing.T) {
+	t.Parallel()
 	o := diskStores(t)
 	client, err := minio.New("127.0.0.1:1", &minio.Options{Creds: credentials.NewStaticV4("x", "y", ""), MaxRetries: 1})
 	if err != nil {
@@ -85,6 +87,7 @@ func TestS3UnavailableDuringPublish(t *testing.T) {
 // 408 and its connection closed once BodyReadTimeout passes; nothing is
 // stored.
 func TestSlowLorisUploadIsCutOff(t *testing.T) {
+	t.Parallel()
 	o := diskStores(t)
 	o.cfg = func(c *registry.Config) { c.BodyReadTimeout = 300 * time.Millisecond }
 	h := newHarness(t, o)

@@ -19,6 +19,7 @@ import (
 // registry certifies with, at its content-derived version, to pull tokens
 // only, and /v1/flowgen-module signs its zip with the registry's key.
 func TestServesTheFlowgenModule(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, diskStores(t))
 	want, err := flowgenmod.Build(t.Context(), repoRoot(t))
 	if err != nil {

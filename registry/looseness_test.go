@@ -13,6 +13,7 @@ import (
 // address of its own; health checks ignore credentials, even unknown ones;
 // a JSON body with data after its value is refused.
 func TestLooseEnds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, diskStores(t))
 	scraper := h.token("prometheus", []string{registry.ScopeMetrics}, "")
 	for _, c := range []struct {

@@ -25,6 +25,7 @@ var storeKinds = map[string]func(testing.TB) harnessOptions{"disk": diskStores, 
 // same bytes and commits its version; B disconnects. A's version keeps
 // its blob, and can be read back, however often the race is run.
 func TestFailedUploadKeepsAConcurrentUploadsBlob(t *testing.T) {
+	t.Parallel()
 	for name, stores := range storeKinds {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, stores(t))
@@ -57,6 +58,7 @@ func TestFailedUploadKeepsAConcurrentUploadsBlob(t *testing.T) {
 // operator, or by the bug this guards against) is healed by uploading the
 // same bytes again.
 func TestReplayRestoresMissingBlobs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, diskStores(t))
 	a := craft(t, "payments.heal", "1.0.0", validFiles("")...)
 	if code, body := h.publish(h.publisher, "payments", a); code != http.StatusAccepted {
@@ -76,6 +78,7 @@ func TestReplayRestoresMissingBlobs(t *testing.T) {
 // TestGarbageCollection: unreferenced blobs older than the grace period go
 // (not in a dry run), referenced and young ones stay, on both backends.
 func TestGarbageCollection(t *testing.T) {
+	t.Parallel()
 	for name, stores := range storeKinds {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, stores(t))
@@ -120,6 +123,7 @@ func TestGarbageCollection(t *testing.T) {
 // work directory from before a restart goes; the blob store's own sweep is
 // in its conformance tests.
 func TestSweepRemovesWhatAKilledProcessLeft(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	left := filepath.Join(work, "certify-123", "src", "charge")
 	if err := os.MkdirAll(left, 0o755); err != nil {

@@ -212,6 +212,7 @@ func tamper(t *testing.T, h *harness, digest string) {
 // different digests at once: exactly one wins, the rest get 409, and once
 // garbage is collected only the winner's blobs remain.
 func TestConcurrentPublishesOfOneVersion(t *testing.T) {
+	t.Parallel()
 	for name, stores := range storeKinds {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, withConfig(stores(t), func(c *registry.Config) { c.MaxConcurrentUploads = 32 }))

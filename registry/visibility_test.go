@@ -15,6 +15,7 @@ import (
 // listings, metadata and files; its publishers see it with its reason and
 // report, neither of which names a path of the server's.
 func TestOnlyPublishersSeeWhatIsNotCertified(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, withConfig(diskStores(t), func(c *registry.Config) {}))
 	h.startCertifier()
 	a := craft(t, "payments.broken", "1.0.0", validFiles("")...)

@@ -79,6 +79,7 @@ func runHooks(t *testing.T, srv *registry.Server) context.CancelFunc {
 // events reach the target in order, signed, retried through its failures;
 // after a restart the deliverer resumes from its place in the outbox.
 func TestWebhooksDeliverSignedEventsAtLeastOnce(t *testing.T) {
+	t.Parallel()
 	rc := &receiver{fail: 2}
 	target := httptest.NewServer(rc)
 	defer target.Close()
@@ -126,6 +127,7 @@ func TestWebhooksDeliverSignedEventsAtLeastOnce(t *testing.T) {
 // start; a name that resolves to loopback is refused when dialled, and the
 // receiver there never hears a thing; a redirect is not followed.
 func TestWebhookTargetsStayOutside(t *testing.T) {
+	t.Parallel()
 	signer, _ := signing.LoadSigner(testKey, nil)
 	o := diskStores(t)
 	for _, url := range []string{"https://127.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://10.0.0.8/hook", "http://hooks.example.com/x"} {

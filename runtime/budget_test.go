@@ -55,6 +55,7 @@ func failedWith(t *testing.T, e *Engine, job JobID, want string) {
 // with 4 the prices past it and the join are refused, so the job fails
 // and nothing is charged.
 func TestBudgetBoundsActivations(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			r := newRigOn(t, b)
@@ -87,6 +88,7 @@ func TestBudgetBoundsActivations(t *testing.T) {
 // TestBudgetDeadline: an activation that would begin after the job's
 // deadline is refused.
 func TestBudgetDeadline(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	f := orderFlow(r.sink)
 	f.Budget = Budget{Timeout: time.Minute}
@@ -109,6 +111,7 @@ func TestBudgetDeadline(t *testing.T) {
 // deadline), runs x and y, and those 2 are charged to the parent, so with
 // a budget of 4 the parent cannot run b; with 5 it can.
 func TestSubflowBudgetIsCutToTheParents(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		budget int64
 		ok     bool
@@ -149,6 +152,7 @@ func TestSubflowBudgetIsCutToTheParents(t *testing.T) {
 // TestSubflowRefusedWhenNothingIsLeft: a parent that has spent its whole
 // budget cannot start a child.
 func TestSubflowRefusedWhenNothingIsLeft(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	flows := subflowFlows(r.sink, 3)
 	flows[1].Budget = Budget{Activations: 2}

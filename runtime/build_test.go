@@ -11,6 +11,7 @@ type buildOrder struct{ ID string }
 type buildReceipt struct{ OK bool }
 
 func TestBuilderAssemblesAndReportsMistakes(t *testing.T) {
+	t.Parallel()
 	echo := TypedNode[buildOrder, buildOrder]{Typed(NodeInfo{ID: "t.echo", Timeout: time.Minute}, func(_ *Context, _ struct{}, in buildOrder) (buildOrder, error) { return in, nil })}
 	sink := TypedNode[buildOrder, buildReceipt]{Typed(NodeInfo{ID: "t.sink"}, func(_ *Context, _ struct{}, _ buildOrder) (buildReceipt, error) { return buildReceipt{true}, nil })}
 	undo := TypedNode[buildReceipt, struct{}]{Typed(NodeInfo{ID: "t.undo"}, func(_ *Context, _ struct{}, _ buildReceipt) (struct{}, error) { return struct{}{}, nil })}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestHTTPCapabilityClassifiesAndEnforcesEgress(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/ok":
@@ -79,6 +80,7 @@ func TestHTTPCapabilityClassifiesAndEnforcesEgress(t *testing.T) {
 // admits, ports included: a local test server is reachable through
 // "127.0.0.1:PORT" or "localhost", and not on another port.
 func TestEgressOnLocalPorts(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
@@ -101,6 +103,7 @@ func TestEgressOnLocalPorts(t *testing.T) {
 }
 
 func TestStoreBackedCapabilities(t *testing.T) {
+	t.Parallel()
 	clock := storetest.NewClock()
 	s, err := boltstore.Open(filepath.Join(t.TempDir(), "caps.db"), boltstore.Options{NoSync: true})
 	if err != nil {
@@ -134,6 +137,7 @@ func TestStoreBackedCapabilities(t *testing.T) {
 }
 
 func TestDiskBlobs(t *testing.T) {
+	t.Parallel()
 	b, err := NewDiskBlobs(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +187,7 @@ func TestGrantsGiveOnlyDeclaredCapabilities(t *testing.T) {
 // cannot find a write method on what it holds, whatever backs it (the
 // HTTP client, the store, a database all implement both sides).
 func TestReadCapabilitiesDoNotAssertToWrites(t *testing.T) {
+	t.Parallel()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "caps.db"), boltstore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ func approvalFlow() *Flow {
 }
 
 func TestCheckpointWaitsForSignal(t *testing.T) {
+	t.Parallel()
 	for _, approved := range []bool{true, false} {
 		r := newRig(t)
 		e := New(r.store, Options{})
@@ -72,6 +73,7 @@ func TestCheckpointWaitsForSignal(t *testing.T) {
 }
 
 func TestKillReleasesParkedCheckpoint(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e := New(r.store, Options{})
 	if err := e.Register(approvalFlow()); err != nil {
@@ -97,6 +99,7 @@ func TestKillReleasesParkedCheckpoint(t *testing.T) {
 // its jobs over at once instead of making the next worker wait out the
 // lease; on both backends.
 func TestCleanShutdownReleasesLeases(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			r := newRigOn(t, b)

@@ -14,6 +14,7 @@ import (
 // judged on the host the connector named, so a route cannot open a host
 // the allowlist refuses.
 func TestConnectToRedirectsOnlyAllowedHosts(t *testing.T) {
+	t.Parallel()
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

@@ -99,6 +99,7 @@ func checkLoop(t *testing.T, r *rig, job JobID) {
 
 // TestLoopRunsEachPassInAFreshAddress, on every backend.
 func TestLoopRunsEachPassInAFreshAddress(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			r := newRigOn(t, b)
@@ -120,6 +121,7 @@ func TestLoopRunsEachPassInAFreshAddress(t *testing.T) {
 
 // TestLoopPastItsLimitFails: a fourth poll would be pass 3 of 2.
 func TestLoopPastItsLimitFails(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e := New(r.store, Options{Owner: "w"})
 	if err := e.Register(loopFlow(r.sink)); err != nil {
@@ -144,12 +146,14 @@ func TestLoopPastItsLimitFails(t *testing.T) {
 // TestEveryCrashPointInALoop: a crash anywhere in any pass converges to
 // the clean run: every pass's effect once, nothing left open.
 func TestEveryCrashPointInALoop(t *testing.T) {
+	t.Parallel()
 	crashEverywhere(t, func(s *sink) []*Flow { return []*Flow{loopFlow(s)} }, "loop", `{"order":"o-1","tries":0,"need":3}`, checkLoop)
 }
 
 // TestLoopUnderDuplicateDelivery: replayed back-edge messages land on the
 // addresses their first delivery used, so the loop ends as a clean run.
 func TestLoopUnderDuplicateDelivery(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			r := newRigOn(t, b)

@@ -41,6 +41,7 @@ func runOrders(t *testing.T, r *rig, e *Engine, jobs int) []JobStatus {
 }
 
 func TestExactlyOnceEdgeDeduplicatesAcrossJobs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e := New(r.store, Options{Now: r.clock.Now})
 	if err := e.Register(withDelivery(r.sink, ExactlyOnce)); err != nil {
@@ -85,6 +86,7 @@ func TestExactlyOnceEdgeDeduplicatesAcrossJobs(t *testing.T) {
 }
 
 func TestAtMostOnceEdgeDoesNotRetryAnUncommittedAttempt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	// Crash right after the charge ran (the last activation to reach
 	// "worked"), before its result committed.

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDiskBlobsConformance(t *testing.T) {
+	t.Parallel()
 	b, err := runtime.NewDiskBlobs(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,10 @@ type Options struct {
 	// Now is the engine's clock for dedupe expiry and budget deadlines;
 	// time.Now when nil. Use the store's clock in tests.
 	Now func() time.Time
+	// After is the engine's timer, on the same clock as Now: it paces the
+	// lease renewal of a heartbeating node. time.After when nil; tests
+	// pass a fake clock's (testharness.Clock.After) to drive it.
+	After func(time.Duration) <-chan time.Time
 }
 
 // Crash points, in protocol order. Steps 1 and 2 commit in one
@@ -88,6 +92,9 @@ func New(s store.Store, opts Options) *Engine {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.After == nil {
+		opts.After = time.After
 	}
 	log := opts.Logger
 	if log == nil {

@@ -250,6 +250,7 @@ func (r *rig) assertFinished(job JobID) {
 }
 
 func TestOrderFlowRuns(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { orderFlowRuns(t, newRigOn(t, b)) })
 	}
@@ -342,6 +343,7 @@ func crashEverywhereOn(t *testing.T, b backend, engine func(*rig, string, func(s
 // TestEveryCrashPoint: the order flow (fan-out, join, switch, an effect)
 // survives a crash at every point with its effect exactly once.
 func TestEveryCrashPoint(t *testing.T) {
+	t.Parallel()
 	crashEverywhere(t, func(s *sink) []*Flow { return []*Flow{orderFlow(s)} }, "orders", orderInput,
 		func(t *testing.T, r *rig, job JobID) { r.assertFinished(job) })
 }
@@ -350,6 +352,7 @@ func TestEveryCrashPoint(t *testing.T) {
 // order, including after it was acknowledged, and expects the same final
 // state and effects as a clean run.
 func TestDuplicateDelivery(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { duplicateDelivery(t, newRigOn(t, b)) })
 	}
@@ -409,6 +412,7 @@ func deliverRepeatedly(t *testing.T, r *rig, e *Engine) {
 }
 
 func TestKillPauseResumeAndInspect(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e := r.engine("w1", nil)
 	ctx := context.Background()
@@ -481,6 +485,7 @@ func TestKillPauseResumeAndInspect(t *testing.T) {
 // TestRunManyJobs runs concurrent workers with Run (woken by notifications
 // on PostgreSQL, polling on bbolt) until every job finishes.
 func TestRunManyJobs(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			r := newRigOn(t, b)

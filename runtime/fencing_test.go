@@ -16,6 +16,7 @@ import (
 // message over and finishes the job, then A wakes and tries to commit. A
 // must be fenced out, and the job's state must be B's alone.
 func TestStaleWorkerCannotCommit(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			r := newRigOn(t, b)

@@ -30,6 +30,7 @@ func fanFailing(agg Aggregate, quorum int) *Flow {
 }
 
 func TestForEachAggregatePolicies(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		agg    Aggregate
 		quorum int
@@ -96,6 +97,7 @@ const windowInput = `{"items":[{"n":1},{"n":2},{"n":3},{"n":4},{"n":5}]}`
 // TestForEachConcurrencyLimit runs many workers: never more than the limit
 // of bodies run at once, every element runs once, outputs keep their order.
 func TestForEachConcurrencyLimit(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var inFlight, peak atomic.Int64
 	e := New(r.store, Options{})
@@ -133,6 +135,7 @@ func TestForEachConcurrencyLimit(t *testing.T) {
 // every occurrence of every crash point, still runs each element exactly
 // once and finishes.
 func TestForEachWindowSurvivesEveryCrash(t *testing.T) {
+	t.Parallel()
 	crashEverywhere(t, func(s *sink) []*Flow {
 		var inFlight, peak atomic.Int64
 		return []*Flow{windowFlow(s, &inFlight, &peak)}

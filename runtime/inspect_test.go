@@ -34,6 +34,7 @@ func elementStates(t *testing.T, r *rig, job JobID) (string, *ActivationView) {
 // stepped by hand, shows its elements pending, enqueued, launched,
 // succeeded and failed as they go.
 func TestInspectShowsEachChildsState(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	f := fanFailing(AggregateAll, 0)
 	f.Nodes[0].ForEach.Concurrency = 2
@@ -94,6 +95,7 @@ func TestInspectShowsEachChildsState(t *testing.T) {
 // TestInspectShowsTimeoutAndCancel: an attempt that runs out of time is a
 // timeout; what a kill stops is canceled.
 func TestInspectShowsTimeoutAndCancel(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	slow := Typed(NodeInfo{ID: "t.slow", Timeout: 20 * time.Millisecond, RetryOwner: RetryNone},
 		func(ctx *Context, _ noParams, in item) (item, error) {
@@ -132,6 +134,7 @@ func TestInspectShowsTimeoutAndCancel(t *testing.T) {
 // TestInspectShowsParkedCheckpoint: a checkpoint waiting for a decision
 // is parked.
 func TestInspectShowsParkedCheckpoint(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e := New(r.store, Options{Owner: "w"})
 	err := e.Register(&Flow{Name: "approve", Nodes: []*FlowNode{{Alias: "review", Checkpoint: &Checkpoint{Prompt: "ok?"}}, {Alias: "after", Runner: noop}},

@@ -15,6 +15,7 @@ import (
 // one with a subflow, one killed) and lists them with every filter, page
 // by page, on every backend.
 func TestJobListing(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			r := newRigOn(t, b)
@@ -136,6 +137,7 @@ func TestJobListing(t *testing.T) {
 
 // TestJobIndexBackfill lists jobs written before the index existed.
 func TestJobIndexBackfill(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e := New(r.store, Options{})
 	if err := e.Register(approvalFlow()); err != nil {

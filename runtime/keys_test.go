@@ -14,6 +14,7 @@ import (
 // drawn, every drawn key comes from a function, and each returns what its
 // line shows.
 func TestKeyLayout(t *testing.T) {
+	t.Parallel()
 	var j JobID
 	j[0] = 1
 	root := "pid/" + j.String() + "/"

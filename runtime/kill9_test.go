@@ -57,6 +57,7 @@ func killFlow(dir string) *Flow {
 // TestHelperWorker is not a test: the kill -9 test runs the test binary with
 // FLOWGEN_KILL9_STORE set to make it a worker process.
 func TestHelperWorker(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv("FLOWGEN_KILL9_STORE")
 	if path == "" {
 		t.Skip("helper process for TestKill9Worker")

@@ -19,6 +19,7 @@ import (
 // TestHelperPostgresWorker is not a test: the PostgreSQL benchmarks run the
 // test binary with FLOWGEN_PGBENCH_STORE set to make it a worker process.
 func TestHelperPostgresWorker(t *testing.T) {
+	t.Parallel()
 	url := os.Getenv("FLOWGEN_PGBENCH_STORE")
 	if url == "" {
 		t.Skip("worker process of the PostgreSQL benchmarks")

@@ -155,14 +155,12 @@ func (e *Engine) keepLease(ctx context.Context, en *entry) (stop func()) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(e.opts.LeaseTTL / 3)
-		defer tick.Stop()
 		var seen int64
 		for {
 			select {
 			case <-done:
 				return
-			case <-tick.C:
+			case <-e.opts.After(e.opts.LeaseTTL / 3):
 				beats := en.heartbeat.Load()
 				if beats == seen {
 					continue // no sign of life: let the lease run out

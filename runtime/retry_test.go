@@ -49,6 +49,7 @@ func runFlaky(t *testing.T, owner RetryOwner, kind ErrorKind, failures int) (Job
 }
 
 func TestOrchestratorRetriesTransientFailures(t *testing.T) {
+	t.Parallel()
 	st, calls := runFlaky(t, RetryOrchestrator, Transient, 2)
 	if st.State != StateSucceeded || calls != 3 {
 		t.Fatalf("state %s after %d calls, want succeeded after 3", st.State, calls)
@@ -56,6 +57,7 @@ func TestOrchestratorRetriesTransientFailures(t *testing.T) {
 }
 
 func TestRetriesStopAtMaxAttempts(t *testing.T) {
+	t.Parallel()
 	st, calls := runFlaky(t, RetryOrchestrator, Transient, 10)
 	if st.State != StateFailed || calls != 4 || !strings.Contains(strings.Join(st.Errors, ";"), "failure 4") {
 		t.Fatalf("state %s after %d calls (%v), want failed after 4", st.State, calls, st.Errors)
@@ -67,6 +69,7 @@ func TestRetriesStopAtMaxAttempts(t *testing.T) {
 }
 
 func TestNoOrchestratorRetryForPermanentOrConnectorOwned(t *testing.T) {
+	t.Parallel()
 	if st, calls := runFlaky(t, RetryOrchestrator, Permanent, 1); st.State != StateFailed || calls != 1 {
 		t.Fatalf("permanent failure retried: %s after %d calls", st.State, calls)
 	}
@@ -77,6 +80,7 @@ func TestNoOrchestratorRetryForPermanentOrConnectorOwned(t *testing.T) {
 }
 
 func TestRetryPolicyBackoff(t *testing.T) {
+	t.Parallel()
 	p := RetryPolicy{InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2, MaxInterval: time.Second, MaxAttempts: 10}
 	var got []time.Duration
 	for attempt := 2; attempt <= 7; attempt++ {
@@ -95,6 +99,7 @@ func TestRetryPolicyBackoff(t *testing.T) {
 }
 
 func TestPanickingNodeFailsItsActivationNotTheWorker(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e := New(r.store, Options{})
 	boom := Typed(NodeInfo{ID: "t.boom"}, func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {

@@ -75,6 +75,7 @@ func checkSaga(t *testing.T, r *rig, job JobID) {
 }
 
 func TestCompensationRunsNewestFirstExactlyOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e := New(r.store, Options{})
 	if err := e.Register(sagaFlow(r.sink, true)); err != nil {
@@ -107,6 +108,7 @@ func TestCompensationRunsNewestFirstExactlyOnce(t *testing.T) {
 // TestCompensationSurvivesEveryCrashPoint crashes the saga at every point
 // and checks that every effect and every undo still happens exactly once.
 func TestCompensationSurvivesEveryCrashPoint(t *testing.T) {
+	t.Parallel()
 	crashEverywhere(t, func(s *sink) []*Flow { return []*Flow{sagaFlow(s, true)} }, "saga", sagaInput, checkSaga)
 }
 
@@ -115,6 +117,7 @@ func TestCompensationSurvivesEveryCrashPoint(t *testing.T) {
 // first, also past the ninth (chain positions used to be unpadded in keys
 // scanned in byte order, so 10 sorted before 2).
 func TestCompensationOrderPastNineSteps(t *testing.T) {
+	t.Parallel()
 	const steps = 12
 	r := newRig(t)
 	var undone []string

@@ -49,6 +49,7 @@ func startSubflows(t *testing.T, r *rig, flow, input string) (*Engine, JobID) {
 }
 
 func TestSubflowRunsAsChildJob(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("z", 70<<10) // above the inline limit
 	for name, in := range map[string]string{"inline": `{"note":"hi"}`, "blob": `{"note":"hi","big":"` + big + `"}`} {
 		t.Run(name, func(t *testing.T) {
@@ -81,6 +82,7 @@ func boolInt(b bool) int {
 }
 
 func TestSubflowDepthLimit(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e, job := startSubflows(t, r, "deep", `{"note":"x"}`)
 	if err := drain(t, e); err != nil {
@@ -93,6 +95,7 @@ func TestSubflowDepthLimit(t *testing.T) {
 }
 
 func TestKillCascadesToSubflow(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	e, job := startSubflows(t, r, "outer", `{"note":"hi"}`)
 	// Run until the child exists: a, then the parked subflow activation.
@@ -120,6 +123,7 @@ func TestKillCascadesToSubflow(t *testing.T) {
 // TestSubflowSurvivesEveryCrashPoint crashes parent and child at every
 // point: the parent still ends with the child's result, once.
 func TestSubflowSurvivesEveryCrashPoint(t *testing.T) {
+	t.Parallel()
 	crashEverywhere(t, func(s *sink) []*Flow { return subflowFlows(s, 3) }, "outer", `{"note":"hi"}`,
 		func(t *testing.T, r *rig, job JobID) {
 			st, err := New(r.store, Options{}).Status(context.Background(), job)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSignVerify(t *testing.T) {
+	t.Parallel()
 	for _, password := range []string{"", "correct horse"} {
 		priv, pub, err := GenerateKey([]byte(password))
 		if err != nil {
@@ -58,6 +59,7 @@ func TestSignVerify(t *testing.T) {
 // offline with the public key, and rejects for other bytes; and a key
 // cosign generated signs blobs we verify.
 func TestStockCosignVerifies(t *testing.T) {
+	t.Parallel()
 	cosign := testutil.CosignPath(t)
 	dir := t.TempDir()
 	priv, pub, err := GenerateKey([]byte("pw"))

@@ -27,6 +27,7 @@ func (s *sink) apply(key, v string) {
 }
 
 func TestCrashPointsOverAFlow(t *testing.T) {
+	t.Parallel()
 	target := testharness.CrashTarget{
 		Flow:  "orders",
 		Input: json.RawMessage(`{"order_id":"o-1","cents":250}`),
@@ -62,6 +63,7 @@ func TestCrashPointsOverAFlow(t *testing.T) {
 }
 
 func TestCrashPointsOverOneNode(t *testing.T) {
+	t.Parallel()
 	testharness.CrashPoints(t, testharness.CrashTarget{
 		Flow:  "charge",
 		Input: json.RawMessage(`{"order_id":"o-2","cents":10}`),

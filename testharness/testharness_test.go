@@ -48,6 +48,7 @@ func newProvider(t *testing.T) (*provider, *httptest.Server) {
 }
 
 func TestCassetteRecordsThenReplaysWithoutTheNetwork(t *testing.T) {
+	t.Parallel()
 	_, srv := newProvider(t)
 	path := filepath.Join(t.TempDir(), "charge.cassette.json")
 	rec := testharness.NewRecorder(nil)
@@ -166,6 +167,7 @@ type secrets map[string]string
 func (s secrets) Secret(_ context.Context, h string) (string, error) { return s[h], nil }
 
 func TestDuplicatesPassesAKeyedConnector(t *testing.T) {
+	t.Parallel()
 	p, srv := newProvider(t)
 	r := testharness.Duplicates(t, target(t, p, srv, charge(srv.URL, 0)), deliveries("o-1", "o-2", "o-3"), testharness.DuplicateOptions{TTL: 24 * time.Hour})
 	if r.Deliveries < 3*(2+3) || r.Keys != 3 || len(r.Extra) != 0 {
@@ -183,6 +185,7 @@ func TestDuplicatesPassesAKeyedConnector(t *testing.T) {
 // replays and the copy just inside the TTL (3 charges each), and the
 // harness names every key.
 func TestDuplicatesCatchesAShortDedupeWindow(t *testing.T) {
+	t.Parallel()
 	p, srv := newProvider(t)
 	ft := &failureTB{TB: t}
 	r := testharness.Duplicates(ft, target(t, p, srv, charge(srv.URL, time.Hour)), deliveries("o-1", "o-2"), testharness.DuplicateOptions{TTL: 24 * time.Hour})
@@ -243,6 +246,7 @@ func (f *failureTB) Errorf(format string, args ...any) {
 func (f *failureTB) Helper() {}
 
 func TestRecordAndReplay(t *testing.T) {
+	t.Parallel()
 	_, srv := newProvider(t)
 	host, _ := url.Parse(srv.URL)
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "r.db"), boltstore.Options{NoSync: true})

@@ -31,6 +31,7 @@ func run(t *testing.T, stdin string, args ...string) result {
 }
 
 func TestValidateExamplesIsClean(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "validate", "../../examples")
 	if r.exit != exitOK || r.stdout != "" {
 		t.Fatalf("exit %d, stdout:\n%s", r.exit, r.stdout)
@@ -45,6 +46,7 @@ func TestValidateExamplesIsClean(t *testing.T) {
 var compilerLine = regexp.MustCompile(`^[^:]+\.yaml:\d+:\d+: (error|warning) [A-Z]+\d+: .+$`)
 
 func TestValidateTextFormat(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "validate", filepath.Join(invalidDir, "DAG201-port-type-mismatch"))
 	if r.exit != exitProblems {
 		t.Fatalf("exit %d, want %d", r.exit, exitProblems)
@@ -59,6 +61,7 @@ func TestValidateTextFormat(t *testing.T) {
 }
 
 func TestValidateJSONFormat(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "validate", "--format", "json", filepath.Join(invalidDir, "CACHE001-strict-without-cache"))
 	if r.exit != exitOK { // a warning alone is not a failure
 		t.Fatalf("exit %d: %s", r.exit, r.stderr)
@@ -78,6 +81,7 @@ func TestValidateJSONFormat(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblemInOneRun(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "validate", invalidDir)
 	if r.exit != exitProblems {
 		t.Fatalf("exit %d", r.exit)
@@ -94,6 +98,7 @@ func TestValidateReportsEveryProblemInOneRun(t *testing.T) {
 }
 
 func TestValidateUsageAndIOErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notFlowgen := filepath.Join(dir, "notes.yaml")
 	if err := os.WriteFile(notFlowgen, []byte("hello: world\n"), 0o644); err != nil {
@@ -122,6 +127,7 @@ func TestValidateUsageAndIOErrors(t *testing.T) {
 }
 
 func TestTopLevelHelpAndUnknownCommand(t *testing.T) {
+	t.Parallel()
 	if r := run(t, "", "help"); r.exit != exitOK || !strings.Contains(r.stdout, "validate") {
 		t.Errorf("help: %+v", r)
 	}
@@ -139,6 +145,7 @@ func TestTopLevelHelpAndUnknownCommand(t *testing.T) {
 // TestIdemkeyMatchesVectors runs every shipped vector through the command
 // line, reading fields from stdin and from a file.
 func TestIdemkeyMatchesVectors(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../runtime/idemkey/testdata/vectors.json")
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +188,7 @@ func TestIdemkeyMatchesVectors(t *testing.T) {
 }
 
 func TestIdemkeyUsageErrors(t *testing.T) {
+	t.Parallel()
 	for name, args := range map[string][]string{
 		"missing schema": {"idemkey", "--node", "n", "-"},
 		"bad hex":        {"idemkey", "--schema", "s", "--node", "n", "--partition-hex", "zz", "-"},
@@ -194,6 +202,7 @@ func TestIdemkeyUsageErrors(t *testing.T) {
 }
 
 func TestSchemaCommandPrintsPublishedSchemas(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"connectorspec", "flowir"} {
 		want, err := os.ReadFile("../../schemas/" + name + ".schema.json")
 		if err != nil {
@@ -210,6 +219,7 @@ func TestSchemaCommandPrintsPublishedSchemas(t *testing.T) {
 }
 
 func TestShowDescribesExamples(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "show", "../../examples")
 	if r.exit != exitOK {
 		t.Fatalf("exit %d: %s", r.exit, r.stderr)
@@ -229,6 +239,7 @@ func TestShowDescribesExamples(t *testing.T) {
 // TestCanonicalJSONFlowValidates converts the example flow to canonical JSON
 // and validates the JSON file: the JSON form is a first-class input.
 func TestCanonicalJSONFlowValidates(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "canonical", "../../examples/flows/order-fulfilment.yaml")
 	if r.exit != exitOK {
 		t.Fatalf("canonical: %+v", r)
@@ -258,6 +269,7 @@ func TestCanonicalJSONFlowValidates(t *testing.T) {
 // TestJobCommands runs a job on a store file, then inspects, pauses,
 // resumes and kills through the command line.
 func TestJobCommands(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "jobs.db")
 	s, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
@@ -327,6 +339,7 @@ func TestJobCommands(t *testing.T) {
 // TestMigrateAndPostgresStore drives flowgen migrate on a fresh schema and
 // inspects a job kept in PostgreSQL.
 func TestMigrateAndPostgresStore(t *testing.T) {
+	t.Parallel()
 	url := pgtest.FreshSchema(t)
 	for _, step := range []struct{ args, want string }{
 		{"status", "0001 init                 applied"},
@@ -368,6 +381,7 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 // TestHelpAndVersion: help for a command shows its flags, help for an
 // unknown one fails with a suggestion, and version says what runs.
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	if r := run(t, "", "help", "jobs"); r.exit != exitOK || !strings.Contains(r.stdout, "Usage: flowgen jobs") || !strings.Contains(r.stdout, "-where value") {
 		t.Errorf("help jobs: %+v", r)
 	}

@@ -74,6 +74,7 @@ func parseDiagnosticsDoc(t *testing.T) (sections map[string]docSection, order []
 // severity, a different order, or an example that is not what the named
 // invalid case really prints.
 func TestDiagnosticsDocMatchesCodeTable(t *testing.T) {
+	t.Parallel()
 	sections, order, rows := parseDiagnosticsDoc(t)
 	var want []string
 	for _, in := range diag.Codes {

@@ -20,6 +20,7 @@ import (
 // TestExamplesAreGenerated is the drift check CI relies on: the generated
 // files checked in under examples/ are what flowgen gen produces now.
 func TestExamplesAreGenerated(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "gen", "--check", "../../examples")
 	if r.exit != exitOK {
 		t.Fatalf("exit %d: examples are out of date (run go generate ./...):\n%s%s", r.exit, r.stdout, r.stderr)
@@ -30,6 +31,7 @@ func TestExamplesAreGenerated(t *testing.T) {
 }
 
 func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testutil.CopyDir(t, "../../examples/connectors", dir)
 	// The same import paths as in the repository, so the output is the same.
@@ -106,6 +108,7 @@ func TestGenWritesChecksAndRefusesBadSpecs(t *testing.T) {
 // TestGenReportsPortTypeMismatch: a flow whose edge joins incompatible
 // ports is reported as DAG201 by gen itself, and nothing is generated.
 func TestGenReportsPortTypeMismatch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testutil.CopyDir(t, "../../testdata/invalid/DAG201-port-type-mismatch", dir)
 	r := run(t, "", "gen", dir)
@@ -120,6 +123,7 @@ func TestGenReportsPortTypeMismatch(t *testing.T) {
 // TestRunExecutesAGeneratedFlow: flowgen run compiles the flow's package
 // into a throwaway program and runs one job on the embedded store.
 func TestRunExecutesAGeneratedFlow(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "jobs.db")
 	input := filepath.Join(dir, "in.json")
@@ -171,6 +175,7 @@ func TestRunExecutesAGeneratedFlow(t *testing.T) {
 // PostgreSQL, signal approves it, and a flowgen worker process finishes it
 // (the subflow included) and stops cleanly when interrupted.
 func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
+	t.Parallel()
 	url := pgtest.FreshSchema(t)
 	r := run(t, `{"title": "Signed Off"}`, "run", "--store", url, "--input", "-", "../../gen/testdata/flows/parent.yaml")
 	if r.exit != 3 || !strings.Contains(r.stdout, `"state": "running"`) {
@@ -245,6 +250,7 @@ func TestKeygenSignVerify(t *testing.T) {
 }
 
 func TestCertifyPrintsEachCheck(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "certify", "--out", t.TempDir(), "../../certify/testdata/strictclock")
 	// static-analysis is a gate: the connector's code never runs.
 	if r.exit != exitProblems || !strings.Contains(r.stdout, "FAIL static-analysis") || !strings.Contains(r.stdout, "SKIP fixtures") ||
@@ -255,6 +261,7 @@ func TestCertifyPrintsEachCheck(t *testing.T) {
 }
 
 func TestPackageCertifyVerify(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if r := run(t, "", "keygen", "--out", dir); r.exit != exitOK {
 		t.Fatalf("keygen: %+v", r)
@@ -287,6 +294,7 @@ func TestPackageCertifyVerify(t *testing.T) {
 // it runs, drives run, jobs, inspect, pause, resume, signal and kill
 // against the same store: every command goes through the server.
 func TestServeOwnsTheStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "jobs.db")
 	ctx, stop := context.WithCancel(context.Background())
@@ -365,6 +373,7 @@ func TestServeOwnsTheStore(t *testing.T) {
 // TestHeldStoreSaysWho: a store another process holds is refused with the
 // way out, not a bare timeout.
 func TestHeldStoreSaysWho(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "held.db")
 	s, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // module of its own that declares flowgen in its tool block: init, go vet,
 // go test (red: "not implemented"), write Run, go generate, go test (green).
 func TestInitScaffoldsAConnectorAuthorsCanBuild(t *testing.T) {
+	t.Parallel()
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,7 @@ func caseDiagnostics(t *testing.T, dir string) (lines []string, exit int, codes 
 // exactly the diagnostics in its want.txt, at the exact positions, and that
 // the code the case is named after is among them.
 func TestInvalidCases(t *testing.T) {
+	t.Parallel()
 	entries, err := os.ReadDir(invalidDir)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +97,7 @@ func TestInvalidCases(t *testing.T) {
 
 // TestEveryCodeHasAnInvalidCase keeps the corpus complete as codes are added.
 func TestEveryCodeHasAnInvalidCase(t *testing.T) {
+	t.Parallel()
 	entries, err := os.ReadDir(invalidDir)
 	if err != nil {
 		t.Fatal(err)

@@ -19,5 +19,6 @@ func TestMain(m *testing.M) {
 // TestScripts runs the command-line scripts in testdata/script: what a
 // user types, and exactly what they see.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
 }

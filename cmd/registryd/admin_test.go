@@ -16,6 +16,7 @@ import (
 // creates, lists and revokes tokens, and a revoked token stops working at
 // once, without a restart.
 func TestTokensWhileRunning(t *testing.T) {
+	t.Parallel()
 	repo, _ := filepath.Abs("../..")
 	e := &e2e{t: t, repo: repo, bin: buildBinaries(t, repo), dataDir: t.TempDir()}
 	e.addr = freeAddr(t)

@@ -22,6 +22,7 @@ import (
 // module with an empty module cache and no replace directive, and builds
 // a program that imports it with the stock go command.
 func TestConnectorInAuthorModule(t *testing.T) {
+	t.Parallel()
 	repo, _ := filepath.Abs("../..")
 	bin := buildBinaries(t, repo)
 	// Third-party modules come from this machine's module cache, offered

@@ -19,6 +19,7 @@ func runCLI(t *testing.T, args ...string) (string, string, int) {
 // TestTokenCommands: create prints the secret once, list shows the token
 // without it, revoke marks it; mistakes are named.
 func TestTokenCommands(t *testing.T) {
+	t.Parallel()
 	data := []string{"--data-dir", t.TempDir()}
 	secret, errOut, code := runCLI(t, append([]string{"token", "create", "--name", "ci", "--scope", "publish:payments,pull", "--expires", "24h"}, data...)...)
 	if code != 0 || !strings.HasPrefix(secret, "fgr_") || !strings.Contains(errOut, "shown once") {
@@ -66,6 +67,7 @@ func TestTokenCommands(t *testing.T) {
 // TestHelpAndVersion: every --help answers on stdout with exit 0, and
 // version says what runs.
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"--help"}, {"token", "--help"}, {"token", "help"}} {
 		if out, errOut, code := runCLI(t, args...); code != 0 || !strings.Contains(out, "registryd token") {
 			t.Errorf("%v: %d %s %s", args, code, out, errOut)

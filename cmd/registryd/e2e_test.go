@@ -124,6 +124,7 @@ var examples = map[string]meta.Key{
 // checked with stock cosign, and a program built against connectors
 // fetched by the stock go command through the registry's module proxy.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	repo, _ := filepath.Abs("../..")
 	b := s3test.Blobs(t)
 	e := &e2e{t: t, repo: repo, bin: buildBinaries(t, repo), dataDir: t.TempDir()}

@@ -31,6 +31,7 @@ import (
 // listener sees no connection. Then the same copy certified locally with
 // --insecure-no-sandbox does reach both, which shows the probes work.
 func TestHostileUploadReachesNothing(t *testing.T) {
+	t.Parallel()
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("the hostile connector's raw system calls are written for amd64, not %s", runtime.GOARCH)
 	}

@@ -14,6 +14,7 @@ import (
 // alone, the zip holds the packages' files and no tests, and Used finds
 // the same module from a connector inside it.
 func TestBuildIsTheCheckoutsContent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m, err := Build(ctx, "../..")
 	if err != nil {

@@ -107,6 +107,7 @@ func serve(t *testing.T, e *runtime.Engine, storePath string) *jobapi.Client {
 // TestConformance runs the same job life cycle against the engine itself
 // and against a client of a server over it: both must answer alike.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for _, remote := range []bool{false, true} {
 		name := map[bool]string{false: "engine", true: "client"}[remote]
 		t.Run(name, func(t *testing.T) {
@@ -207,6 +208,7 @@ func conformance(t *testing.T, svc jobapi.Service, checksInput bool) {
 // TestAPINeedsTheToken: without the endpoint file's token, nothing but
 // health answers.
 func TestAPINeedsTheToken(t *testing.T) {
+	t.Parallel()
 	e, path := rig(t)
 	c := serve(t, e, path)
 	for _, token := range []string{"", "wrong", c.Endpoint.Token + "x"} {
@@ -232,6 +234,7 @@ func TestAPINeedsTheToken(t *testing.T) {
 // TestDiscoverIgnoresStaleEndpoints: an endpoint file whose server is gone
 // means no server.
 func TestDiscoverIgnoresStaleEndpoints(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "flowgen.db")
 	if _, err := jobapi.Discover(context.Background(), path); !errors.Is(err, jobapi.ErrNoServer) {
 		t.Fatalf("no file: %v", err)

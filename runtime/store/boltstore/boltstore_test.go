@@ -11,6 +11,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		path := filepath.Join(t.TempDir(), "flowgen.db")
 		return storetest.Backend{Open: func(now func() time.Time) (store.Store, error) {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		url := pgtest.FreshSchema(t)
 		return storetest.Backend{Open: func(now func() time.Time) (store.Store, error) {
@@ -26,6 +27,7 @@ func TestConformance(t *testing.T) {
 // goroutines at once (the advisory lock serialises them), then down and up
 // again.
 func TestMigrationsAreConcurrentSafeAndReversible(t *testing.T) {
+	t.Parallel()
 	url := pgtest.FreshSchema(t) // already migrated once
 	db, err := sql.Open("postgres", url)
 	if err != nil {
