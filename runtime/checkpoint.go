@@ -24,9 +24,9 @@ type Decision struct {
 
 // decision is the checkpoint's work: the recorded decision routes the input
 // to "approved" or "rejected"; without one the activation parks.
-func (e *Engine) decision(ctx context.Context, job JobID, t task) (result, error) {
+func (p *processor) decision(ctx context.Context, job JobID, t task) (result, error) {
 	var d Decision
-	err := e.store.View(ctx, func(tx store.ReadTx) error {
+	err := p.store.View(ctx, func(tx store.ReadTx) error {
 		raw, err := tx.Get(signalKey(job, t.Act))
 		if err != nil {
 			return err

@@ -30,13 +30,13 @@ type dedupeRecord struct {
 
 // deduped returns the recorded result when the activation's key was
 // applied within its TTL.
-func (e *Engine) deduped(ctx context.Context, info NodeInfo, t task) (result, bool, error) {
+func (p *processor) deduped(ctx context.Context, info NodeInfo, t task) (result, bool, error) {
 	key, err := activationKey(info, t)
 	if err != nil || key == "" {
 		return result{}, false, nil // the call reports the key problem
 	}
 	var rec dedupeRecord
-	err = e.store.View(ctx, func(tx store.ReadTx) error {
+	err = p.store.View(ctx, func(tx store.ReadTx) error {
 		raw, err := tx.Get(edgeDedupeKey(key))
 		if err != nil {
 			return err
@@ -49,7 +49,7 @@ func (e *Engine) deduped(ctx context.Context, info NodeInfo, t task) (result, bo
 	if err != nil {
 		return result{}, false, fmt.Errorf("dedupe store: %w", err)
 	}
-	if !rec.Expires.After(e.now()) {
+	if !rec.Expires.After(p.now()) {
 		return result{}, false, nil
 	}
 	return result{Output: rec.Output, Port: "out", Attempts: 0, Deduplicated: rec.Job}, true, nil

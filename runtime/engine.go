@@ -73,6 +73,12 @@ type Engine struct {
 	// held is the last lease taken per job (string(job) -> store.Lease),
 	// released when Run stops so other workers need not wait out the TTL.
 	held sync.Map
+
+	// The two contours: the processor runs one activation and returns its
+	// result; the router decides what follows from a committed result.
+	// The step protocol (step.go) carries one to the other and commits.
+	proc   *processor
+	router router
 }
 
 // New returns an engine on s.
@@ -100,7 +106,9 @@ func New(s store.Store, opts Options) *Engine {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}}
+	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}}
+	e.proc = &processor{store: s, opts: &e.opts, log: e.log}
+	return e
 }
 
 // Register makes a flow runnable by name; registering a name again replaces

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/crashpoint"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
@@ -268,7 +269,7 @@ func orderFlowRuns(t *testing.T, r *rig) {
 	r.assertFinished(job)
 }
 
-var errCrash = errors.New("injected crash")
+var errCrash = crashpoint.ErrCrash
 
 // crashEverywhere runs a job once to count how often each crash point is
 // reached, then, for every occurrence of every point, runs it again,
@@ -292,52 +293,26 @@ func crashEverywhere(t *testing.T, flows func(*sink) []*Flow, flow, input string
 }
 
 func crashEverywhereOn(t *testing.T, b backend, engine func(*rig, string, func(string) error) *Engine, flow, input string, check func(t *testing.T, r *rig, job JobID)) {
-	hits := map[string]int{}
-	{
-		r := newRigOn(t, b)
-		e := engine(r, "count", func(p string) error { hits[p]++; return nil })
-		if _, err := e.Start(context.Background(), flow, json.RawMessage(input)); err != nil {
-			t.Fatal(err)
-		}
-		if err := drain(t, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cases := 0
-	for _, point := range CrashPoints {
-		if hits[point] == 0 {
-			t.Fatalf("crash point %s never reached", point)
-		}
-		for occurrence := 1; occurrence <= hits[point]; occurrence++ {
-			cases++
-			t.Run(fmt.Sprintf("%s#%d", point, occurrence), func(t *testing.T) {
-				r := newRigOn(t, b)
-				seen := 0
-				crashing := engine(r, "doomed", func(p string) error {
-					if p == point {
-						if seen++; seen == occurrence {
-							return errCrash
-						}
-					}
-					return nil
-				})
-				job, err := crashing.Start(context.Background(), flow, json.RawMessage(input))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := drain(t, crashing); !errors.Is(err, errCrash) {
-					t.Fatalf("run did not crash: %v", err)
-				}
+	crashpoint.Enumerate(t, crashpoint.Scenario{
+		Points: CrashPoints,
+		Start: func(t *testing.T, hook func(string) error) (func(), error) {
+			r := newRigOn(t, b)
+			crashing := engine(r, "doomed", hook)
+			job, err := crashing.Start(context.Background(), flow, json.RawMessage(input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = drain(t, crashing)
+			return func() {
 				r.reopen()                        // only the store survives
 				r.clock.Advance(11 * time.Second) // visibility and lease expire
 				if err := drain(t, engine(r, "heir", nil)); err != nil {
 					t.Fatal(err)
 				}
 				check(t, r, job)
-			})
-		}
-	}
-	t.Logf("%d crash cases over %d points", cases, len(CrashPoints))
+			}, err
+		},
+	})
 }
 
 // TestEveryCrashPoint: the order flow (fan-out, join, switch, an effect)

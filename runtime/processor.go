@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -15,20 +16,33 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
+// processor is the processor contour: it runs exactly one activation
+// through its aspects (boundary input, dedupe, the call with its timeout,
+// key and capabilities, retries, lease renewal) and returns its result. It
+// never routes and never commits a step: it reads the store and hands a
+// message back for a retry, nothing else.
+type processor struct {
+	store store.Store
+	opts  *Options // the engine's, defaults applied
+	log   *slog.Logger
+}
+
+func (p *processor) now() time.Time { return p.opts.Now() }
+
 // work is the processor contour: it runs exactly one activation and returns
 // its result, or errRetryLater after handing the message back for a retry.
 // It never routes.
-func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, error) {
+func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, error) {
 	job, t, m := en.job, en.t, en.m
 	n := c.byAlias[t.Node]
 	if t.Refused == "" {
-		t.Refused = overdue(t, e.now())
+		t.Refused = overdue(t, p.now())
 	}
 	if t.Refused != "" {
 		return result{ErrKind: failureOf(PolicyDenied), Err: t.Refused, Attempts: 1}, nil
 	}
 	if t.InputRef != "" {
-		in, err := e.loadBoundary(ctx, t.InputRef)
+		in, err := p.loadBoundary(ctx, t.InputRef)
 		if err != nil {
 			return result{}, err
 		}
@@ -36,13 +50,13 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 	}
 	switch {
 	case n.Subflow != nil && t.Undo == 0:
-		return e.subflowResult(ctx, job, t, n.Subflow)
+		return p.subflowResult(ctx, job, t, n.Subflow)
 	case t.JoinOf != "":
-		return e.join(ctx, job, t, n.ForEach)
+		return p.join(ctx, job, t, n.ForEach)
 	case n.Switch != nil:
 		return result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}, nil
 	case n.Checkpoint != nil:
-		return e.decision(ctx, job, t)
+		return p.decision(ctx, job, t)
 	case n.ForEach != nil:
 		items, err := lookupArray(t.Input, n.ForEach.Items)
 		if err != nil {
@@ -62,32 +76,32 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 		return result{ErrKind: NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
 	}
 	if t.Delivery == ExactlyOnce {
-		if prev, ok, err := e.deduped(ctx, info, t); err != nil || ok {
+		if prev, ok, err := p.deduped(ctx, info, t); err != nil || ok {
 			return prev, err
 		}
 	}
 	var log aspectLog
-	log.add(e, "call", "start", fmt.Sprintf("attempt %d", m.Attempt))
-	stop := e.keepLease(ctx, en)
-	out, err := e.call(ctx, runner, info, params, t, m.Attempt, &en.heartbeat)
+	log.add(p, "call", "start", fmt.Sprintf("attempt %d", m.Attempt))
+	stop := p.keepLease(ctx, en)
+	out, err := p.call(ctx, runner, info, params, t, m.Attempt, &en.heartbeat)
 	stop()
 	if err == nil {
-		log.add(e, "call", "end", "")
-		log.add(e, "output", "end", "port out")
+		log.add(p, "call", "end", "")
+		log.add(p, "output", "end", "port out")
 		return result{Output: out, Port: "out", Attempts: m.Attempt, Steps: log}, nil
 	}
 	kind := KindOf(err)
-	log.add(e, "call", "error", kind.String()+": "+err.Error())
+	log.add(p, "call", "error", kind.String()+": "+err.Error())
 	if info.RetryOwner == RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt) && ctx.Err() == nil {
 		delay := info.Retry.Backoff(m.Attempt + 1)
 		var ce *Error
 		if errors.As(err, &ce) && ce.RetryAfter > delay {
 			delay = ce.RetryAfter
 		}
-		e.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", err)
-		log.add(e, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
+		p.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", err)
+		log.add(p, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
 		raw, _ := json.Marshal(log)
-		err := e.store.Update(ctx, func(tx store.Tx) error {
+		err := p.store.Update(ctx, func(tx store.Tx) error {
 			if err := tx.Put(attemptLogKey(job, t.Act, m.Attempt), raw); err != nil {
 				return err
 			}
@@ -101,7 +115,7 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, erro
 	if ctx.Err() != nil {
 		return result{}, ctx.Err() // shutting down: leave the message for redelivery
 	}
-	log.add(e, "retry", "end", "no retry: final")
+	log.add(p, "retry", "end", "no retry: final")
 	return result{ErrKind: failureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
 }
 
@@ -119,20 +133,20 @@ var errTimedOut = errors.New("timed out")
 
 // call runs a node once with its timeout, key and capabilities; a panic in
 // node code is a Permanent failure, not a crash of the worker.
-func (e *Engine) call(ctx context.Context, runner Runner, info NodeInfo, params json.RawMessage, t task, attempt int, heartbeat *atomic.Int64) (out json.RawMessage, err error) {
+func (p *processor) call(ctx context.Context, runner Runner, info NodeInfo, params json.RawMessage, t task, attempt int, heartbeat *atomic.Int64) (out json.RawMessage, err error) {
 	key, err := activationKey(info, t)
 	if err != nil {
 		return nil, NewError(SchemaMismatch, err)
 	}
 	timeout := info.Timeout
 	if timeout == 0 {
-		timeout = e.opts.Timeout
+		timeout = p.opts.Timeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var caps Capabilities
-	if e.opts.Capabilities != nil {
-		caps = e.opts.Capabilities(info)
+	if p.opts.Capabilities != nil {
+		caps = p.opts.Capabilities(info)
 	}
 	rc := NewContext(cctx, key, attempt, caps)
 	rc.heartbeat = heartbeat
@@ -150,7 +164,7 @@ func (e *Engine) call(ctx context.Context, runner Runner, info NodeInfo, params 
 
 // keepLease renews the job lease while a node that heartbeats runs, so a
 // long call is not fenced out; it returns the function that stops it.
-func (e *Engine) keepLease(ctx context.Context, en *entry) (stop func()) {
+func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -160,22 +174,22 @@ func (e *Engine) keepLease(ctx context.Context, en *entry) (stop func()) {
 			select {
 			case <-done:
 				return
-			case <-e.opts.After(e.opts.LeaseTTL / 3):
+			case <-p.opts.After(p.opts.LeaseTTL / 3):
 				beats := en.heartbeat.Load()
 				if beats == seen {
 					continue // no sign of life: let the lease run out
 				}
 				seen = beats
-				err := e.store.Update(ctx, func(tx store.Tx) error {
+				err := p.store.Update(ctx, func(tx store.Tx) error {
 					if err := tx.Fence(en.lease); err != nil {
 						return err
 					}
-					l, err := tx.AcquireLease(en.job[:], e.opts.Owner, e.opts.LeaseTTL)
+					l, err := tx.AcquireLease(en.job[:], p.opts.Owner, p.opts.LeaseTTL)
 					en.renewed.Store(&l)
 					return err
 				})
 				if err != nil {
-					e.log.Warn("lease renewal failed", "job", en.job, "err", err)
+					p.log.Warn("lease renewal failed", "job", en.job, "err", err)
 					return
 				}
 			}
@@ -257,16 +271,16 @@ type aspectStep struct {
 // the final attempt, under log/<act>/<attempt> for retried ones.
 type aspectLog []aspectStep
 
-func (l *aspectLog) add(e *Engine, aspect, phase, detail string) {
-	*l = append(*l, aspectStep{Aspect: aspect, Phase: phase, At: e.now().UTC(), Detail: detail})
+func (l *aspectLog) add(p *processor, aspect, phase, detail string) {
+	*l = append(*l, aspectStep{Aspect: aspect, Phase: phase, At: p.now().UTC(), Detail: detail})
 }
 
 // join aggregates a forEach: the outputs of its body activations in element
 // order, or a failure naming the elements that failed.
-func (e *Engine) join(ctx context.Context, job JobID, t task, fe *ForEach) (result, error) {
+func (p *processor) join(ctx context.Context, job JobID, t task, fe *ForEach) (result, error) {
 	var outputs []json.RawMessage
 	var failed []string
-	err := e.store.View(ctx, func(tx store.ReadTx) error {
+	err := p.store.View(ctx, func(tx store.ReadTx) error {
 		n, err := tx.Counter(aggregateKey(job, t.JoinOf))
 		if err != nil {
 			return err

@@ -10,12 +10,18 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
+// router is the router contour: from a finished activation and its
+// committed result it decides the activations that follow, reading and
+// writing only through the step's transaction. It has no state, so
+// replaying it gives the same answer.
+type router struct{}
+
 // route is the router contour: from a finished activation and its
 // committed result it decides the activations that follow. It reads only
 // committed state, so replaying it gives the same answer.
-func (e *Engine) route(tx store.Tx, c *compiled, job JobID, t task, res result) ([]task, error) {
+func (r router) route(tx store.Tx, c *compiled, job JobID, t task, res result) ([]task, error) {
 	if t.Join != "" {
-		return e.reportToJoin(tx, job, t)
+		return r.reportToJoin(tx, job, t)
 	}
 	if t.Undo > 0 {
 		return nextCompensation(tx, job, t)
@@ -93,7 +99,7 @@ func joinTask(forEach task) task {
 
 // reportToJoin counts a finished body activation on its forEach; the one
 // that completes the count publishes the join, in the same commit.
-func (e *Engine) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
+func (r router) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
 	forEachAct, err := ident.Parse(t.Join)
 	if err != nil {
 		return nil, fmt.Errorf("forEach element %s: %w", t.Act, err)

@@ -180,7 +180,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	if !en.guid.WorkDone() {
 		r := result{ErrKind: Canceled, Err: "job was killed", Attempts: en.m.Attempt}
 		if !en.killed || en.t.Undo > 0 { // undo runs even in a killed job
-			r, err = e.work(ctx, c, en)
+			r, err = e.proc.work(ctx, c, en)
 			if errors.Is(err, errRetryLater) {
 				return nil
 			}
@@ -287,7 +287,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 	}
-	children, err := e.route(tx, c, job, t, *res)
+	children, err := e.router.route(tx, c, job, t, *res)
 	if err != nil {
 		return false, err
 	}

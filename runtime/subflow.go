@@ -41,9 +41,9 @@ func boundary(tx store.Tx, input json.RawMessage) (json.RawMessage, string, erro
 	return nil, ref, nil
 }
 
-func (e *Engine) loadBoundary(ctx context.Context, ref string) (json.RawMessage, error) {
+func (p *processor) loadBoundary(ctx context.Context, ref string) (json.RawMessage, error) {
 	var in json.RawMessage
-	err := e.store.View(ctx, func(tx store.ReadTx) error {
+	err := p.store.View(ctx, func(tx store.ReadTx) error {
 		b, err := tx.Get(blobKey(ref))
 		in = append(json.RawMessage(nil), b...)
 		return err
@@ -65,9 +65,9 @@ func childJob(parent JobID, act string) JobID {
 
 // subflowResult is the subflow node's work: the child's outcome once it
 // reported, errStartChild before.
-func (e *Engine) subflowResult(ctx context.Context, job JobID, t task, sf *Subflow) (result, error) {
+func (p *processor) subflowResult(ctx context.Context, job JobID, t task, sf *Subflow) (result, error) {
 	var st JobStatus
-	err := e.store.View(ctx, func(tx store.ReadTx) error {
+	err := p.store.View(ctx, func(tx store.ReadTx) error {
 		raw, err := tx.Get(subflowStatusKey(job, t.Act))
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/crashpoint"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -39,15 +40,15 @@ type CrashTarget struct {
 	Open func(dir string, now func() time.Time) (store.Store, error)
 }
 
-var errCrash = errors.New("testharness: injected crash")
-
 // CrashPoints runs the job once to learn how often each of the runtime's
-// crash points (runtime.CrashPoints) is reached, then, for every occurrence
-// of every point, runs it again in a fresh store, crashes there, throws the
-// process away (only the store survives), lets a new worker take over once
-// visibility timeouts and leases have expired, and asserts that the job
-// finished with no message left unacknowledged before calling Check. It
-// returns the number of crash cases run.
+// crash points (runtime.CrashPoints) is reached, failing if one is never
+// reached, then, for every occurrence of every point, runs it again in a
+// fresh store, crashes there, throws the process away (only the store
+// survives), lets a new worker take over once visibility timeouts and
+// leases have expired, and asserts that the job finished with no message
+// left unacknowledged before calling Check. It returns the number of crash
+// cases run. The runtime's own crash tests use the same driver
+// (internal/crashpoint).
 func CrashPoints(t *testing.T, target CrashTarget) int {
 	t.Helper()
 	if target.Open == nil {
@@ -55,73 +56,50 @@ func CrashPoints(t *testing.T, target CrashTarget) int {
 			return boltstore.Open(filepath.Join(dir, "crash.db"), boltstore.Options{NoSync: true, Now: now})
 		}
 	}
-	hits := map[string]int{}
-	func() {
-		r := newCrashRun(t, target)
-		defer r.close()
-		e := r.engine("count", func(p string) error { hits[p]++; return nil })
-		if _, err := e.Start(context.Background(), target.Flow, target.Input); err != nil {
-			t.Fatal(err)
-		}
-		if err := drain(e); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	cases := 0
-	for _, point := range runtime.CrashPoints {
-		for occurrence := 1; occurrence <= hits[point]; occurrence++ {
-			cases++
-			t.Run(fmt.Sprintf("%s#%d", point, occurrence), func(t *testing.T) {
-				r := newCrashRun(t, target)
-				defer r.close()
-				seen := 0
-				doomed := r.engine("doomed", func(p string) error {
-					if p == point {
-						if seen++; seen == occurrence {
-							return errCrash
-						}
-					}
-					return nil
-				})
-				job, err := doomed.Start(context.Background(), target.Flow, target.Input)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := drain(doomed); !errors.Is(err, errCrash) {
-					t.Fatalf("the run did not reach crash point %s#%d: %v", point, occurrence, err)
-				}
-				r.reopen()                       // only the store survives
-				r.clock.Advance(time.Minute + 1) // visibility timeouts and leases expire
-				heir := r.engine("heir", nil)
-				if err := drain(heir); err != nil {
-					t.Fatalf("recovery after crash point %s#%d: %v", point, occurrence, err)
-				}
-				st, err := heir.Status(context.Background(), job)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !st.Done() {
-					t.Fatalf("after crash point %s#%d the job is %s, not finished", point, occurrence, st.State)
-				}
-				err = r.store.View(context.Background(), func(tx store.ReadTx) error {
-					pending, err := tx.Pending(runtime.WorkStream)
-					if err == nil && len(pending) > 0 {
-						err = fmt.Errorf("%d message(s) left unacknowledged", len(pending))
-					}
-					return err
-				})
-				if err != nil {
-					t.Fatalf("after crash point %s#%d: %v", point, occurrence, err)
-				}
-				r.c.Check(t, st)
-			})
-		}
+	return crashpoint.Enumerate(t, crashpoint.Scenario{
+		Points: runtime.CrashPoints,
+		Start: func(t *testing.T, hook func(string) error) (func(), error) {
+			r := newCrashRun(t, target)
+			t.Cleanup(r.close)
+			doomed := r.engine("doomed", hook)
+			job, err := doomed.Start(context.Background(), target.Flow, target.Input)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { r.recoverAndCheck(t, job) }, drain(doomed)
+		},
+	})
+}
+
+// recoverAndCheck reopens the store after a crash, lets a new worker
+// finish the job once leases and visibility timeouts have run out, and
+// checks that it finished with nothing left unacknowledged.
+func (r *crashRun) recoverAndCheck(t *testing.T, job runtime.JobID) {
+	t.Helper()
+	r.reopen()                       // only the store survives
+	r.clock.Advance(time.Minute + 1) // visibility timeouts and leases expire
+	heir := r.engine("heir", nil)
+	if err := drain(heir); err != nil {
+		t.Fatalf("recovery: %v", err)
 	}
-	if cases == 0 {
-		t.Fatal("the job reached no crash point")
+	st, err := heir.Status(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d crash cases over %d crash points", cases, len(runtime.CrashPoints))
-	return cases
+	if !st.Done() {
+		t.Fatalf("after recovery the job is %s, not finished", st.State)
+	}
+	err = r.store.View(context.Background(), func(tx store.ReadTx) error {
+		pending, err := tx.Pending(runtime.WorkStream)
+		if err == nil && len(pending) > 0 {
+			err = fmt.Errorf("%d message(s) left unacknowledged", len(pending))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c.Check(t, st)
 }
 
 type crashRun struct {
