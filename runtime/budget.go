@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -84,7 +85,7 @@ func spend(tx store.Tx, job JobID, b jobBudget, ts []task) error {
 	}
 	charged := 0
 	for _, t := range ts {
-		if t.Undo == 0 {
+		if t.Kind != ident.Undo {
 			charged++
 		}
 	}
@@ -97,7 +98,7 @@ func spend(tx store.Tx, job JobID, b jobBudget, ts []task) error {
 	}
 	n := spent - int64(charged) // spent before these
 	for i := range ts {
-		if ts[i].Undo > 0 {
+		if ts[i].Kind == ident.Undo {
 			continue
 		}
 		if n++; n > b.MaxActivations && ts[i].Refused == "" {
@@ -115,7 +116,7 @@ func spent(tx store.ReadTx, job JobID) (int64, error) {
 // overdue is the refusal of an activation that would begin after the job's
 // deadline ("" when it may run). Compensations always run.
 func overdue(t task, now time.Time) string {
-	if t.Deadline == 0 || t.Undo > 0 || now.UnixNano() <= t.Deadline {
+	if t.Deadline == 0 || t.Kind == ident.Undo || now.UnixNano() <= t.Deadline {
 		return ""
 	}
 	return "budget exhausted: the job's deadline " + time.Unix(0, t.Deadline).UTC().Format(time.RFC3339Nano) + " has passed"

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/internal/crashpoint"
+	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 	"github.com/flowgen-dev/flowgen/runtime/store/storetest"
+	"github.com/fxamacker/cbor/v2"
 )
 
 // sink is an external system that honours idempotency keys, as a payment
@@ -492,5 +494,41 @@ func TestRunManyJobs(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestEnterDerivesTheKindOfOldMessages: a message published before tasks
+// carried their kind gets it from its activation id, and one whose id does
+// not parse is poison.
+func TestEnterDerivesTheKindOfOldMessages(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	e := New(r.store, Options{})
+	job, err := NewJobID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for act, want := range map[string]ident.Kind{"n@": ident.Entry, "n@/2<m": ident.Step, "e#join@": ident.Join, "n@<m#undo": ident.Undo, "garbage": 0} {
+		payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: act})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.store.Update(context.Background(), func(tx store.Tx) error {
+			en, err := e.enter(tx, store.Message{ID: messageID(job, act), Job: job[:], Payload: payload, Attempt: 1})
+			if err != nil {
+				return err
+			}
+			if en.t.Kind != want {
+				t.Errorf("%s: kind %s, want %s", act, en.t.Kind, want)
+			}
+			return nil
+		})
+		if want == 0 {
+			if !errors.Is(err, errPoison) {
+				t.Errorf("%s: %v, want poison", act, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s: %v", act, err)
+		}
 	}
 }

@@ -49,9 +49,9 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		t.Input = in
 	}
 	switch {
-	case n.Subflow != nil && t.Undo == 0:
+	case n.Subflow != nil && t.Kind != ident.Undo:
 		return p.subflowResult(ctx, job, t, n.Subflow)
-	case t.JoinOf != "":
+	case t.Kind == ident.Join:
 		return p.join(ctx, job, t, n.ForEach)
 	case n.Switch != nil:
 		return result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}, nil
@@ -65,7 +65,7 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		return result{Output: t.Input, Port: "out", Attempts: 1, Elements: len(items)}, nil
 	}
 	runner, keyFields, params := n.Runner, []string(nil), n.Params
-	if t.Undo > 0 {
+	if t.Kind == ident.Undo {
 		runner, keyFields, params = n.Compensate.Runner, n.Compensate.UndoKey, nil
 	}
 	info := runner.Info()
@@ -208,7 +208,7 @@ func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
 // from the key fields of its input; empty for nodes without a key.
 func activationKey(info NodeInfo, t task) (string, error) {
 	node := t.Node
-	if t.Undo > 0 {
+	if t.Kind == ident.Undo {
 		node += "#undo" // the undo of a node has keys of its own
 	}
 	return IdempotencyKey(info, node, t.Input)

@@ -23,14 +23,14 @@ func (r router) route(tx store.Tx, c *compiled, job JobID, t task, res result) (
 	if t.Join != "" {
 		return r.reportToJoin(tx, job, t)
 	}
-	if t.Undo > 0 {
+	if t.Kind == ident.Undo {
 		return nextCompensation(tx, job, t)
 	}
 	if res.failed() {
 		return nil, nil
 	}
 	n := c.byAlias[t.Node]
-	if n.ForEach != nil && t.JoinOf == "" {
+	if n.ForEach != nil && t.Kind != ident.Join {
 		return fanOut(tx, job, t, n.ForEach, res.Output)
 	}
 	var out []task
@@ -38,7 +38,7 @@ func (r router) route(tx store.Tx, c *compiled, job JobID, t task, res result) (
 		if (n.Switch != nil || n.Checkpoint != nil) && edge.FromPort != res.Port {
 			continue
 		}
-		next := task{Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL}
+		next := task{Kind: ident.Step, Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL}
 		if edge.MaxIterations > 0 {
 			var pass int
 			next.Dim, pass = t.Dim.Reenter(edge.To)
@@ -87,14 +87,14 @@ func fanOut(tx store.Tx, job JobID, t task, fe *ForEach, input json.RawMessage) 
 func bodyTask(flow, forEachAct string, dim ident.Dim, forEachNode, do string, i int, item json.RawMessage, expect, window int) task {
 	d := dim.Element(i)
 	return task{
-		Flow: flow, Node: do, Dim: d, Input: item,
+		Kind: ident.Step, Flow: flow, Node: do, Dim: d, Input: item,
 		Act:  ident.StepOf(do, d, forEachNode).String(),
 		Join: forEachAct, Index: i, Expect: expect, Window: window,
 	}
 }
 
 func joinTask(forEach task) task {
-	return task{Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: ident.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act}
+	return task{Kind: ident.Join, Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: ident.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act}
 }
 
 // reportToJoin counts a finished body activation on its forEach; the one

@@ -13,7 +13,7 @@ import (
 // compensation completed successfully, in completion order.
 func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *result) error {
 	n := c.byAlias[en.t.Node]
-	if n == nil || n.Compensate == nil || en.t.Undo > 0 || res.failed() {
+	if n == nil || n.Compensate == nil || en.t.Kind == ident.Undo || res.failed() {
 		return nil
 	}
 	seq, err := tx.Add(completionSeqKey(en.job), 1, maxSemaphore)
@@ -104,5 +104,5 @@ func undoTask(tx store.Tx, job JobID, flow string, i, n int) (task, error) {
 	if err != nil {
 		return task{}, fmt.Errorf("compensation %d of %d: %w", i, n, err)
 	}
-	return task{Flow: flow, Node: done.Node(), Act: undo.String(), Input: r.Output, Undo: i, UndoOf: n}, nil
+	return task{Kind: ident.Undo, Flow: flow, Node: done.Node(), Act: undo.String(), Input: r.Output, Undo: i, UndoOf: n}, nil
 }
