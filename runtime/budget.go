@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/runtime/ident"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -85,7 +85,7 @@ func spend(tx store.Tx, job JobID, b jobBudget, ts []task) error {
 	}
 	charged := 0
 	for _, t := range ts {
-		if t.Kind != ident.Undo {
+		if t.Kind != runtype.Undo {
 			charged++
 		}
 	}
@@ -98,7 +98,7 @@ func spend(tx store.Tx, job JobID, b jobBudget, ts []task) error {
 	}
 	n := spent - int64(charged) // spent before these
 	for i := range ts {
-		if ts[i].Kind == ident.Undo {
+		if ts[i].Kind == runtype.Undo {
 			continue
 		}
 		if n++; n > b.MaxActivations && ts[i].Refused == "" {
@@ -116,7 +116,7 @@ func spent(tx store.ReadTx, job JobID) (int64, error) {
 // overdue is the refusal of an activation that would begin after the job's
 // deadline ("" when it may run). Compensations always run.
 func overdue(t task, now time.Time) string {
-	if t.Deadline == 0 || t.Kind == ident.Undo || now.UnixNano() <= t.Deadline {
+	if t.Deadline == 0 || t.Kind == runtype.Undo || now.UnixNano() <= t.Deadline {
 		return ""
 	}
 	return "budget exhausted: the job's deadline " + time.Unix(0, t.Deadline).UTC().Format(time.RFC3339Nano) + " has passed"

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/runtime/ident"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -108,25 +108,6 @@ type Inspection struct {
 	Entries []InspectionEntry `json:"entries"`
 }
 
-// ActivationState is where an activation stands, as inspection sees it.
-type ActivationState string
-
-// Activation states, in the order a tally lists them.
-const (
-	ActivationSucceeded ActivationState = "succeeded"
-	ActivationFailed    ActivationState = "failed"
-	ActivationTimeout   ActivationState = "timeout"  // failed: its last attempt ran out of time
-	ActivationCanceled  ActivationState = "canceled" // the job was killed first
-	ActivationLaunched  ActivationState = "launched" // delivered: running or retrying
-	ActivationEnqueued  ActivationState = "enqueued"
-	ActivationParked    ActivationState = "parked"  // waiting for a signal or a subflow
-	ActivationPending   ActivationState = "pending" // a forEach element beyond its window
-)
-
-// ActivationStates lists every activation state in tally order.
-var ActivationStates = []ActivationState{ActivationSucceeded, ActivationFailed, ActivationTimeout, ActivationCanceled,
-	ActivationLaunched, ActivationEnqueued, ActivationParked, ActivationPending}
-
 // ActivationView is one activation of a job as inspection sees it.
 type ActivationView struct {
 	// Act is the activation id: node@dimension<predecessor. The dimension
@@ -157,7 +138,7 @@ type ActivationView struct {
 	Elements int               `json:"elements,omitempty"`
 	Children []*ActivationView `json:"children,omitempty"`
 
-	id ident.ActivationID
+	id runtype.ActivationID
 }
 
 // InspectionEntry is one key of a job's state.

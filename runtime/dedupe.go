@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/runtime/ident"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -60,7 +60,7 @@ func (p *processor) deduped(ctx context.Context, info NodeInfo, t task) (result,
 // the step 1 commit.
 func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) error {
 	t := en.t
-	if t.Delivery != ExactlyOnce || res.failed() || res.Deduplicated != "" || t.Kind == ident.Undo {
+	if t.Delivery != ExactlyOnce || res.failed() || res.Deduplicated != "" || t.Kind == runtype.Undo {
 		return nil
 	}
 	n := c.byAlias[t.Node]

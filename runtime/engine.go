@@ -11,7 +11,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/flowgen-dev/flowgen/runtime/ident"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -205,7 +205,7 @@ func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, en
 	}
 	ts := make([]task, len(entries))
 	for i, alias := range entries {
-		ts[i] = task{Kind: ident.Entry, Flow: c.Name, Node: alias, Act: ident.EntryOf(alias).String(), Input: input, InputRef: ref}
+		ts[i] = task{Kind: runtype.Entry, Flow: c.Name, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
 	}
 	meta.Budget.stamp(ts)
 	if err := spend(tx, job, meta.Budget, ts); err != nil {
@@ -228,12 +228,12 @@ type task struct {
 	// engine branches on it, never on which other fields are set.
 	// Messages published before it existed have none: enter derives it
 	// from Act.
-	Kind  ident.Kind `cbor:"20,keyasint,omitempty"`
-	Flow  string     `cbor:"1,keyasint"`
-	Node  string     `cbor:"2,keyasint"`
-	Act   string     `cbor:"3,keyasint"`
-	Dim   ident.Dim  `cbor:"4,keyasint,omitempty"`
-	Input []byte     `cbor:"5,keyasint,omitempty"`
+	Kind  runtype.Kind `cbor:"20,keyasint,omitempty"`
+	Flow  string       `cbor:"1,keyasint"`
+	Node  string       `cbor:"2,keyasint"`
+	Act   string       `cbor:"3,keyasint"`
+	Dim   runtype.Dim  `cbor:"4,keyasint,omitempty"`
+	Input []byte       `cbor:"5,keyasint,omitempty"`
 	// Join is set on forEach body activations: the forEach activation they
 	// report to, their element index and the fan-out size.
 	Join   string `cbor:"6,keyasint,omitempty"`

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/internal/crashpoint"
-	"github.com/flowgen-dev/flowgen/runtime/ident"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
@@ -508,7 +508,7 @@ func TestEnterDerivesTheKindOfOldMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for act, want := range map[string]ident.Kind{"n@": ident.Entry, "n@/2<m": ident.Step, "e#join@": ident.Join, "n@<m#undo": ident.Undo, "garbage": 0} {
+	for act, want := range map[string]runtype.Kind{"n@": runtype.Entry, "n@/2<m": runtype.Step, "e#join@": runtype.Join, "n@<m#undo": runtype.Undo, "garbage": 0} {
 		payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: act})
 		if err != nil {
 			t.Fatal(err)

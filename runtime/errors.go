@@ -62,22 +62,5 @@ func KindOf(err error) ErrorKind {
 	return Transient
 }
 
-// ErrUnknownFlow: the engine has no flow of that name registered.
-var ErrUnknownFlow = errors.New("not registered with this engine")
-
-// FailureKind is what a failed activation's result records: the name of an
-// ErrorKind for a failure of the node (or of a policy), or one of the
-// outcomes only the engine produces, Canceled and NotDelivered.
-type FailureKind string
-
-// The failures only the engine records.
-const (
-	// Canceled: the job was killed before the activation ran.
-	Canceled FailureKind = "Canceled"
-	// NotDelivered: an at-most-once activation whose earlier attempt did
-	// not commit, so it is not run again.
-	NotDelivered FailureKind = "NotDelivered"
-)
-
 // failureOf is the failure kind that records an error of kind k.
 func failureOf(k ErrorKind) FailureKind { return FailureKind(k.String()) }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -164,7 +164,7 @@ func (in *Inspection) tree(queued []store.Message) {
 	var roots []*ActivationView
 	type place struct {
 		node string
-		dim  ident.Dim
+		dim  runtype.Dim
 	}
 	forEaches := map[place]*ActivationView{}
 	for _, v := range views {
@@ -202,7 +202,7 @@ func (in *Inspection) tree(queued []store.Message) {
 		if c := depth[a.Node] - depth[b.Node]; c != 0 {
 			return c
 		}
-		if aj, bj := a.id.Kind() == ident.Join, b.id.Kind() == ident.Join; aj != bj {
+		if aj, bj := a.id.Kind() == runtype.Join, b.id.Kind() == runtype.Join; aj != bj {
 			if aj {
 				return 1
 			}
@@ -221,9 +221,9 @@ func nodeDepths(views map[string]*ActivationView) map[string]int {
 	depth := map[string]int{}
 	var queue []string
 	for _, v := range views {
-		if v.id.Kind() == ident.Step {
+		if v.id.Kind() == runtype.Step {
 			succ[v.id.From()] = append(succ[v.id.From()], v.Node)
-		} else if _, seen := depth[v.Node]; !seen && v.id.Kind() == ident.Entry {
+		} else if _, seen := depth[v.Node]; !seen && v.id.Kind() == runtype.Entry {
 			depth[v.Node] = 0
 			queue = append(queue, v.Node)
 		}
@@ -243,7 +243,7 @@ func nodeDepths(views map[string]*ActivationView) map[string]int {
 // not parse (from a store written by a foreign tool) is shown as it is.
 func newActivationView(act string) *ActivationView {
 	v := &ActivationView{Act: act, Node: act, Index: -1}
-	if id, err := ident.Parse(act); err == nil {
+	if id, err := runtype.Parse(act); err == nil {
 		v.id, v.Node, v.Dim, v.Index = id, id.Node(), string(id.Dim()), id.Dim().Index()
 	}
 	return v

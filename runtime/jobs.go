@@ -76,10 +76,6 @@ type JobQuery struct {
 	After string `json:"after,omitempty"`
 }
 
-// ErrBadQuery: a JobQuery that cannot be answered (unknown state, bad
-// cursor, page too large).
-var ErrBadQuery = errors.New("bad job query")
-
 // JobStates are the values JobQuery.State accepts.
 var JobStates = []string{string(StateRunning), "waiting", "paused", string(StateSucceeded), string(StateFailed), string(StateKilled)}
 

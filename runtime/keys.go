@@ -6,18 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-
-	"github.com/flowgen-dev/flowgen/runtime/ident"
 )
-
-// JobID is a job's root id: a UUIDv7, so ids sort by creation time.
-type JobID = ident.JobID
-
-// NewJobID returns a fresh UUIDv7 job id.
-func NewJobID() (JobID, error) { return ident.NewJobID() }
-
-// ParseJobID parses the base64url form JobID.String prints.
-func ParseJobID(s string) (JobID, error) { return ident.ParseJobID(s) }
 
 // Key layout. Every key the engine writes comes from one function below;
 // TestKeyLayout keeps this drawing equal to what they return. Everything

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/idemkey"
-	"github.com/flowgen-dev/flowgen/runtime/ident"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -49,9 +49,9 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		t.Input = in
 	}
 	switch {
-	case n.Subflow != nil && t.Kind != ident.Undo:
+	case n.Subflow != nil && t.Kind != runtype.Undo:
 		return p.subflowResult(ctx, job, t, n.Subflow)
-	case t.Kind == ident.Join:
+	case t.Kind == runtype.Join:
 		return p.join(ctx, job, t, n.ForEach)
 	case n.Switch != nil:
 		return result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}, nil
@@ -65,7 +65,7 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		return result{Output: t.Input, Port: "out", Attempts: 1, Elements: len(items)}, nil
 	}
 	runner, keyFields, params := n.Runner, []string(nil), n.Params
-	if t.Kind == ident.Undo {
+	if t.Kind == runtype.Undo {
 		runner, keyFields, params = n.Compensate.Runner, n.Compensate.UndoKey, nil
 	}
 	info := runner.Info()
@@ -208,7 +208,7 @@ func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
 // from the key fields of its input; empty for nodes without a key.
 func activationKey(info NodeInfo, t task) (string, error) {
 	node := t.Node
-	if t.Kind == ident.Undo {
+	if t.Kind == runtype.Undo {
 		node += "#undo" // the undo of a node has keys of its own
 	}
 	return IdempotencyKey(info, node, t.Input)
@@ -287,7 +287,7 @@ func (p *processor) join(ctx context.Context, job JobID, t task, fe *ForEach) (r
 		}
 		outputs = make([]json.RawMessage, n)
 		for i := range outputs {
-			raw, err := tx.Get(resultKey(job, ident.StepOf(fe.Do, t.Dim.Element(i), t.Node).String()))
+			raw, err := tx.Get(resultKey(job, runtype.StepOf(fe.Do, t.Dim.Element(i), t.Node).String()))
 			if err != nil {
 				return err
 			}
@@ -319,17 +319,6 @@ func (p *processor) join(ctx context.Context, job JobID, t task, fe *ForEach) (r
 	}
 	return result{Output: raw, Port: "out", Attempts: 1}, nil
 }
-
-// JobState is where a job stands.
-type JobState string
-
-// Job states.
-const (
-	StateRunning   JobState = "running"
-	StateSucceeded JobState = "succeeded"
-	StateFailed    JobState = "failed"
-	StateKilled    JobState = "killed"
-)
 
 // JobStatus is a job's state and, once finished, its result: the outputs
 // of its terminal activations by node alias, and every activation error.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flowgen-dev/flowgen/runtime/ident"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -23,14 +23,14 @@ func (r router) route(tx store.Tx, c *compiled, job JobID, t task, res result) (
 	if t.Join != "" {
 		return r.reportToJoin(tx, job, t)
 	}
-	if t.Kind == ident.Undo {
+	if t.Kind == runtype.Undo {
 		return nextCompensation(tx, job, t)
 	}
 	if res.failed() {
 		return nil, nil
 	}
 	n := c.byAlias[t.Node]
-	if n.ForEach != nil && t.Kind != ident.Join {
+	if n.ForEach != nil && t.Kind != runtype.Join {
 		return fanOut(tx, job, t, n.ForEach, res.Output)
 	}
 	var out []task
@@ -38,7 +38,7 @@ func (r router) route(tx store.Tx, c *compiled, job JobID, t task, res result) (
 		if (n.Switch != nil || n.Checkpoint != nil) && edge.FromPort != res.Port {
 			continue
 		}
-		next := task{Kind: ident.Step, Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL}
+		next := task{Kind: runtype.Step, Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL}
 		if edge.MaxIterations > 0 {
 			var pass int
 			next.Dim, pass = t.Dim.Reenter(edge.To)
@@ -46,7 +46,7 @@ func (r router) route(tx store.Tx, c *compiled, job JobID, t task, res result) (
 				next.Refused = fmt.Sprintf("loop back to %s from %s.%s: pass %d exceeds maxIterations %d", edge.To, t.Node, edge.FromPort, pass, edge.MaxIterations)
 			}
 		}
-		next.Act = ident.StepOf(edge.To, next.Dim, t.Node).String()
+		next.Act = runtype.StepOf(edge.To, next.Dim, t.Node).String()
 		out = append(out, next)
 	}
 	return out, nil
@@ -84,23 +84,23 @@ func fanOut(tx store.Tx, job JobID, t task, fe *ForEach, input json.RawMessage) 
 }
 
 // bodyTask is the activation of a forEach body for element i.
-func bodyTask(flow, forEachAct string, dim ident.Dim, forEachNode, do string, i int, item json.RawMessage, expect, window int) task {
+func bodyTask(flow, forEachAct string, dim runtype.Dim, forEachNode, do string, i int, item json.RawMessage, expect, window int) task {
 	d := dim.Element(i)
 	return task{
-		Kind: ident.Step, Flow: flow, Node: do, Dim: d, Input: item,
-		Act:  ident.StepOf(do, d, forEachNode).String(),
+		Kind: runtype.Step, Flow: flow, Node: do, Dim: d, Input: item,
+		Act:  runtype.StepOf(do, d, forEachNode).String(),
 		Join: forEachAct, Index: i, Expect: expect, Window: window,
 	}
 }
 
 func joinTask(forEach task) task {
-	return task{Kind: ident.Join, Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: ident.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act}
+	return task{Kind: runtype.Join, Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: runtype.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act}
 }
 
 // reportToJoin counts a finished body activation on its forEach; the one
 // that completes the count publishes the join, in the same commit.
 func (r router) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
-	forEachAct, err := ident.Parse(t.Join)
+	forEachAct, err := runtype.Parse(t.Join)
 	if err != nil {
 		return nil, fmt.Errorf("forEach element %s: %w", t.Act, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flowgen-dev/flowgen/runtime/ident"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -13,7 +13,7 @@ import (
 // compensation completed successfully, in completion order.
 func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *result) error {
 	n := c.byAlias[en.t.Node]
-	if n == nil || n.Compensate == nil || en.t.Kind == ident.Undo || res.failed() {
+	if n == nil || n.Compensate == nil || en.t.Kind == runtype.Undo || res.failed() {
 		return nil
 	}
 	seq, err := tx.Add(completionSeqKey(en.job), 1, maxSemaphore)
@@ -96,13 +96,13 @@ func undoTask(tx store.Tx, job JobID, flow string, i, n int) (task, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return task{}, err
 	}
-	done, err := ident.Parse(string(act))
+	done, err := runtype.Parse(string(act))
 	if err != nil {
 		return task{}, fmt.Errorf("compensation %d of %d: %w", i, n, err)
 	}
-	undo, err := ident.UndoOf(done)
+	undo, err := runtype.UndoOf(done)
 	if err != nil {
 		return task{}, fmt.Errorf("compensation %d of %d: %w", i, n, err)
 	}
-	return task{Kind: ident.Undo, Flow: flow, Node: done.Node(), Act: undo.String(), Input: r.Output, Undo: i, UndoOf: n}, nil
+	return task{Kind: runtype.Undo, Flow: flow, Node: done.Node(), Act: undo.String(), Input: r.Output, Undo: i, UndoOf: n}, nil
 }

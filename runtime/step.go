@@ -11,8 +11,8 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/flowgen-dev/flowgen/runtime/ident"
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -84,7 +84,7 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		return nil, fmt.Errorf("message %x: undecodable task: %v: %w", m.ID, err, errPoison)
 	}
 	if en.t.Kind == 0 { // published before tasks carried their kind
-		id, err := ident.Parse(en.t.Act)
+		id, err := runtype.Parse(en.t.Act)
 		if err != nil {
 			return nil, fmt.Errorf("message %x: %v: %w", m.ID, err, errPoison)
 		}
@@ -187,7 +187,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	var res *result
 	if !en.guid.WorkDone() {
 		r := result{ErrKind: Canceled, Err: "job was killed", Attempts: en.m.Attempt}
-		if !en.killed || en.t.Kind == ident.Undo { // undo runs even in a killed job
+		if !en.killed || en.t.Kind == runtype.Undo { // undo runs even in a killed job
 			r, err = e.proc.work(ctx, c, en)
 			if errors.Is(err, errRetryLater) {
 				return nil
@@ -308,7 +308,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 	}
-	if len(children) == 0 && t.Join == "" && t.Kind != ident.Undo {
+	if len(children) == 0 && t.Join == "" && t.Kind != runtype.Undo {
 		if err := tx.Put(termKey(job, t.Act), []byte(t.Node)); err != nil {
 			return false, err
 		}

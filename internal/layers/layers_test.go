@@ -96,7 +96,7 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
-	leaves := []string{"flowtype", "diag", "runtime/ident", "runtime/idemkey", "runtime/ledger", "registry/api", "internal/crashpoint"}
+	leaves := []string{"flowtype", "diag", "runtime/runtype", "runtime/idemkey", "runtime/ledger", "registry/api", "internal/crashpoint"}
 	formats := append([]string{"connectorspec", "flowir", "internal/strictyaml"}, leaves...)
 	seen := 0
 	for _, p := range all {

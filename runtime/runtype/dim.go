@@ -1,4 +1,4 @@
-package ident
+package runtype
 
 import (
 	"errors"

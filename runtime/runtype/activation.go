@@ -1,7 +1,9 @@
-// Package ident holds the identities of the durable protocol: job ids,
-// activation ids with their one grammar, and dimensional addresses. It is a
-// leaf: it imports nothing of flowgen, so the engine, the store backends,
-// inspection and tools may all use it.
+// Package runtype is the vocabulary of the durable protocol: job ids,
+// activation ids with their one grammar, dimensional addresses, the states
+// of jobs and activations, the failure kinds a result records, and the
+// sentinel errors callers branch on. It is a leaf: it imports nothing of
+// flowgen, so the engine, the store backends, inspection, tools and
+// clients may all use it; package runtime re-exports what its users touch.
 //
 // An activation id is stored in keys and messages, so its text form is part
 // of the on-disk format. The grammar is:
@@ -14,7 +16,7 @@
 // Node names are flow aliases (identifiers: no '@', '<', '#' or '/'). A
 // dimension is empty at the top level; each forEach element adds "/<index>"
 // and each pass k of a loop back into a node adds "/<node>~<k>".
-package ident
+package runtype
 
 import (
 	"errors"
