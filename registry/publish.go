@@ -70,7 +70,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	case replay && existing.Digest != m.Digest:
 		return &meta.ConflictError{Key: k, Stored: existing.Digest, Offered: m.Digest}
 	case replay && s.blobsPresent(ctx, existing):
-		return writeJSON(w, http.StatusOK, api.Version(existing)) // a replayed upload
+		return writeJSON(w, http.StatusOK, existing) // a replayed upload
 	case replay:
 		// A replay of a version whose stored bytes are gone: store them
 		// again, so that the version can be served.
@@ -141,7 +141,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		return storageErr(err)
 	}
 	if replay {
-		return writeJSON(w, http.StatusOK, api.Version(existing))
+		return writeJSON(w, http.StatusOK, existing)
 	}
 	now := s.now()
 	v := meta.Version{
@@ -161,12 +161,12 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		return storageErr(err)
 	}
 	if !created {
-		return writeJSON(w, http.StatusOK, api.Version(stored))
+		return writeJSON(w, http.StatusOK, stored)
 	}
 	s.auditf(ctx, p, "publish", k, "digest %s, %d bytes", m.Digest, m.Size)
 	s.Wake()
 	w.Header().Set("Location", "/v1/connectors/"+k.Namespace+"/"+k.Connector+"/versions/"+k.Version)
-	return writeJSON(w, http.StatusAccepted, api.Version(stored))
+	return writeJSON(w, http.StatusAccepted, stored)
 }
 
 // blobsPresent reports whether every blob of v is stored.

@@ -54,7 +54,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p *principal) er
 	if limit, err := strconv.Atoi(qv.Get("limit")); err == nil && limit > 0 && limit < len(vs) {
 		vs = vs[:limit]
 	}
-	return writeJSON(w, http.StatusOK, SearchResult{Versions: wireVersions(vs)})
+	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(vs)})
 }
 
 // listVersions handles GET /v1/connectors/{namespace}/{connector}/versions:
@@ -75,16 +75,15 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *princip
 	if vs, err = s.filterPullable(r, p, vs); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, SearchResult{Versions: wireVersions(vs)})
+	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(vs)})
 }
 
-// wireVersions is vs as the API sends them (never null).
-func wireVersions(vs []meta.Version) []api.Version {
-	out := make([]api.Version, len(vs))
-	for i, v := range vs {
-		out[i] = api.Version(v)
+// orEmpty is vs, never null in JSON.
+func orEmpty(vs []meta.Version) []meta.Version {
+	if vs == nil {
+		return []meta.Version{}
 	}
-	return out
+	return vs
 }
 
 // getVersion handles GET .../versions/{version}: the version in any state,
@@ -104,7 +103,7 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, p *principal
 	if !p.mayInspect(v) {
 		return notFoundOr(meta.ErrNotFound, k)
 	}
-	return writeJSON(w, http.StatusOK, api.Version(v))
+	return writeJSON(w, http.StatusOK, v)
 }
 
 // mayInspect: a certified version is visible to every reader; a pending,
@@ -216,7 +215,7 @@ func (s *Server) mark(w http.ResponseWriter, r *http.Request, p *principal, acti
 		return notFoundOr(err, k)
 	}
 	s.auditf(r.Context(), p, action, k, "%s", body.Reason)
-	return writeJSON(w, http.StatusOK, api.Version(v))
+	return writeJSON(w, http.StatusOK, v)
 }
 
 // audit handles GET /v1/audit?limit=N (admin).

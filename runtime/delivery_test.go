@@ -20,21 +20,29 @@ func withDelivery(s *sink, d Delivery) *Flow {
 	return f
 }
 
+// runJob starts a job of flow with input, steps e until nothing is
+// visible, and returns the job and its status.
+func runJob(t *testing.T, e *Engine, flow, input string) (JobID, JobStatus) {
+	t.Helper()
+	job, err := e.Start(context.Background(), flow, json.RawMessage(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(t, e); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Status(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job, st
+}
+
 func runOrders(t *testing.T, r *rig, e *Engine, jobs int) []JobStatus {
 	t.Helper()
 	var out []JobStatus
 	for range jobs {
-		job, err := e.Start(context.Background(), "orders", json.RawMessage(orderInput))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := drain(t, e); err != nil {
-			t.Fatal(err)
-		}
-		st, err := e.Status(context.Background(), job)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, st := runJob(t, e, "orders", orderInput)
 		out = append(out, st)
 	}
 	return out

@@ -149,17 +149,7 @@ func TestCompensationOrderPastNineSteps(t *testing.T) {
 	if err := e.Register(flow); err != nil {
 		t.Fatal(err)
 	}
-	job, err := e.Start(context.Background(), flow.Name, json.RawMessage(sagaInput))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := drain(t, e); err != nil {
-		t.Fatal(err)
-	}
-	st, err := e.Status(context.Background(), job)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st := runJob(t, e, flow.Name, sagaInput)
 	var wantUndone, wantReported []string
 	for i := steps; i >= 1; i-- {
 		wantUndone = append(wantUndone, fmt.Sprintf("s%02d", i))

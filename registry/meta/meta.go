@@ -32,47 +32,9 @@ const (
 // Key names one version (api.Key).
 type Key = api.Key
 
-// Version is one published connector version as the store keeps it. It has
-// the fields of api.Version, its wire form, so api.Version(v) converts it.
-type Version struct {
-	Namespace string `json:"namespace"`
-	Connector string `json:"connector"`
-	Version   string `json:"version"`
-	// Module and ModuleVersion are the Go module identity of the artifact.
-	Module        string `json:"module"`
-	ModuleVersion string `json:"module_version"`
-	// Digest and Size describe the artifact zip.
-	Digest string `json:"digest"`
-	Size   int64  `json:"size"`
-	State  State  `json:"state"`
-	// Progress is the latest progress line of certification.
-	Progress string `json:"progress,omitempty"`
-	// Blobs maps evidence names (report.json, sbom.spdx.json,
-	// artifact.zip.sig, ...) to blob digests.
-	Blobs map[string]string `json:"blobs,omitempty"`
-	// What the connector declares, for search and pull policies.
-	Provider     string   `json:"provider,omitempty"`
-	Effects      string   `json:"effects,omitempty"`
-	Determinism  string   `json:"determinism,omitempty"`
-	Capabilities []string `json:"capabilities,omitempty"`
-	Egress       []string `json:"egress,omitempty"`
-	Summary      string   `json:"summary,omitempty"`
-	// Reason says why certification rejected the version (the report has
-	// the details).
-	Reason string `json:"reason,omitempty"`
-	// Publisher names the token that published the version.
-	Publisher string `json:"publisher,omitempty"`
-	// Deprecated and Yanked hold the reason when set.
-	Deprecated string    `json:"deprecated,omitempty"`
-	Yanked     string    `json:"yanked,omitempty"`
-	Created    time.Time `json:"created"`
-	Updated    time.Time `json:"updated"`
-}
-
-// Key returns the version's key.
-func (v Version) Key() Key {
-	return Key{Namespace: v.Namespace, Connector: v.Connector, Version: v.Version}
-}
+// Version is one published connector version: the store keeps the same
+// record the API sends (api.Version).
+type Version = api.Version
 
 // Query selects versions; empty fields match everything.
 type Query struct {
