@@ -7,7 +7,7 @@ PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.y
 # seconds each on 2 cores). Counts, not durations: a time budget makes the
 # fuzz coordinator fail with "context deadline exceeded" on a loaded
 # machine. FUZZTIME=30s (or 100000x) overrides every target's budget.
-FUZZ      := ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./runtime/idemkey:FuzzEncode:200000x ./gen:FuzzGenerate:500x
+FUZZ      := ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./runtime/idemkey:FuzzEncode:200000x ./runtime/runtype:FuzzParse:20000x ./gen:FuzzGenerate:500x
 FUZZTIME  ?=
 
 .PHONY: help build services test unit fuzz chaos lint bench bench-postgres bench-certify demo verify
