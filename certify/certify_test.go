@@ -31,7 +31,6 @@ func outcomes(r *Report) map[string]Check {
 // check (its fixtures replayed under GOMAXPROCS 1 and 4, shuffled), and
 // the signed report and SBOM verify.
 func TestExampleConnectorIsCertifiedAndSigned(t *testing.T) {
-	t.Parallel()
 	priv, pub, err := signing.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +86,6 @@ func TestExampleConnectorIsCertifiedAndSigned(t *testing.T) {
 // under examples (normalize is covered, signed, above). Warnings are
 // allowed: they name fixtures worth adding.
 func TestEveryExampleConnectorIsCertified(t *testing.T) {
-	t.Parallel()
 	specs, _ := filepath.Glob("../examples/connectors/*/connector.yaml")
 	if len(specs) < 5 {
 		t.Fatalf("found %d example connectors", len(specs))
@@ -121,7 +119,6 @@ func TestEveryExampleConnectorIsCertified(t *testing.T) {
 // workspace, and certified; every check passes and the report names the
 // digest of the uploaded zip.
 func TestCertifiesAnExtractedArtifact(t *testing.T) {
-	t.Parallel()
 	a, err := artifact.Build("../examples/connectors/charge", artifact.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +249,6 @@ var corpus = []struct {
 // defect, with evidence that names it; and the good ones certify, one of
 // them with a waiver that the report records.
 func TestCorpus(t *testing.T) {
-	t.Parallel()
 	reports := map[string]*Report{}
 	var mu sync.Mutex
 	t.Run("certify", func(t *testing.T) {
@@ -320,7 +316,6 @@ func TestCorpus(t *testing.T) {
 // modules that require it ignore replace directives, so certification
 // would vouch for a build nobody gets.
 func TestReplaceDirectiveIsRefused(t *testing.T) {
-	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "replaced")
 	if err := os.CopyFS(dir, os.DirFS("testdata/goodkv")); err != nil {
 		t.Fatal(err)
@@ -349,7 +344,6 @@ func TestReplaceDirectiveIsRefused(t *testing.T) {
 // TestDocumentedChecks: docs/certification.md lists every check, in order,
 // with its gate marked as the code has it.
 func TestDocumentedChecks(t *testing.T) {
-	t.Parallel()
 	doc, err := os.ReadFile("../docs/certification.md")
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 // version when this toolchain has it, and an artifact that needs a newer
 // Go is refused, naming both versions, before anything is built.
 func TestWorkspaceGoVersion(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		goLine, want string
 		tooOld       bool

@@ -16,7 +16,6 @@ import (
 // what must be reported, what must not (sums over maps, selects with a
 // default, reads, generated files, accepted findings), and a clean package.
 func TestRules(t *testing.T) {
-	t.Parallel()
 	analysistest.Run(t, analysistest.TestData(), connectorvet.Analyzer, "bad", "readonly", "clean")
 }
 
@@ -25,7 +24,6 @@ func TestRules(t *testing.T) {
 // clean and whose other packages it skips, and over a copy of a
 // connector given a clock read, which must not.
 func TestVetToolOnTheExamples(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a vet tool with the go command")
 	}

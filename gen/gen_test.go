@@ -49,7 +49,6 @@ func generate(t *testing.T, dir string) []gen.Generated {
 // TestGolden compares generated code with the files checked in under
 // testdata; go test ./gen -update rewrites them.
 func TestGolden(t *testing.T) {
-	t.Parallel()
 	for _, dir := range cases(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			files := generate(t, dir)
@@ -66,7 +65,6 @@ func TestGolden(t *testing.T) {
 
 // TestGoldenFlows does the same for the flows under testdata/flows.
 func TestGoldenFlows(t *testing.T) {
-	t.Parallel()
 	for _, f := range flowCases(t) {
 		files := generateFlow(t, f)
 		if *update {
@@ -127,7 +125,6 @@ func generateFlow(t *testing.T, path string) []gen.Generated {
 // TestDeterministic generates each case many times: map iteration order
 // changes between runs in Go, so any dependence on it shows up as a diff.
 func TestDeterministic(t *testing.T) {
-	t.Parallel()
 	gens := map[string]func() []gen.Generated{}
 	for _, dir := range cases(t) {
 		gens[dir] = func() []gen.Generated { return generate(t, dir) }
@@ -151,7 +148,6 @@ func TestDeterministic(t *testing.T) {
 // TestGeneratedPackagesPass vets the golden packages and runs their own
 // tests, which exercise decoding, validation, keys and NewNode.
 func TestGeneratedPackagesPass(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds packages with the go command")
 	}
@@ -172,7 +168,6 @@ func TestGeneratedPackagesPass(t *testing.T) {
 // hand-written file with one that uses capabilities its spec does not
 // declare, and checks that go build rejects it naming each method.
 func TestUndeclaredCapabilityDoesNotCompile(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds packages with the go command")
 	}
@@ -233,7 +228,6 @@ type Connector struct{}
 // TestTypedWiringRejectsHandEditedEdges removes the Reshape the generator
 // put on an edge between different Go types: the flow no longer compiles.
 func TestTypedWiringRejectsHandEditedEdges(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds packages with the go command")
 	}
@@ -264,7 +258,6 @@ func TestTypedWiringRejectsHandEditedEdges(t *testing.T) {
 // TestInlineNodeDiagnostics: inline nodes are checked against the flow's
 // Go package with go/packages, each problem positioned in the flow file.
 func TestInlineNodeDiagnostics(t *testing.T) {
-	t.Parallel()
 	g, diags := flowir.NewLoader().LoadFlow("testdata/inlinebad/flow.yaml")
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -291,7 +284,6 @@ func TestInlineNodeDiagnostics(t *testing.T) {
 // schema file beside another connector gets GEN001, not two generators
 // writing the same types_gen.go.
 func TestSharedSchemasNeedTheirOwnDirectory(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	spec := func(id, ref string) string {
 		return "apiVersion: flowgen.dev/v1\nkind: ConnectorSpec\nid: " + id + "\nversion: 1.0.0\nprovider: flowgen\nsummary: S.\n" +
@@ -322,7 +314,6 @@ func TestSharedSchemasNeedTheirOwnDirectory(t *testing.T) {
 // golden flows, from two packages (the second import of the same package
 // name gets its own alias), against testdata/program.go.golden.
 func TestGoldenFlowProgram(t *testing.T) {
-	t.Parallel()
 	var flows []*flowir.Graph
 	for _, path := range flowCases(t) {
 		g, diags := flowir.NewLoader().LoadFlow(path)
