@@ -16,60 +16,60 @@ import (
 // nothing needs the stores to themselves (an embedded metadata file has
 // one owner, the server). Every route needs the admin scope.
 //
-//	POST /v1/admin/tokens             TokenRequest → 201 TokenCreated
-//	GET  /v1/admin/tokens             → TokenList
-//	POST /v1/admin/tokens/{id}/revoke → TokenInfo
-//	POST /v1/admin/gc                 GCRequest → GCReport
+//	POST /v1/admin/tokens             api.TokenRequest → 201 api.TokenCreated
+//	GET  /v1/admin/tokens             → api.TokenList
+//	POST /v1/admin/tokens/{id}/revoke → api.TokenInfo
+//	POST /v1/admin/gc                 api.GCRequest → api.GCReport
 
 // Info is what the admin API shows of t.
-func Info(t meta.Token) TokenInfo {
-	return TokenInfo{ID: t.ID, Name: t.Name, Scopes: t.Scopes, Created: t.Created, Revoked: t.Revoked, Expires: t.Expires, Policy: t.Policy != ""}
+func Info(t meta.Token) api.TokenInfo {
+	return api.TokenInfo{ID: t.ID, Name: t.Name, Scopes: t.Scopes, Created: t.Created, Revoked: t.Revoked, Expires: t.Expires, Policy: t.Policy != ""}
 }
 
 // CreateToken checks req, stores a new token in store and audits it as
 // actor. registryd token create uses it when the server is not running,
 // the admin API when it is.
-func CreateToken(ctx context.Context, store meta.Store, req TokenRequest, actor string, now time.Time) (TokenCreated, error) {
+func CreateToken(ctx context.Context, store meta.Store, req api.TokenRequest, actor string, now time.Time) (api.TokenCreated, error) {
 	var exp time.Time
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 {
-			return TokenCreated{}, api.CodeBadToken.Errorf("expires_in %q: want a positive duration such as 720h", req.ExpiresIn)
+			return api.TokenCreated{}, api.CodeBadToken.Errorf("expires_in %q: want a positive duration such as 720h", req.ExpiresIn)
 		}
 		exp = now.Add(d)
 	}
 	if req.Policy != "" {
 		if _, err := policy.Parse("policy", []byte(req.Policy)); err != nil {
-			return TokenCreated{}, api.CodeBadPolicy.Errorf("%v", err)
+			return api.TokenCreated{}, api.CodeBadPolicy.Errorf("%v", err)
 		}
 	}
 	t, secret, err := NewToken(req.Name, req.Scopes, exp, req.Policy, now)
 	if err != nil {
-		return TokenCreated{}, api.CodeBadToken.Errorf("%v", err)
+		return api.TokenCreated{}, api.CodeBadToken.Errorf("%v", err)
 	}
 	if err := store.CreateToken(ctx, t); err != nil {
-		return TokenCreated{}, storageErr(err)
+		return api.TokenCreated{}, storageErr(err)
 	}
 	store.AppendAudit(ctx, meta.Event{Time: now.UTC(), Actor: actor, Action: "token-create", Subject: t.ID, Detail: t.Name + " " + strings.Join(t.Scopes, ",")})
-	return TokenCreated{TokenInfo: Info(t), Secret: secret}, nil
+	return api.TokenCreated{TokenInfo: Info(t), Secret: secret}, nil
 }
 
 // RevokeToken revokes the token id in store and audits it as actor.
-func RevokeToken(ctx context.Context, store meta.Store, id, actor string, now time.Time) (TokenInfo, error) {
+func RevokeToken(ctx context.Context, store meta.Store, id, actor string, now time.Time) (api.TokenInfo, error) {
 	if err := store.RevokeToken(ctx, id, now.UTC()); err != nil {
-		return TokenInfo{}, err
+		return api.TokenInfo{}, err
 	}
 	store.AppendAudit(ctx, meta.Event{Time: now.UTC(), Actor: actor, Action: "token-revoke", Subject: id})
 	ts, err := store.ListTokens(ctx)
 	if err != nil {
-		return TokenInfo{}, storageErr(err)
+		return api.TokenInfo{}, storageErr(err)
 	}
 	for _, t := range ts {
 		if t.ID == id {
 			return Info(t), nil
 		}
 	}
-	return TokenInfo{}, meta.ErrNotFound
+	return api.TokenInfo{}, meta.ErrNotFound
 }
 
 func needAdmin(p *principal) error {
@@ -86,7 +86,7 @@ func (s *Server) adminCreateToken(w http.ResponseWriter, r *http.Request, p *pri
 	if err := needAdmin(p); err != nil {
 		return err
 	}
-	var req TokenRequest
+	var req api.TokenRequest
 	if err := readJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Server) adminListTokens(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return storageErr(err)
 	}
-	list := TokenList{Tokens: []TokenInfo{}}
+	list := api.TokenList{Tokens: []api.TokenInfo{}}
 	for _, t := range ts {
 		list.Tokens = append(list.Tokens, Info(t))
 	}
@@ -127,7 +127,7 @@ func (s *Server) adminGC(w http.ResponseWriter, r *http.Request, p *principal) e
 	if err := needAdmin(p); err != nil {
 		return err
 	}
-	var req GCRequest
+	var req api.GCRequest
 	if err := readJSON(w, r, &req); err != nil {
 		return err
 	}

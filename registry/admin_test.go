@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 )
 
 // TestAdminAPI: tokens are created, listed (without their hashes) and
@@ -21,8 +21,8 @@ func TestAdminAPI(t *testing.T) {
 		b, _ := json.Marshal(v)
 		return h.do("POST", path, tok, "application/json", bytes.NewReader(b))
 	}
-	code, body := post(h.admin, "/v1/admin/tokens", registry.TokenRequest{Name: "ci-orders", Scopes: []string{"publish:orders"}, ExpiresIn: "1h"})
-	var created registry.TokenCreated
+	code, body := post(h.admin, "/v1/admin/tokens", api.TokenRequest{Name: "ci-orders", Scopes: []string{"publish:orders"}, ExpiresIn: "1h"})
+	var created api.TokenCreated
 	if code != http.StatusCreated || json.Unmarshal(body, &created) != nil || created.Secret == "" || created.Expires.IsZero() {
 		t.Fatalf("create: %d %s", code, body)
 	}
@@ -39,21 +39,21 @@ func TestAdminAPI(t *testing.T) {
 	if code, _ := h.do("GET", "/v1/connectors", created.Secret, "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("a revoked token still works: %d", code)
 	}
-	if code, body := post(h.admin, "/v1/admin/gc", registry.GCRequest{DryRun: true, Grace: "1ns"}); code != http.StatusOK || !strings.Contains(string(body), `"dry_run": true`) {
+	if code, body := post(h.admin, "/v1/admin/gc", api.GCRequest{DryRun: true, Grace: "1ns"}); code != http.StatusOK || !strings.Contains(string(body), `"dry_run": true`) {
 		t.Fatalf("gc: %d %s", code, body)
 	}
 	for _, bad := range []struct {
 		tok  string
 		want int
 	}{{"", http.StatusUnauthorized}, {h.puller, http.StatusForbidden}, {h.publisher, http.StatusForbidden}} {
-		if code, _ := post(bad.tok, "/v1/admin/tokens", registry.TokenRequest{Name: "x", Scopes: []string{"admin"}}); code != bad.want {
+		if code, _ := post(bad.tok, "/v1/admin/tokens", api.TokenRequest{Name: "x", Scopes: []string{"admin"}}); code != bad.want {
 			t.Errorf("create with %q: %d, want %d", bad.tok, code, bad.want)
 		}
 		if code, _ := h.do("GET", "/v1/admin/tokens", bad.tok, "", nil); code != bad.want {
 			t.Errorf("list with %q: %d, want %d", bad.tok, code, bad.want)
 		}
 	}
-	if code, body := post(h.admin, "/v1/admin/tokens", registry.TokenRequest{Name: "x", Scopes: []string{"root"}}); code != http.StatusBadRequest {
+	if code, body := post(h.admin, "/v1/admin/tokens", api.TokenRequest{Name: "x", Scopes: []string{"root"}}); code != http.StatusBadRequest {
 		t.Errorf("an unknown scope: %d %s", code, body)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 )
 
 // TestBadInputIsRefusedAndChangesNothing: every bad request gets a clear
@@ -101,13 +102,13 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		}, 400, `want "manifest"`},
 		{"no parts at all", func() (int, []byte) { return send(h.publisher, p300) }, 400, "manifest"},
 		{"manifest is not JSON", func() (int, []byte) {
-			return send(h.publisher, p300, part{registry.PartManifest, "application/json", []byte("{not json")}, zipPart(fresh("a").Zip))
+			return send(h.publisher, p300, part{api.PartManifest, "application/json", []byte("{not json")}, zipPart(fresh("a").Zip))
 		}, 400, "manifest"},
 		{"manifest with an unknown field", func() (int, []byte) {
-			return send(h.publisher, p300, part{registry.PartManifest, "application/json", []byte(`{"format":"flowgen.dev/artifact/v1","surprise":1}`)}, zipPart(fresh("a").Zip))
+			return send(h.publisher, p300, part{api.PartManifest, "application/json", []byte(`{"format":"flowgen.dev/artifact/v1","surprise":1}`)}, zipPart(fresh("a").Zip))
 		}, 400, "surprise"},
 		{"manifest part too large", func() (int, []byte) {
-			return send(h.publisher, p300, part{registry.PartManifest, "application/json", bytes.Repeat([]byte(" "), 9<<20)}, zipPart(fresh("a").Zip))
+			return send(h.publisher, p300, part{api.PartManifest, "application/json", bytes.Repeat([]byte(" "), 9<<20)}, zipPart(fresh("a").Zip))
 		}, 413, "manifest part"},
 		{"manifest names another connector", withManifest(func(m *artifact.Manifest) { m.Connector = "payments.refund" }), 400, "connector"},
 		{"manifest names another version", withManifest(func(m *artifact.Manifest) { m.ConnectorVersion = "3.0.1" }), 400, "connector_version"},

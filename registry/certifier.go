@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
@@ -98,11 +99,11 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 		return err
 	}
 	s.log.Info("certifying", slog.String("version", k.String()), slog.String("digest", v.Digest))
-	zipData, err := s.readBlob(ctx, v.Blobs[FileArtifact])
+	zipData, err := s.readBlob(ctx, v.Blobs[api.FileArtifact])
 	if err != nil {
 		return s.rejectIfTampered(ctx, k, err)
 	}
-	mj, err := s.readBlob(ctx, v.Blobs[FileManifest])
+	mj, err := s.readBlob(ctx, v.Blobs[api.FileManifest])
 	if err != nil {
 		return s.rejectIfTampered(ctx, k, err)
 	}
@@ -169,8 +170,8 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 // sign writes the signatures of the uploaded zip and of the SBOM and
 // report in out.
 func (s *Server) sign(out string, zipData []byte) error {
-	files := map[string][]byte{FileArtifact: zipData}
-	for _, name := range []string{FileReport, FileSBOM} {
+	files := map[string][]byte{api.FileArtifact: zipData}
+	for _, name := range []string{api.FileReport, api.FileSBOM} {
 		data, err := os.ReadFile(filepath.Join(out, name))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -185,7 +186,7 @@ func (s *Server) sign(out string, zipData []byte) error {
 		if err != nil {
 			return fmt.Errorf("sign %s: %w", name, err)
 		}
-		if err := os.WriteFile(filepath.Join(out, name+SignatureSuffix), sig, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(out, name+api.SignatureSuffix), sig, 0o644); err != nil {
 			return err
 		}
 	}
@@ -254,7 +255,7 @@ var errAlreadyDone = errors.New("already certified or rejected")
 // storeEvidence puts the signed evidence in the blob store and returns
 // the name→digest map.
 func (s *Server) storeEvidence(ctx context.Context, out string) (map[string]string, error) {
-	names := []string{FileReport, FileReport + SignatureSuffix, FileSBOM, FileSBOM + SignatureSuffix, FileArtifact + SignatureSuffix}
+	names := []string{api.FileReport, api.FileReport + api.SignatureSuffix, api.FileSBOM, api.FileSBOM + api.SignatureSuffix, api.FileArtifact + api.SignatureSuffix}
 	evidence := map[string]string{}
 	for _, name := range names {
 		data, err := os.ReadFile(filepath.Join(out, name))

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
-	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
@@ -49,7 +49,7 @@ func TestServesTheFlowgenModule(t *testing.T) {
 		t.Errorf("without a token: %d", code)
 	}
 	code, body := h.do("GET", "/v1/flowgen-module", h.puller, "", nil)
-	var info registry.FlowgenModuleInfo
+	var info api.FlowgenModuleInfo
 	if code != http.StatusOK || json.Unmarshal(body, &info) != nil {
 		t.Fatalf("flowgen-module: %d %s", code, body)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
@@ -39,7 +40,7 @@ type GCOptions struct {
 // CollectGarbage removes blobs that no version refers to and that are
 // older than the grace period (with DryRun, only reports them), holding
 // uploads off while it decides.
-func (s *Server) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, error) {
+func (s *Server) CollectGarbage(ctx context.Context, opts GCOptions) (api.GCReport, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = s.cfg.GCGrace
 	}
@@ -53,11 +54,11 @@ func (s *Server) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, 
 // CollectGarbage is garbage collection on the stores themselves, for
 // registryd gc when no server runs; uploads, when lock is not nil, hold its
 // read side (Server.CollectGarbage passes its own).
-func CollectGarbage(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, now time.Time, opts GCOptions, lock sync.Locker) (GCReport, error) {
+func CollectGarbage(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, now time.Time, opts GCOptions, lock sync.Locker) (api.GCReport, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGCGrace
 	}
-	rep := GCReport{DryRun: opts.DryRun, Removed: []string{}}
+	rep := api.GCReport{DryRun: opts.DryRun, Removed: []string{}}
 	cutoff := now.Add(-opts.Grace)
 	var candidates []blobstore.Descriptor
 	err := blobs.List(ctx, func(d blobstore.Descriptor) error {

@@ -85,7 +85,7 @@ func (s *Server) goProxy(w http.ResponseWriter, r *http.Request, p *principal) e
 	case "info":
 		return writeInfo(w, v)
 	case "mod":
-		zipData, err := s.readBlob(r.Context(), v.Blobs[FileArtifact])
+		zipData, err := s.readBlob(r.Context(), v.Blobs[api.FileArtifact])
 		if err != nil {
 			return storageErr(err)
 		}
@@ -97,7 +97,7 @@ func (s *Server) goProxy(w http.ResponseWriter, r *http.Request, p *principal) e
 		_, err = w.Write(gomod)
 		return err
 	default:
-		zipData, err := s.readBlob(r.Context(), v.Blobs[FileArtifact])
+		zipData, err := s.readBlob(r.Context(), v.Blobs[api.FileArtifact])
 		if err != nil {
 			return storageErr(err)
 		}
@@ -157,6 +157,6 @@ func (s *Server) flowgenModule(w http.ResponseWriter, r *http.Request, p *princi
 		return api.CodeNotFound.Errorf("this registry serves no flowgen module (registryd serve --flowgen-module DIR)")
 	}
 	sum := sha256.Sum256(s.flowgen.Zip)
-	return writeJSON(w, http.StatusOK, FlowgenModuleInfo{Module: flowgenmod.Path, Version: s.flowgen.Version,
+	return writeJSON(w, http.StatusOK, api.FlowgenModuleInfo{Module: flowgenmod.Path, Version: s.flowgen.Version,
 		ZipSHA256: hex.EncodeToString(sum[:]), Signature: string(s.flowgenSig)})
 }

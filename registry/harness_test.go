@@ -25,6 +25,7 @@ import (
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
@@ -222,10 +223,10 @@ func manifestPart(t testing.TB, m artifact.Manifest) part {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return part{registry.PartManifest, "application/json", j}
+	return part{api.PartManifest, "application/json", j}
 }
 
-func zipPart(z []byte) part { return part{registry.PartArtifact, "application/zip", z} }
+func zipPart(z []byte) part { return part{api.PartArtifact, "application/zip", z} }
 
 // publish uploads a to ns/connector@version.
 func (h *harness) publish(token, ns string, a *artifact.Artifact) (int, []byte) {
@@ -359,9 +360,9 @@ func sha(b []byte) string {
 }
 
 // apiError decodes an error body.
-func apiError(t testing.TB, body []byte) registry.APIError {
+func apiError(t testing.TB, body []byte) api.Error {
 	var e struct {
-		Error registry.APIError `json:"error"`
+		Error api.Error `json:"error"`
 	}
 	if err := json.Unmarshal(body, &e); err != nil || e.Error.Code == "" {
 		t.Fatalf("not an error body: %s", body)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 )
 
@@ -46,7 +47,7 @@ func TestFailedUploadKeepsAConcurrentUploadsBlob(t *testing.T) {
 				if _, err := h.blobs.Stat(context.Background(), a.Manifest.Digest); err != nil {
 					t.Fatalf("race %d: A's committed version lost its blob: %v", i, err)
 				}
-				if code, zip := h.do("GET", path+"/files/"+registry.FileArtifact, h.admin, "", nil); code != http.StatusOK || !bytes.Equal(zip, a.Zip) {
+				if code, zip := h.do("GET", path+"/files/"+api.FileArtifact, h.admin, "", nil); code != http.StatusOK || !bytes.Equal(zip, a.Zip) {
 					t.Fatalf("race %d: reading the artifact back: %d", i, code)
 				}
 			}

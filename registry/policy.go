@@ -22,7 +22,7 @@ func (s *Server) violations(ctx context.Context, p *principal, v meta.Version) (
 	if v.State != meta.Certified {
 		return []policy.Violation{{Rule: "certified", Message: fmt.Sprintf("%s is %s", v.Key(), v.State), Evidence: "registry state"}}, nil
 	}
-	cacheKey := HashToken(p.token.Policy) + " " + v.Blobs[FileReport] + " " + v.Blobs[FileManifest] + " " + v.Namespace + " " + v.Publisher
+	cacheKey := HashToken(p.token.Policy) + " " + v.Blobs[api.FileReport] + " " + v.Blobs[api.FileManifest] + " " + v.Namespace + " " + v.Publisher
 	if cached, ok := s.policyCache.Load(cacheKey); ok {
 		return cached.([]policy.Violation), nil
 	}
@@ -31,7 +31,7 @@ func (s *Server) violations(ctx context.Context, p *principal, v meta.Version) (
 		return nil, err
 	}
 	var files [3][]byte
-	for i, name := range []string{FileReport, FileReport + SignatureSuffix, FileManifest} {
+	for i, name := range []string{api.FileReport, api.FileReport + api.SignatureSuffix, api.FileManifest} {
 		if files[i], err = s.readBlob(ctx, v.Blobs[name]); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", v.Key(), name, err)
 		}
@@ -42,7 +42,7 @@ func (s *Server) violations(ctx context.Context, p *principal, v meta.Version) (
 		// key was changed after the registry signed it.
 		s.metrics.tampered.Inc()
 		s.log.ErrorContext(ctx, "stored evidence does not verify: storage was modified", slog.String("version", v.Key().String()), slog.Any("error", err))
-		return nil, &TamperedError{Digest: v.Blobs[FileReport], Got: "evidence that does not verify (" + err.Error() + ")"}
+		return nil, &TamperedError{Digest: v.Blobs[api.FileReport], Got: "evidence that does not verify (" + err.Error() + ")"}
 	}
 	out := pol.Check(ev)
 	s.policyCache.Store(cacheKey, out)

@@ -53,7 +53,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" || params["boundary"] == "" {
 		return api.CodeUnsupportedMedia.Errorf(
-			"Content-Type %q: want multipart/form-data with a %q part then an %q part", r.Header.Get("Content-Type"), PartManifest, PartArtifact)
+			"Content-Type %q: want multipart/form-data with a %q part then an %q part", r.Header.Get("Content-Type"), api.PartManifest, api.PartArtifact)
 	}
 	rc := http.NewResponseController(w)
 	defer rc.SetReadDeadline(time.Time{})
@@ -85,10 +85,10 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 
 	part, err := mr.NextPart()
 	if err != nil {
-		return partErr(err, PartArtifact)
+		return partErr(err, api.PartArtifact)
 	}
-	if part.FormName() != PartArtifact {
-		return api.CodeBadUpload.Errorf("second part is %q, want %q (the zip)", part.FormName(), PartArtifact)
+	if part.FormName() != api.PartArtifact {
+		return api.CodeBadUpload.Errorf("second part is %q, want %q (the zip)", part.FormName(), api.PartArtifact)
 	}
 	// An upload never deletes a blob, even one it added itself: another
 	// upload of the same bytes may rely on it. What a failed upload leaves
@@ -116,7 +116,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		return api.CodeBadUpload.Errorf("the artifact part has %d bytes, the manifest says %d", zd.Size, m.Size)
 	}
 	if _, err := mr.NextPart(); err != io.EOF {
-		return api.CodeBadUpload.Errorf("unexpected content after the %q part", PartArtifact)
+		return api.CodeBadUpload.Errorf("unexpected content after the %q part", api.PartArtifact)
 	}
 	zipData, err := s.readBlob(ctx, zd.Digest)
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		Namespace: k.Namespace, Connector: k.Connector, Version: k.Version,
 		Module: m.Module, ModuleVersion: m.Version, Digest: m.Digest, Size: m.Size,
 		State: meta.Pending, Progress: "waiting for certification",
-		Blobs:     map[string]string{FileArtifact: zd.Digest, FileManifest: md.Digest},
+		Blobs:     map[string]string{api.FileArtifact: zd.Digest, api.FileManifest: md.Digest},
 		Publisher: p.token.Name, Created: now, Updated: now,
 	}
 	labels(&v, m.Spec)
@@ -192,14 +192,14 @@ func (s *Server) readManifestPart(mr *multipart.Reader, k meta.Key) (artifact.Ma
 	var m artifact.Manifest
 	part, err := mr.NextPart()
 	if err != nil {
-		return m, partErr(err, PartManifest)
+		return m, partErr(err, api.PartManifest)
 	}
-	if part.FormName() != PartManifest {
-		return m, api.CodeBadUpload.Errorf("first part is %q, want %q (the artifact manifest, JSON)", part.FormName(), PartManifest)
+	if part.FormName() != api.PartManifest {
+		return m, api.CodeBadUpload.Errorf("first part is %q, want %q (the artifact manifest, JSON)", part.FormName(), api.PartManifest)
 	}
 	raw, err := io.ReadAll(io.LimitReader(part, maxManifestSize+1))
 	if err != nil {
-		return m, partErr(err, PartManifest)
+		return m, partErr(err, api.PartManifest)
 	}
 	if len(raw) > maxManifestSize {
 		return m, api.CodeTooLarge.Errorf("the manifest part is larger than %d bytes", maxManifestSize)
@@ -285,7 +285,7 @@ func partErr(err error, want string) error {
 
 // storageErr is a failure of the registry's storage: 503, try again.
 func storageErr(err error) error {
-	var ae *APIError
+	var ae *api.Error
 	var tampered *TamperedError
 	if errors.As(err, &ae) || errors.As(err, &tampered) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
@@ -294,7 +294,7 @@ func storageErr(err error) error {
 }
 
 func outcome(err error) string {
-	var ae *APIError
+	var ae *api.Error
 	switch {
 	case err == nil:
 		return "ok"

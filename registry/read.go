@@ -54,7 +54,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p *principal) er
 	if limit, err := strconv.Atoi(qv.Get("limit")); err == nil && limit > 0 && limit < len(vs) {
 		vs = vs[:limit]
 	}
-	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(vs)})
+	return writeJSON(w, http.StatusOK, api.SearchResult{Versions: orEmpty(vs)})
 }
 
 // listVersions handles GET /v1/connectors/{namespace}/{connector}/versions:
@@ -75,7 +75,7 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *princip
 	if vs, err = s.filterPullable(r, p, vs); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, SearchResult{Versions: orEmpty(vs)})
+	return writeJSON(w, http.StatusOK, api.SearchResult{Versions: orEmpty(vs)})
 }
 
 // orEmpty is vs, never null in JSON.
@@ -115,8 +115,8 @@ func (p *principal) mayInspect(v meta.Version) bool {
 
 // servedFiles are the files of a version and their content types.
 var servedFiles = map[string]string{
-	FileArtifact: "application/zip", FileManifest: "application/json", FileSBOM: "application/spdx+json", FileReport: "application/json",
-	FileArtifact + SignatureSuffix: "text/plain", FileSBOM + SignatureSuffix: "text/plain", FileReport + SignatureSuffix: "text/plain",
+	api.FileArtifact: "application/zip", api.FileManifest: "application/json", api.FileSBOM: "application/spdx+json", api.FileReport: "application/json",
+	api.FileArtifact + api.SignatureSuffix: "text/plain", api.FileSBOM + api.SignatureSuffix: "text/plain", api.FileReport + api.SignatureSuffix: "text/plain",
 }
 
 // getFile handles GET .../versions/{version}/files/{file}: the files of a
@@ -142,7 +142,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, p *principal) e
 	if !p.mayInspect(v) {
 		return notFoundOr(meta.ErrNotFound, k)
 	}
-	if !strings.HasPrefix(name, FileReport) {
+	if !strings.HasPrefix(name, api.FileReport) {
 		if err := s.checkPullable(r, p, v); err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify"
 	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 	"github.com/flowgen-dev/flowgen/runtime/s3blobs/s3test"
@@ -160,7 +161,7 @@ requiredChecks: [determinism]
 	// Tampered evidence behind a policy is as loud as a tampered artifact:
 	// 500, not a 404 that sends the go command to the next proxy. (A fresh
 	// policy, so no verdict is cached, as after a restart.)
-	tamper(t, h, v.Blobs[registry.FileReport])
+	tamper(t, h, v.Blobs[api.FileReport])
 	fresh := h.token("fresh-platform", []string{registry.ScopePull}, "apiVersion: flowgen.dev/v1\nkind: PullPolicy\nmaxEffects: Effectful\n")
 	for _, q := range []string{gp + "/@v/list", gp + "/@v/v2.1.0.info", "/v1/connectors?q=charge"} {
 		if code, body := h.do("GET", q, fresh, "", nil); code != 500 || apiError(t, body).Code != "tampered" {

@@ -404,7 +404,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // writeError maps err to a status and writes {"error": {...}}.
 func (s *Server) writeError(w *recorder, r *http.Request, err error) {
 	var (
-		ae       *APIError
+		ae       *api.Error
 		auth     *authError
 		conflict *meta.ConflictError
 		mismatch *blobstore.DigestMismatchError
@@ -443,7 +443,7 @@ func (s *Server) writeError(w *recorder, r *http.Request, err error) {
 	if ae.Status == http.StatusRequestTimeout || ae.Status == http.StatusRequestEntityTooLarge {
 		w.Header().Set("Connection", "close")
 	}
-	writeJSON(w, ae.Status, map[string]*APIError{"error": ae})
+	writeJSON(w, ae.Status, map[string]*api.Error{"error": ae})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/client"
 	"github.com/flowgen-dev/flowgen/registry/meta"
@@ -18,10 +19,10 @@ import (
 // through a running registryd's admin API, or, when none is named, the
 // stores themselves.
 type admin interface {
-	CreateToken(ctx context.Context, req registry.TokenRequest) (registry.TokenCreated, error)
-	ListTokens(ctx context.Context) ([]registry.TokenInfo, error)
-	RevokeToken(ctx context.Context, id string) (registry.TokenInfo, error)
-	CollectGarbage(ctx context.Context, req registry.GCRequest) (registry.GCReport, error)
+	CreateToken(ctx context.Context, req api.TokenRequest) (api.TokenCreated, error)
+	ListTokens(ctx context.Context) ([]api.TokenInfo, error)
+	RevokeToken(ctx context.Context, id string) (api.TokenInfo, error)
+	CollectGarbage(ctx context.Context, req api.GCRequest) (api.GCReport, error)
 	Close() error
 }
 
@@ -72,28 +73,28 @@ type localAdmin struct {
 
 const localActor = "registryd (local)"
 
-func (l *localAdmin) CreateToken(ctx context.Context, req registry.TokenRequest) (registry.TokenCreated, error) {
+func (l *localAdmin) CreateToken(ctx context.Context, req api.TokenRequest) (api.TokenCreated, error) {
 	return registry.CreateToken(ctx, l.meta, req, localActor, time.Now())
 }
 
-func (l *localAdmin) ListTokens(ctx context.Context) ([]registry.TokenInfo, error) {
+func (l *localAdmin) ListTokens(ctx context.Context) ([]api.TokenInfo, error) {
 	ts, err := l.meta.ListTokens(ctx)
-	var out []registry.TokenInfo
+	var out []api.TokenInfo
 	for _, t := range ts {
 		out = append(out, registry.Info(t))
 	}
 	return out, err
 }
 
-func (l *localAdmin) RevokeToken(ctx context.Context, id string) (registry.TokenInfo, error) {
+func (l *localAdmin) RevokeToken(ctx context.Context, id string) (api.TokenInfo, error) {
 	return registry.RevokeToken(ctx, l.meta, id, localActor, time.Now())
 }
 
-func (l *localAdmin) CollectGarbage(ctx context.Context, req registry.GCRequest) (registry.GCReport, error) {
+func (l *localAdmin) CollectGarbage(ctx context.Context, req api.GCRequest) (api.GCReport, error) {
 	if l.blobs == nil {
 		b, err := l.st.openBlobs(ctx)
 		if err != nil {
-			return registry.GCReport{}, err
+			return api.GCReport{}, err
 		}
 		l.blobs = b
 	}
@@ -101,7 +102,7 @@ func (l *localAdmin) CollectGarbage(ctx context.Context, req registry.GCRequest)
 	if req.Grace != "" {
 		d, err := time.ParseDuration(req.Grace)
 		if err != nil {
-			return registry.GCReport{}, fmt.Errorf("--grace: %w", err)
+			return api.GCReport{}, fmt.Errorf("--grace: %w", err)
 		}
 		opts.Grace = d
 	}

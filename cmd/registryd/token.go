@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/policy"
-	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
 )
 
 // scopeList is a repeatable, comma-separated --scope flag.
@@ -54,7 +54,7 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	af.register(fs)
 	switch args[0] {
 	case "create":
-		var req registry.TokenRequest
+		var req api.TokenRequest
 		fs.StringVar(&req.Name, "name", "", "who the token is for, e.g. ci-payments (required)")
 		var scopes scopeList
 		fs.Var(&scopes, "scope", "admin, pull or publish:NAMESPACE; repeat or separate with commas (required)")
@@ -148,7 +148,7 @@ func gc(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var af adminFlags
 	af.register(fs)
-	var req registry.GCRequest
+	var req api.GCRequest
 	fs.BoolVar(&req.DryRun, "dry-run", false, "list what would be removed, remove nothing")
 	fs.StringVar(&req.Grace, "grace", "", "keep unreferenced blobs younger than this (default: the server's, 24h)")
 	fs.Usage = func() {
