@@ -83,7 +83,7 @@ const (
 
 // Check is one named check's result.
 type Check struct {
-	Name       string   `json:"name"`
+	Name       CheckName `json:"name"`
 	Outcome    Outcome  `json:"outcome"`
 	Summary    string   `json:"summary"`
 	Evidence   []string `json:"evidence,omitempty"`
@@ -134,7 +134,7 @@ type Waiver struct {
 }
 
 // Check returns the named check, or nil when it is not in the report.
-func (r *Report) Check(name string) *Check {
+func (r *Report) Check(name CheckName) *Check {
 	for i := range r.Checks {
 		if r.Checks[i].Name == name {
 			return &r.Checks[i]
@@ -143,9 +143,14 @@ func (r *Report) Check(name string) *Check {
 	return nil
 }
 
+// CheckName names a check ("fixtures", "duplicate-delivery", ...).
+type CheckName string
+
+func (n CheckName) String() string { return string(n) }
+
 // CheckNames lists the checks a run performs, in order.
-func CheckNames() []string {
-	names := make([]string, len(checks))
+func CheckNames() []CheckName {
+	names := make([]CheckName, len(checks))
 	for i, c := range checks {
 		names[i] = c.name
 	}
@@ -200,7 +205,7 @@ const (
 // checkDef is one check: its name, whether it is a gate (a failure skips
 // every later check), and what it does.
 type checkDef struct {
-	name string
+	name CheckName
 	gate bool
 	do   func(*run, *Check)
 }
@@ -288,7 +293,7 @@ type run struct {
 	opts       Options
 	report     *Report
 	sbomPath   string
-	failedGate string
+	failedGate CheckName
 	importPath string
 	// generatedFiles are the absolute paths of files equal to what flowgen
 	// gen writes for the spec.

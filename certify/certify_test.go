@@ -22,7 +22,7 @@ import (
 func outcomes(r *Report) map[string]Check {
 	m := map[string]Check{}
 	for _, c := range r.Checks {
-		m[c.Name] = c
+		m[string(c.Name)] = c
 	}
 	return m
 }
@@ -41,7 +41,7 @@ func TestExampleConnectorIsCertifiedAndSigned(t *testing.T) {
 	r, err := Run(context.Background(), "../examples/connectors/normalize", Options{
 		Out: out, Signer: signer, Tool: "flowgen-test",
 		Now:      func() time.Time { return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC) },
-		Progress: func(i, n int, c Check, done bool) { progress = append(progress, c.Name) },
+		Progress: func(i, n int, c Check, done bool) { progress = append(progress, string(c.Name)) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +286,7 @@ func TestCorpus(t *testing.T) {
 		}
 		if c.only {
 			for _, other := range r.Checks {
-				if other.Name != c.check && other.Outcome == Fail {
+				if string(other.Name) != c.check && other.Outcome == Fail {
 					t.Errorf("%s: %s failed too: %s", c.dir, other.Name, other.Summary)
 				}
 			}
@@ -365,7 +365,7 @@ func TestDocumentedChecks(t *testing.T) {
 		if c.gate {
 			gate = "yes"
 		}
-		want = append(want, strings.TrimSpace(c.name+" "+gate))
+		want = append(want, strings.TrimSpace(string(c.name)+" "+gate))
 	}
 	for i := range rows {
 		rows[i] = strings.TrimSpace(rows[i])

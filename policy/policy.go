@@ -47,7 +47,7 @@ type Policy struct {
 	Determinism          []flowtype.Determinism `json:"determinism,omitempty"`
 	Egress               *[]string              `json:"egress,omitempty"`
 	ForbiddenDataClasses []string               `json:"forbiddenDataClasses,omitempty"`
-	RequiredChecks       []string               `json:"requiredChecks,omitempty"`
+	RequiredChecks       []certify.CheckName    `json:"requiredChecks,omitempty"`
 	Publishers           []string               `json:"publishers,omitempty"`
 	Namespaces           []string               `json:"namespaces,omitempty"`
 	// RefuseWaivers refuses a connector whose certification accepted any
@@ -64,7 +64,7 @@ func Parse(file string, data []byte) (*Policy, error) {
 		connectorspec.CheckHeader(&diags, p.Source, p.APIVersion, p.Kind, Kind)
 		for _, c := range p.RequiredChecks {
 			if !slices.Contains(certify.CheckNames(), c) {
-				diags.Add(p.At("requiredChecks"), diag.FMT006, "one of "+strings.Join(certify.CheckNames(), ", "), "unknown check %q", c)
+				diags.Add(p.At("requiredChecks"), diag.FMT006, fmt.Sprintf("one of %s", joinStrings(certify.CheckNames())), "unknown check %q", c)
 			}
 		}
 	}

@@ -34,10 +34,10 @@ type WorkerRequest struct {
 
 // workerProgress is one line the worker prints on stdout as a check ends.
 type workerProgress struct {
-	Index   int    `json:"index"`
-	Total   int    `json:"total"`
-	Check   string `json:"check"`
-	Outcome string `json:"outcome"`
+	Index   int               `json:"index"`
+	Total   int               `json:"total"`
+	Check   certify.CheckName `json:"check"`
+	Outcome string            `json:"outcome"`
 }
 
 // WorkerMain is the certification worker: it reads a WorkerRequest from
