@@ -84,10 +84,10 @@ const (
 // Check is one named check's result.
 type Check struct {
 	Name       CheckName `json:"name"`
-	Outcome    Outcome  `json:"outcome"`
-	Summary    string   `json:"summary"`
-	Evidence   []string `json:"evidence,omitempty"`
-	DurationMS int64    `json:"duration_ms"`
+	Outcome    Outcome   `json:"outcome"`
+	Summary    string    `json:"summary"`
+	Evidence   []string  `json:"evidence,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
 }
 
 // Report is a certification run.
