@@ -1,14 +1,10 @@
 package artifact
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +13,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
+	"github.com/flowgen-dev/flowgen/internal/golist"
 )
 
 // ErrCannotTravel: the connector imports packages of its enclosing module,
@@ -48,24 +45,9 @@ type depPackage struct {
 // modules reached through replace directives.
 func requirements(dir, modPath string) ([]*modfile.Require, error) {
 	ctx := context.Background()
-	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-test", "-json", ".")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	pkgs, err := golist.Packages[depPackage](ctx, dir, nil, "-deps", "-test", ".")
 	if err != nil {
-		return nil, fmt.Errorf("the connector's packages do not load: go list: %v\n%s", err, strings.TrimSpace(stderr.String()))
-	}
-	var pkgs []depPackage
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p depPackage
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("go list output: %w", err)
-		}
-		pkgs = append(pkgs, p)
+		return nil, fmt.Errorf("the connector's packages do not load: %w", err)
 	}
 	own := func(p depPackage) bool { return p.Dir == dir }
 	direct := map[string]bool{}

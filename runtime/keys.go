@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Key layout. Every key the engine writes comes from one function below;
@@ -109,20 +110,11 @@ func jobKey(j JobID, parts ...string) []byte {
 
 // segment hashes long or slash-containing key segments.
 func segment(s string) string {
-	if len(s) <= 64 && !containsSlash(s) {
+	if len(s) <= 64 && !strings.ContainsRune(s, '/') {
 		return s
 	}
 	sum := sha256.Sum256([]byte(s))
 	return "h:" + base64.RawURLEncoding.EncodeToString(sum[:16])
-}
-
-func containsSlash(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
 }
 
 // messageID derives a message's id from its job and activation, so that

@@ -17,7 +17,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flowgen-dev/flowgen/internal/golist"
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 )
@@ -114,14 +114,9 @@ func moduleFiles(ctx context.Context, root string) ([]string, error) {
 	if !bytes.Contains(gomod, []byte("module "+Path+"\n")) {
 		return nil, fmt.Errorf("%s/go.mod is not the %s module", root, Path)
 	}
-	cmd := exec.CommandContext(ctx, "go", "list", "-e", "-json", "./...")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	pkgs, err := golist.Packages[listedPackage](ctx, root, []string{"GOWORK=off", "GOFLAGS=-mod=mod"}, "-e", "./...")
 	if err != nil {
-		return nil, fmt.Errorf("go list: %v\n%s", err, stderr.Bytes())
+		return nil, err
 	}
 	set := map[string]bool{}
 	for _, top := range []string{"go.mod", "go.sum", "LICENSE", "README.md"} {
@@ -129,14 +124,7 @@ func moduleFiles(ctx context.Context, root string) ([]string, error) {
 			set[top] = true
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listedPackage
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("go list output: %w", err)
-		}
+	for _, p := range pkgs {
 		if p.Module == nil || p.Module.Path != Path {
 			continue
 		}

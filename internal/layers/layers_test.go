@@ -1,30 +1,26 @@
 package layers
 
 import (
-	"encoding/json"
-	"errors"
+	"context"
 	"go/parser"
 	"go/token"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/flowgen-dev/flowgen/internal/golist"
 )
 
 const module = "github.com/flowgen-dev/flowgen/"
 
-// pkg is what go list says of one package.
+// pkg is what go list says of one package: its path and every package it
+// depends on.
 type pkg struct {
 	ImportPath string
-	Dir        string
-	Standard   bool
-	Imports    []string
 	Deps       []string
-	GoFiles    []string
 }
 
 func (p pkg) rel() string { return strings.TrimPrefix(p.ImportPath, module) }
@@ -47,22 +43,12 @@ func listPackages(t *testing.T) map[string]pkg {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-deps", "-json", "./...")
-	cmd.Dir = root
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	pkgs, err := golist.Packages[pkg](context.Background(), root, nil, "-deps", "./...")
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatal(err)
 	}
 	all := map[string]pkg{}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	for {
-		var p pkg
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range pkgs {
 		all[p.ImportPath] = p
 	}
 	return all

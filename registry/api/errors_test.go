@@ -1,10 +1,12 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +52,25 @@ func TestServerUsesOnlyTableCodes(t *testing.T) {
 		if loc := free.FindIndex(src); loc != nil {
 			t.Errorf("%s builds an error answer without a code from the table: %q", f, src[loc[0]:loc[1]])
 		}
+	}
+}
+
+// TestDocumentedCodes keeps the error table in docs/registry-api.md equal
+// to the table of codes: every code, its status and its meaning, in order.
+func TestDocumentedCodes(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/registry-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(\\w+)` \\| (\\d+) \\| (.*) \\|$")
+	var got, want []string
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		got = append(got, m[1]+" "+m[2]+" "+m[3])
+	}
+	for _, c := range Codes() {
+		want = append(want, fmt.Sprintf("%s %d %s", c, c.Status(), c.Meaning()))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("docs/registry-api.md lists the error codes as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -108,9 +108,6 @@ func (a ActivationID) Undone() (id ActivationID, ok bool) {
 	return *a.undone, true
 }
 
-// IsZero reports whether a is the zero value.
-func (a ActivationID) IsZero() bool { return a.kind == 0 }
-
 const (
 	joinMark = "#join@"
 	undoMark = "#undo"
