@@ -119,14 +119,16 @@ func trusted(path string) bool {
 
 // trustedAPI is what hand-written code may call in the trusted packages:
 // errors and their kinds, retry policy arithmetic, and pure helpers.
-// Everything else there (building capabilities, contexts, engines, stores)
-// is reserved for generated code and the runtime itself.
+// Everything else there (building capabilities, contexts, engines, stores,
+// job ids from the clock) is reserved for generated code and the runtime
+// itself. runtime re-exports the errors and the retry policy of runtype
+// under the same names, so a call through either is judged alike.
 func trustedAPI(pkg, member string) bool {
 	switch pkg {
 	case "github.com/flowgen-dev/flowgen/flowtype", "github.com/flowgen-dev/flowgen/runtime/idemkey",
 		"github.com/flowgen-dev/flowgen/runtime/schematypes":
 		return true
-	case "github.com/flowgen-dev/flowgen/runtime":
+	case "github.com/flowgen-dev/flowgen/runtime", "github.com/flowgen-dev/flowgen/runtime/runtype":
 		switch member {
 		case "Errorf", "NewError", "KindOf", "NotGranted":
 			return true

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 func startBudgeted(t *testing.T, r *rig, flows []*Flow, flow, input string) (*Engine, JobID) {
@@ -27,16 +25,7 @@ func startBudgeted(t *testing.T, r *rig, flows []*Flow, flow, input string) (*En
 
 func spentBy(t *testing.T, r *rig, job JobID) int64 {
 	t.Helper()
-	var n int64
-	err := r.store.View(context.Background(), func(tx store.ReadTx) error {
-		var err error
-		n, err = spent(tx, job)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return counter(t, r.store, job, "spent")
 }
 
 func failedWith(t *testing.T, e *Engine, job JobID, want string) {
@@ -125,16 +114,10 @@ func TestSubflowBudgetIsCutToTheParents(t *testing.T) {
 		if err := drain(t, e); err != nil {
 			t.Fatal(err)
 		}
-		child := childJob(job, "sub@<a")
-		var meta, childMeta jobMeta
-		r.store.View(context.Background(), func(tx store.ReadTx) error {
-			raw, _ := tx.Get(metaKey(child))
-			json.Unmarshal(raw, &childMeta)
-			raw, _ = tx.Get(metaKey(job))
-			return json.Unmarshal(raw, &meta)
-		})
-		if childMeta.Budget.MaxActivations != c.budget-2 || !childMeta.Budget.Deadline.Equal(meta.Budget.Deadline) || meta.Budget.Deadline.IsZero() {
-			t.Fatalf("budget %d: the child's budget is %+v, the parent's %+v", c.budget, childMeta.Budget, meta.Budget)
+		child := ChildJobID(job, "sub@<a")
+		meta, childMeta := budgetOf(t, r, job), budgetOf(t, r, child)
+		if childMeta.MaxActivations != c.budget-2 || !childMeta.Deadline.Equal(meta.Deadline) || meta.Deadline.IsZero() {
+			t.Fatalf("budget %d: the child's budget is %+v, the parent's %+v", c.budget, childMeta, meta)
 		}
 		if n := spentBy(t, r, job); n != 5 {
 			t.Fatalf("budget %d: the parent spent %d, want 5 (its 3 and the child's 2)", c.budget, n)
@@ -161,4 +144,32 @@ func TestSubflowRefusedWhenNothingIsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	failedWith(t, e, job, "budget exhausted: no activations left of 2 for subflow inner")
+}
+
+// storedBudget is the budget a job's stored meta carries.
+type storedBudget struct {
+	MaxActivations int64     `json:"maxActivations"`
+	Deadline       time.Time `json:"deadline"`
+}
+
+// budgetOf reads the budget from job's meta, as inspection shows it.
+func budgetOf(t *testing.T, r *rig, job JobID) storedBudget {
+	t.Helper()
+	in, err := InspectJob(context.Background(), r.store, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range in.Entries {
+		if e.Key == "meta" {
+			var meta struct {
+				Budget storedBudget `json:"budget"`
+			}
+			if err := json.Unmarshal(e.Value, &meta); err != nil {
+				t.Fatal(err)
+			}
+			return meta.Budget
+		}
+	}
+	t.Fatalf("job %s has no meta", job)
+	return storedBudget{}
 }

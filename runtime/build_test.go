@@ -36,7 +36,7 @@ func TestBuilderAssemblesAndReportsMistakes(t *testing.T) {
 	if f.Nodes[2].Compensate == nil || f.Nodes[2].Compensate.UndoKey[0] != "OK" {
 		t.Errorf("compensation not attached: %+v", f.Nodes[2])
 	}
-	if _, err := compile(f); err != nil {
+	if err := New(nil, Options{}).Register(f); err != nil {
 		t.Errorf("the engine refuses the built flow: %v", err)
 	}
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/internal/atomicfile"
+	"github.com/flowgen-dev/flowgen/runtime/internal/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -26,7 +27,7 @@ type StoreKV struct {
 // NewStoreKV returns the KV capability for a connector namespace.
 func NewStoreKV(s store.Store, namespace string) *StoreKV { return &StoreKV{s, namespace} }
 
-func (k *StoreKV) key(key string) []byte { return kvKey(k.namespace, key) }
+func (k *StoreKV) key(key string) []byte { return engine.KVKey(k.namespace, key) }
 
 // Get implements KVReader.
 func (k *StoreKV) Get(ctx context.Context, key string) ([]byte, bool, error) {
@@ -71,7 +72,7 @@ func NewStoreDedupe(s store.Store, now func() time.Time) *StoreDedupe {
 // PutIfAbsent implements DedupeStore: a key is present until its TTL runs
 // out; recording an expired key counts as absent.
 func (d *StoreDedupe) PutIfAbsent(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	k := capabilityDedupeKey(key)
+	k := engine.CapabilityDedupeKey(key)
 	now := d.now()
 	var fresh bool
 	err := d.s.Update(ctx, func(tx store.Tx) error {

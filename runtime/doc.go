@@ -8,8 +8,12 @@
 // Operators meet the Engine: it registers flows, starts jobs, runs workers,
 // and kills, pauses, resumes and signals jobs.
 //
-// Inside, the engine has two contours. The router reads the flow and
-// decides which node activations follow a finished one (edges, switch
+// The engine lives below this package, in runtime/internal/engine, and sees
+// node code only through a small Task seam that Engine adapts each Runner
+// to; the vocabulary both share (ids, states, the error taxonomy, NodeInfo,
+// flow parts, job reports) is the leaf package runtype, which this package
+// re-exports. Inside, the engine has two contours. The router reads the flow
+// and decides which node activations follow a finished one (edges, switch
 // labels, forEach fan-out and aggregation); it never runs node code. The
 // processor runs exactly one activation through its aspects and never
 // routes. Every durable step commits with the ledger digit that proves it

@@ -3,20 +3,15 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
-
-	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/internal/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // WorkStream is the stream every activation message travels on.
-const WorkStream = "flowgen.work"
+const WorkStream = engine.WorkStream
 
 // Options configure an Engine; the zero value is usable.
 type Options struct {
@@ -49,230 +44,91 @@ type Options struct {
 // Crash points, in protocol order. Steps 1 and 2 commit in one
 // transaction, so there is no point between them.
 const (
-	CrashReserved = "reserved" // message reserved, nothing written
-	CrashEntered  = "entered"  // entry counted, work not started
-	CrashWorked   = "worked"   // node ran (effects happened), step 1 not committed
-	CrashStep2    = "step2"    // step 2 committed
-	CrashStep3    = "step3"    // step 3 committed, message not acknowledged
-	CrashAcked    = "acked"    // message acknowledged
+	CrashReserved = engine.CrashReserved // message reserved, nothing written
+	CrashEntered  = engine.CrashEntered  // entry counted, work not started
+	CrashWorked   = engine.CrashWorked   // node ran (effects happened), step 1 not committed
+	CrashStep2    = engine.CrashStep2    // step 2 committed
+	CrashStep3    = engine.CrashStep3    // step 3 committed, message not acknowledged
+	CrashAcked    = engine.CrashAcked    // message acknowledged
 )
 
 // CrashPoints lists every crash point in protocol order.
-var CrashPoints = []string{CrashReserved, CrashEntered, CrashWorked, CrashStep2, CrashStep3, CrashAcked}
+var CrashPoints = engine.CrashPoints
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
 // several engines (processes) may share one store.
+//
+// The engine itself lives below this package (runtime/internal/engine);
+// Engine gives it the node API: it adapts each Runner, giving it its
+// Context and the capabilities Options.Capabilities grants.
 type Engine struct {
-	store store.Store
-	opts  Options
-	log   *slog.Logger
-
-	mu    sync.RWMutex
-	flows map[string]*compiled
-
-	// held is the last lease taken per job (string(job) -> store.Lease),
-	// released when Run stops so other workers need not wait out the TTL.
-	held sync.Map
-
-	// The two contours: the processor runs one activation and returns its
-	// result; the router decides what follows from a committed result.
-	// The step protocol (step.go) carries one to the other and commits.
-	proc   *processor
-	router router
+	engine *engine.Engine
+	grant  func(info NodeInfo) Capabilities
 }
 
 // New returns an engine on s.
 func New(s store.Store, opts Options) *Engine {
-	if opts.Owner == "" {
-		id, _ := NewJobID()
-		opts.Owner = "worker-" + id.String()[:8]
+	return &Engine{
+		engine: engine.New(s, engine.Options{
+			Owner:      opts.Owner,
+			Visibility: opts.Visibility,
+			LeaseTTL:   opts.LeaseTTL,
+			Timeout:    opts.Timeout,
+			CrashPoint: opts.CrashPoint,
+			Logger:     opts.Logger,
+			Now:        opts.Now,
+			After:      opts.After,
+		}),
+		grant: opts.Capabilities,
 	}
-	if opts.Visibility == 0 {
-		opts.Visibility = 30 * time.Second
-	}
-	if opts.LeaseTTL == 0 {
-		opts.LeaseTTL = 30 * time.Second
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = time.Minute
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.After == nil {
-		opts.After = time.After
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}}
-	e.proc = &processor{store: s, opts: &e.opts, log: e.log}
-	return e
 }
 
 // Register makes a flow runnable by name; registering a name again replaces
-// it for jobs started afterwards.
+// it for jobs started afterwards. A flow whose nodes or edges do not fit
+// together is refused with an error that names the node or edge.
 func (e *Engine) Register(f *Flow) error {
-	c, err := compile(f)
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	e.flows[f.Name] = c
-	e.mu.Unlock()
-	return nil
+	return e.engine.Register(f.engineFlow(e.grant))
 }
 
-func (e *Engine) now() time.Time { return e.opts.Now() }
-
-func (e *Engine) flow(name string) (*compiled, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	c, ok := e.flows[name]
-	if !ok {
-		return nil, fmt.Errorf("flow %q: %w", name, ErrUnknownFlow)
-	}
-	return c, nil
+// Signal records a decision for every activation of the checkpoint node
+// alias that waits in the job, and resumes them; it returns how many it
+// resumed. A decision is final: signalling the same activation again does
+// not change it.
+func (e *Engine) Signal(ctx context.Context, job JobID, alias string, d Decision) (int, error) {
+	return e.engine.Signal(ctx, job, alias, d)
 }
 
-// jobMeta is stored at pid/<root>/meta.
-type jobMeta struct {
-	Flow    string          `json:"flow"`
-	Input   json.RawMessage `json:"input"`
-	Started time.Time       `json:"started"`
-	// Parent is set on a subflow's job: the activation waiting for it.
-	Parent *parentRef `json:"parent,omitempty"`
-	Depth  int        `json:"depth,omitempty"`
-	Budget jobBudget  `json:"budget,omitzero"`
+// Kill stops a job from the top: a tombstone on its root makes every
+// activation not yet run finish as canceled without running its node, so
+// the job drains and ends in StateKilled. Activations already running
+// finish their current attempt; parked checkpoints are released. Killing a
+// job twice keeps the first reason; killing a finished job changes nothing.
+func (e *Engine) Kill(ctx context.Context, job JobID, reason string) error {
+	return e.engine.Kill(ctx, job, reason)
 }
 
-// parentRef names the parent activation of a subflow job.
-type parentRef struct {
-	Job  string `json:"job"`
-	Act  string `json:"act"`
-	Task []byte `json:"task"` // the parked parent task, CBOR
+// Pause holds a job: its messages are handed back unprocessed until
+// Resume. Activations already running finish their current attempt.
+func (e *Engine) Pause(ctx context.Context, job JobID) error {
+	return e.engine.Pause(ctx, job)
+}
+
+// Resume lets a paused job continue.
+func (e *Engine) Resume(ctx context.Context, job JobID) error {
+	return e.engine.Resume(ctx, job)
+}
+
+// Inspect returns everything the store holds about a job, from one prefix
+// scan of its root: values (results decoded from JSON) and counters
+// (ledgers decoded into words).
+func (e *Engine) Inspect(ctx context.Context, job JobID) (*Inspection, error) {
+	return e.engine.Inspect(ctx, job)
 }
 
 // Start creates a job of the named flow with input and publishes its entry
 // activations. The job is durable once Start returns.
 func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) (JobID, error) {
-	c, err := e.flow(flow)
-	if err != nil {
-		return JobID{}, err
-	}
-	job, err := NewJobID()
-	if err != nil {
-		return JobID{}, err
-	}
-	err = e.store.Update(ctx, func(tx store.Tx) error {
-		now := e.now().UTC()
-		return e.createJob(tx, job, c, jobMeta{Flow: flow, Input: input, Started: now, Budget: c.Budget.from(now)}, c.entries)
-	})
-	if err != nil {
-		return JobID{}, fmt.Errorf("start %s: %w", flow, err)
-	}
-	return job, nil
-}
-
-// createJob writes a job's meta, status and semaphore and publishes the
-// given entry activations, in the caller's transaction. Creating the same
-// job again is a no-op, so a replayed parent step starts its subflow once.
-func (e *Engine) createJob(tx store.Tx, job JobID, c *compiled, meta jobMeta, entries []string) error {
-	if _, err := tx.Get(metaKey(job)); err == nil {
-		return nil
-	}
-	raw, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	status, _ := json.Marshal(JobStatus{State: StateRunning, Started: meta.Started})
-	if err := tx.PutOnce(metaKey(job), raw); err != nil {
-		return err
-	}
-	if err := indexJob(tx, job, meta); err != nil {
-		return err
-	}
-	if err := tx.Put(statusKey(job), status); err != nil {
-		return err
-	}
-	if _, err := tx.Add(semKey(job), int64(len(entries)), maxSemaphore); err != nil {
-		return err
-	}
-	input, ref, err := boundary(tx, meta.Input)
-	if err != nil {
-		return err
-	}
-	ts := make([]task, len(entries))
-	for i, alias := range entries {
-		ts[i] = task{Kind: runtype.Entry, Flow: c.Name, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
-	}
-	meta.Budget.stamp(ts)
-	if err := spend(tx, job, meta.Budget, ts); err != nil {
-		return err
-	}
-	for _, t := range ts {
-		if err := e.publish(tx, job, t); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// maxSemaphore bounds the open obligations of one job.
-const maxSemaphore = 1 << 40
-
-// task is the payload of a work message: one activation to run.
-type task struct {
-	// Kind is what the activation does (entry, step, join or undo); the
-	// engine branches on it, never on which other fields are set.
-	// Messages published before it existed have none: enter derives it
-	// from Act.
-	Kind  runtype.Kind `cbor:"20,keyasint,omitempty"`
-	Flow  string       `cbor:"1,keyasint"`
-	Node  string       `cbor:"2,keyasint"`
-	Act   string       `cbor:"3,keyasint"`
-	Dim   runtype.Dim  `cbor:"4,keyasint,omitempty"`
-	Input []byte       `cbor:"5,keyasint,omitempty"`
-	// Join is set on forEach body activations: the forEach activation they
-	// report to, their element index and the fan-out size.
-	Join   string `cbor:"6,keyasint,omitempty"`
-	Index  int    `cbor:"7,keyasint,omitempty"`
-	Expect int    `cbor:"8,keyasint,omitempty"`
-	// JoinOf is set on the activation that aggregates a forEach.
-	JoinOf string `cbor:"9,keyasint,omitempty"`
-	// Resume distinguishes the message that resumes a parked activation
-	// (after a signal or a kill) from the one that parked it.
-	Resume string `cbor:"10,keyasint,omitempty"`
-	// Undo is set on compensation activations: the position in the
-	// compensation chain (1-based) and its length.
-	Undo   int `cbor:"11,keyasint,omitempty"`
-	UndoOf int `cbor:"12,keyasint,omitempty"`
-	// Delivery and DedupeTTL come from the edge the activation arrived on.
-	Delivery  Delivery      `cbor:"13,keyasint,omitempty"`
-	DedupeTTL time.Duration `cbor:"14,keyasint,omitempty"`
-	// InputRef replaces Input when it was too large to travel inline: the
-	// sha256 of the input stored under blobs/.
-	InputRef string `cbor:"15,keyasint,omitempty"`
-	// Window is the forEach concurrency limit a body activation runs
-	// under (0: none): finishing starts element Window+finished-1.
-	Window int `cbor:"16,keyasint,omitempty"`
-	// Refused is set on an activation the router may not run (a loop past
-	// its MaxIterations, a spent budget): the processor fails it with
-	// PolicyDenied and this reason instead of running it.
-	Refused string `cbor:"17,keyasint,omitempty"`
-	// MaxActivations and Deadline (Unix nanoseconds) are the job's budget,
-	// carried by every task so it is enforced without reading the meta.
-	MaxActivations int64 `cbor:"18,keyasint,omitempty"`
-	Deadline       int64 `cbor:"19,keyasint,omitempty"`
-}
-
-func (e *Engine) publish(tx store.Tx, job JobID, t task) error {
-	payload, err := cbor.Marshal(t)
-	if err != nil {
-		return err
-	}
-	return tx.Enqueue(store.Message{ID: messageID(job, t.Act+t.Resume), Stream: WorkStream, Job: job[:], Payload: payload})
+	return e.engine.Start(ctx, flow, input)
 }
 
 // Run works until ctx is cancelled, with the given number of concurrent
@@ -282,140 +138,60 @@ func (e *Engine) publish(tx store.Tx, job JobID, t task) error {
 // Idle workers wait for the store's publish notifications when it has them
 // (store.Notifier), and poll with a short backoff otherwise.
 func (e *Engine) Run(ctx context.Context, workers int) error {
-	wake, maxIdle := e.wakeups(ctx)
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			idle, failed := time.Millisecond, 10*time.Millisecond
-			for ctx.Err() == nil {
-				did, err := e.Step(ctx)
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					e.log.Warn("step failed; will retry", "err", err, "in", failed)
-					sleepCtx(ctx, failed)
-					failed = min(failed*2, time.Second)
-					continue
-				}
-				failed = 10 * time.Millisecond
-				if did {
-					idle = time.Millisecond
-					wake.pass() // there may be more
-					continue
-				}
-				select {
-				case <-ctx.Done():
-				case <-wake.wait():
-				case <-time.After(idle):
-				}
-				idle = min(idle*2, maxIdle)
-			}
-		}()
-	}
-	wg.Wait()
-	e.releaseLeases()
-	return nil
-}
-
-// releaseLeases ends this engine's job leases after its workers stopped:
-// a worker that shuts down cleanly hands its jobs over at once.
-func (e *Engine) releaseLeases() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	e.held.Range(func(job, l any) bool {
-		err := e.store.Update(ctx, func(tx store.Tx) error { return tx.ReleaseLease(l.(store.Lease)) })
-		if err != nil {
-			e.log.Warn("releasing a lease at shutdown; it expires by itself", "err", err)
-		}
-		e.held.Delete(job)
-		return true
-	})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
-
-// wakeups subscribes to the store's publish notifications, if it has them,
-// and returns a broadcaster that wakes every idle worker, with the longest
-// idle poll to use alongside.
-func (e *Engine) wakeups(ctx context.Context) (*baton, time.Duration) {
-	b := newBaton()
-	n, ok := e.store.(store.Notifier)
-	if !ok {
-		return b, 50 * time.Millisecond
-	}
-	ch, err := n.Notify(ctx, WorkStream)
-	if err != nil {
-		e.log.Warn("no publish notifications; polling", "err", err)
-		return b, 50 * time.Millisecond
-	}
-	go func() {
-		for range ch {
-			b.pass()
-		}
-	}()
-	return b, 250 * time.Millisecond
-}
-
-// baton wakes idle workers one at a time: a publish notification wakes
-// one, and each worker that finds work passes the baton to the next, so
-// as many wake as there is work for, instead of every idle worker of
-// every process querying at once on each commit.
-type baton struct{ ch chan struct{} }
-
-func newBaton() *baton { return &baton{ch: make(chan struct{}, 1)} }
-
-// wait returns the channel an idle worker waits on.
-func (b *baton) wait() <-chan struct{} { return b.ch }
-
-// pass wakes one waiting worker (or the next to wait); it never blocks.
-func (b *baton) pass() {
-	select {
-	case b.ch <- struct{}{}:
-	default:
-	}
+	return e.engine.Run(ctx, workers)
 }
 
 // Step processes at most one message and reports whether it found one. The
 // reservation, the job lease and the entry count commit together.
 func (e *Engine) Step(ctx context.Context) (bool, error) {
-	var en *entry
-	empty := false
-	err := e.store.Update(ctx, func(tx store.Tx) error {
-		m, err := tx.Reserve(WorkStream, e.opts.Owner, e.opts.Visibility)
-		// An empty stream is not a failed transaction: failing would make a
-		// group-committing backend roll back and rerun its whole batch.
-		if empty = errors.Is(err, store.ErrEmpty); empty {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		en, err = e.enter(tx, m)
-		if errors.Is(err, errPoison) {
-			en = nil
-			return ignoreStale(tx.DeadLetter(m.Receipt, err.Error()))
-		}
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("reserve: %w", err)
-	}
-	if empty {
-		return false, nil
-	}
-	if en == nil {
-		return true, nil // dead-lettered
-	}
-	if err := e.crash(CrashReserved); err != nil {
-		return true, err
-	}
-	return true, e.proceed(ctx, en)
+	return e.engine.Step(ctx)
+}
+
+// Jobs lists the jobs of the engine's store that match q, newest first.
+func (e *Engine) Jobs(ctx context.Context, q JobQuery) (JobList, error) {
+	return e.engine.Jobs(ctx, q)
+}
+
+// Waiting returns the checkpoint nodes of job that wait for a decision.
+func (e *Engine) Waiting(ctx context.Context, job JobID) ([]string, error) {
+	return e.engine.Waiting(ctx, job)
+}
+
+// Status returns the job's current status.
+func (e *Engine) Status(ctx context.Context, job JobID) (JobStatus, error) {
+	return e.engine.Status(ctx, job)
+}
+
+// Wait polls until the job finishes or ctx ends.
+func (e *Engine) Wait(ctx context.Context, job JobID) (JobStatus, error) {
+	return e.engine.Wait(ctx, job)
+}
+
+// ListJobs lists the jobs in s that match q, newest first. It reads the
+// job index and, for each candidate, its status; it needs no registered
+// flows, so a command-line tool can list the jobs of any store.
+func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
+	return engine.ListJobs(ctx, s, q)
+}
+
+// WaitingCheckpoints returns the checkpoint nodes of job that wait for a
+// decision (flowgen signal), in activation order; none once it finished.
+func WaitingCheckpoints(ctx context.Context, s store.Store, job JobID) ([]string, error) {
+	return engine.WaitingCheckpoints(ctx, s, job)
+}
+
+// InspectJob reads a job's whole state from s without an engine: one
+// prefix scan of its root (values and counters), plus the job's messages
+// still in the work stream, which name the activations not yet finished.
+func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, error) {
+	return engine.InspectJob(ctx, s, job)
+}
+
+// IdempotencyKey is the key the engine gives an activation of the flow node
+// named node with this input: lowercase hex of the canonical key over the
+// node's key fields (dotted paths into the input). Empty when the node
+// declares no key fields. Generated IdempotencyKey functions compute the
+// same key from typed input.
+func IdempotencyKey(info NodeInfo, node string, input json.RawMessage) (string, error) {
+	return engine.IdempotencyKey(info, node, input)
 }

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // TestJobListing starts jobs of three flows (one waiting at a checkpoint,
@@ -132,40 +130,5 @@ func TestJobListing(t *testing.T) {
 				t.Errorf("a finished job waits at %v (%v)", w, err)
 			}
 		})
-	}
-}
-
-// TestJobIndexBackfill lists jobs written before the index existed.
-func TestJobIndexBackfill(t *testing.T) {
-	t.Parallel()
-	r := newRig(t)
-	e := New(r.store, Options{})
-	if err := e.Register(approvalFlow()); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	var jobs []JobID
-	for range 3 {
-		job, err := e.Start(ctx, "approval", json.RawMessage(`{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, job)
-	}
-	// Remove the index, as a store from before it would be.
-	err := r.store.Update(ctx, func(tx store.Tx) error {
-		for _, j := range jobs {
-			if err := tx.Delete(jobIndexKey(j)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := e.Jobs(ctx, JobQuery{})
-	if err != nil || len(l.Jobs) != 3 || l.Jobs[0].Job != jobs[2].String() {
-		t.Fatalf("after backfill: %+v %v", l, err)
 	}
 }

@@ -3,7 +3,6 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
 )
@@ -28,82 +27,6 @@ const (
 	RetryConnector    = flowtype.RetryConnector
 	RetryOrchestrator = flowtype.RetryOrchestrator
 )
-
-// RetryPolicy says how the orchestrator retries a failed activation. The
-// zero value means one attempt.
-type RetryPolicy struct {
-	InitialInterval    time.Duration
-	BackoffCoefficient float64
-	MaxInterval        time.Duration
-	MaxAttempts        int
-	// NonRetryable kinds fail the activation at once. Permanent,
-	// SchemaMismatch and PolicyDenied never retry whatever the list says.
-	NonRetryable []ErrorKind
-}
-
-// Backoff returns the delay before attempt (2 for the first retry).
-func (p RetryPolicy) Backoff(attempt int) time.Duration {
-	d := float64(p.InitialInterval)
-	coef := p.BackoffCoefficient
-	if coef < 1 {
-		coef = 1
-	}
-	for i := 2; i < attempt; i++ {
-		d *= coef
-		if p.MaxInterval > 0 && d >= float64(p.MaxInterval) {
-			return p.MaxInterval
-		}
-	}
-	if p.MaxInterval > 0 && time.Duration(d) > p.MaxInterval {
-		return p.MaxInterval
-	}
-	return time.Duration(d)
-}
-
-// Retryable reports whether an error of kind may be retried after attempt
-// attempts.
-func (p RetryPolicy) Retryable(kind ErrorKind, attempt int) bool {
-	if attempt >= max(p.MaxAttempts, 1) {
-		return false
-	}
-	switch kind {
-	case Permanent, SchemaMismatch, PolicyDenied:
-		return false
-	}
-	for _, k := range p.NonRetryable {
-		if k == kind {
-			return false
-		}
-	}
-	return true
-}
-
-// NodeInfo is what the runtime needs to know about a connector; generated
-// code fills it from the spec.
-type NodeInfo struct {
-	ID          string
-	Version     string
-	Effects     Effects
-	Determinism Determinism
-	RetryOwner  RetryOwner
-	Retry       RetryPolicy
-	// KeySchema names the idempotency key schema (id@major); KeyFields are
-	// the input fields that form the key, in spec order.
-	KeySchema string
-	KeyFields []string
-	// Capabilities names what the node may use (flowtype capability
-	// names: "http.read", "kv.write", ...); only these are granted.
-	Capabilities []string
-	// Egress is the host allowlist for network capabilities.
-	Egress []string
-	// Timeout bounds one attempt; zero means the engine default.
-	Timeout time.Duration
-	// Redact, when set, removes the values whose data class is not public
-	// from a decoding or validation error of part ("params", "input" or
-	// "output") before the error reaches job state and logs. Generated
-	// nodes set it from their data-class table.
-	Redact func(part string, err error) error
-}
 
 // Runner is a node at the runtime boundary: JSON in, JSON out. Generated
 // code implements it with Typed; hand-written runners are for tests.

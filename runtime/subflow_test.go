@@ -114,7 +114,7 @@ func TestKillCascadesToSubflow(t *testing.T) {
 	if st.State != StateKilled {
 		t.Fatalf("parent %+v", st)
 	}
-	child, err := e.Status(context.Background(), childJob(job, "sub@<a"))
+	child, err := e.Status(context.Background(), ChildJobID(job, "sub@<a"))
 	if err != nil || child.State != StateKilled {
 		t.Fatalf("child %+v %v", child, err)
 	}

@@ -11,6 +11,10 @@ type JobID = runtype.JobID
 // NewJobID returns a fresh UUIDv7 job id.
 func NewJobID() (JobID, error) { return runtype.NewJobID() }
 
+// ChildJobID is the id of the job the subflow activation act of parent
+// starts; anyone can derive it.
+func ChildJobID(parent JobID, act string) JobID { return runtype.ChildJobID(parent, act) }
+
 // ParseJobID parses the base64url form JobID.String prints.
 func ParseJobID(s string) (JobID, error) { return runtype.ParseJobID(s) }
 
@@ -57,3 +61,63 @@ var (
 	ErrUnknownFlow = runtype.ErrUnknownFlow
 	ErrBadQuery    = runtype.ErrBadQuery
 )
+
+// A node's declaration and retry policy (runtype holds them, so the engine
+// below this package reads them too).
+type (
+	// NodeInfo is what the runtime needs to know about a connector;
+	// generated code fills it from the spec.
+	NodeInfo = runtype.NodeInfo
+	// RetryPolicy says how the orchestrator retries a failed activation.
+	RetryPolicy = runtype.RetryPolicy
+)
+
+// The parts of a flow that hold no node code.
+type (
+	// Edge connects an output port to a node's input.
+	Edge = runtype.Edge
+	// Switch selects an output port by a field of the input.
+	Switch = runtype.Switch
+	// Case is one switch case.
+	Case = runtype.Case
+	// ForEach fans a node out over the elements of an array.
+	ForEach = runtype.ForEach
+	// Aggregate is a forEach join policy.
+	Aggregate = runtype.Aggregate
+	// Subflow runs another registered flow as one node, as a child job.
+	Subflow = runtype.Subflow
+	// Checkpoint is a human-approval point.
+	Checkpoint = runtype.Checkpoint
+	// Budget bounds what one job may spend.
+	Budget = runtype.Budget
+)
+
+// The forEach join policies.
+const (
+	AggregateAll    = runtype.AggregateAll
+	AggregateAny    = runtype.AggregateAny
+	AggregateQuorum = runtype.AggregateQuorum
+)
+
+// What the engine reports about jobs.
+type (
+	// JobStatus is a job's state and, once finished, its result.
+	JobStatus = runtype.JobStatus
+	// Decision is a human's answer at a checkpoint.
+	Decision = runtype.Decision
+	// Inspection is a job's stored state, key by key and as a tree.
+	Inspection = runtype.Inspection
+	// ActivationView is one activation of a job as inspection sees it.
+	ActivationView = runtype.ActivationView
+	// InspectionEntry is one key of a job's state.
+	InspectionEntry = runtype.InspectionEntry
+	// JobQuery filters and pages a job listing.
+	JobQuery = runtype.JobQuery
+	// JobSummary is one job of a listing.
+	JobSummary = runtype.JobSummary
+	// JobList is one page of jobs, newest first.
+	JobList = runtype.JobList
+)
+
+// JobStates are the values JobQuery.State accepts.
+var JobStates = runtype.JobStates

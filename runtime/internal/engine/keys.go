@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
 
 // Key layout. Every key the engine writes comes from one function below;
@@ -48,48 +50,55 @@ import (
 // keys that are scanned in order (<seq>, <i>) are zero-padded to 12 digits,
 // so byte order is numeric order.
 
-func metaKey(j JobID) []byte   { return jobKey(j, "meta") }
-func statusKey(j JobID) []byte { return jobKey(j, "status") }
-func tombKey(j JobID) []byte   { return jobKey(j, "tomb") }
-func pausedKey(j JobID) []byte { return jobKey(j, "paused") }
-func semKey(j JobID) []byte    { return jobKey(j, "sem") }
-func spentKey(j JobID) []byte  { return jobKey(j, "spent") }
+func metaKey(j runtype.JobID) []byte   { return jobKey(j, "meta") }
+func statusKey(j runtype.JobID) []byte { return jobKey(j, "status") }
+func tombKey(j runtype.JobID) []byte   { return jobKey(j, "tomb") }
+func pausedKey(j runtype.JobID) []byte { return jobKey(j, "paused") }
+func semKey(j runtype.JobID) []byte    { return jobKey(j, "sem") }
+func spentKey(j runtype.JobID) []byte  { return jobKey(j, "spent") }
 
-func resultKey(j JobID, act string) []byte { return jobKey(j, "res", act) }
-func failKey(j JobID, act string) []byte   { return jobKey(j, "fail", act) }
-func termKey(j JobID, act string) []byte   { return jobKey(j, "term", act) }
-func attemptLogKey(j JobID, act string, attempt int) []byte {
+func resultKey(j runtype.JobID, act string) []byte { return jobKey(j, "res", act) }
+func failKey(j runtype.JobID, act string) []byte   { return jobKey(j, "fail", act) }
+func termKey(j runtype.JobID, act string) []byte   { return jobKey(j, "term", act) }
+func attemptLogKey(j runtype.JobID, act string, attempt int) []byte {
 	return jobKey(j, "log", act, strconv.Itoa(attempt))
 }
-func waitKey(j JobID, act string) []byte          { return jobKey(j, "wait", act) }
-func signalKey(j JobID, act string) []byte        { return jobKey(j, "signal", act) }
-func activityKey(j JobID, act string) []byte      { return jobKey(j, "act", act) }
-func guidKey(j JobID, msg [16]byte) []byte        { return jobKey(j, "guid", fmt.Sprintf("%x", msg)) }
-func aggregateKey(j JobID, forEach string) []byte { return jobKey(j, "agg", forEach) }
-func itemsKey(j JobID, forEach string) []byte     { return jobKey(j, "items", forEach) }
-func subflowChildKey(j JobID, act string) []byte  { return jobKey(j, "sub", act) }
-func subflowStatusKey(j JobID, act string) []byte { return jobKey(j, "child", act) }
-func completionSeqKey(j JobID) []byte             { return jobKey(j, "seq") }
-func compensableKey(j JobID, seq int64) []byte    { return jobKey(j, "done", padded(seq)) }
-func compensationKey(j JobID) []byte              { return jobKey(j, "comp") }
-func compensationStepKey(j JobID, i int) []byte   { return jobKey(j, "comp", padded(int64(i))) }
-func blobKey(ref string) []byte                   { return []byte("blobs/" + ref) }
-func edgeDedupeKey(key string) []byte             { return []byte("dedupe/edge/" + key) }
-func capabilityDedupeKey(key string) []byte       { return []byte("dedupe/" + key) }
-func kvKey(namespace, key string) []byte          { return []byte("kv/" + namespace + "/" + key) }
-func jobPrefix(j JobID, kind string) []byte       { return append(jobKey(j, kind), '/') }
-func rootPrefix(j JobID) []byte                   { return []byte("pid/" + j.String() + "/") }
-func allRootsPrefix() []byte                      { return []byte("pid/") }
-func jobIndexKey(j JobID) []byte                  { return []byte(jobIndexPrefix + hex.EncodeToString(inverted(j))) }
-func jobIndexBuiltKey() []byte                    { return []byte("jobs.indexed") }
-func padded(n int64) string                       { return fmt.Sprintf("%012d", n) }
+func waitKey(j runtype.JobID, act string) []byte          { return jobKey(j, "wait", act) }
+func signalKey(j runtype.JobID, act string) []byte        { return jobKey(j, "signal", act) }
+func activityKey(j runtype.JobID, act string) []byte      { return jobKey(j, "act", act) }
+func guidKey(j runtype.JobID, msg [16]byte) []byte        { return jobKey(j, "guid", fmt.Sprintf("%x", msg)) }
+func aggregateKey(j runtype.JobID, forEach string) []byte { return jobKey(j, "agg", forEach) }
+func itemsKey(j runtype.JobID, forEach string) []byte     { return jobKey(j, "items", forEach) }
+func subflowChildKey(j runtype.JobID, act string) []byte  { return jobKey(j, "sub", act) }
+func subflowStatusKey(j runtype.JobID, act string) []byte { return jobKey(j, "child", act) }
+func completionSeqKey(j runtype.JobID) []byte             { return jobKey(j, "seq") }
+func compensableKey(j runtype.JobID, seq int64) []byte    { return jobKey(j, "done", padded(seq)) }
+func compensationKey(j runtype.JobID) []byte              { return jobKey(j, "comp") }
+func compensationStepKey(j runtype.JobID, i int) []byte   { return jobKey(j, "comp", padded(int64(i))) }
+func blobKey(ref string) []byte                           { return []byte("blobs/" + ref) }
+func edgeDedupeKey(key string) []byte                     { return []byte("dedupe/edge/" + key) }
+
+// CapabilityDedupeKey is where the dedupe capability records key.
+func CapabilityDedupeKey(key string) []byte { return []byte("dedupe/" + key) }
+
+// KVKey is where the kv capability of namespace stores key.
+func KVKey(namespace, key string) []byte { return []byte("kv/" + namespace + "/" + key) }
+
+func jobPrefix(j runtype.JobID, kind string) []byte { return append(jobKey(j, kind), '/') }
+func rootPrefix(j runtype.JobID) []byte             { return []byte("pid/" + j.String() + "/") }
+func allRootsPrefix() []byte                        { return []byte("pid/") }
+func jobIndexKey(j runtype.JobID) []byte {
+	return []byte(jobIndexPrefix + hex.EncodeToString(inverted(j)))
+}
+func jobIndexBuiltKey() []byte { return []byte("jobs.indexed") }
+func padded(n int64) string    { return fmt.Sprintf("%012d", n) }
 
 // jobIndexPrefix starts every job index key.
 const jobIndexPrefix = "jobs/"
 
 // inverted is j with every bit flipped: ascending order of inverted
 // UUIDv7s is newest first.
-func inverted(j JobID) []byte {
+func inverted(j runtype.JobID) []byte {
 	inv := make([]byte, len(j))
 	for i, b := range j {
 		inv[i] = ^b
@@ -97,7 +106,7 @@ func inverted(j JobID) []byte {
 	return inv
 }
 
-func jobKey(j JobID, parts ...string) []byte {
+func jobKey(j runtype.JobID, parts ...string) []byte {
 	k := rootPrefix(j)
 	for i, p := range parts {
 		if i > 0 {
@@ -119,7 +128,7 @@ func segment(s string) string {
 
 // messageID derives a message's id from its job and activation, so that
 // publishing the same activation twice is one message.
-func messageID(j JobID, act string) [16]byte {
+func messageID(j runtype.JobID, act string) [16]byte {
 	sum := sha256.Sum256(append(j[:], act...))
 	var id [16]byte
 	copy(id[:], sum[:16])

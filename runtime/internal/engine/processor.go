@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -39,7 +40,7 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		t.Refused = overdue(t, p.now())
 	}
 	if t.Refused != "" {
-		return result{ErrKind: failureOf(PolicyDenied), Err: t.Refused, Attempts: 1}, nil
+		return result{ErrKind: runtype.FailureOf(flowtype.PolicyDenied), Err: t.Refused, Attempts: 1}, nil
 	}
 	if t.InputRef != "" {
 		in, err := p.loadBoundary(ctx, t.InputRef)
@@ -60,22 +61,22 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 	case n.ForEach != nil:
 		items, err := lookupArray(t.Input, n.ForEach.Items)
 		if err != nil {
-			return result{ErrKind: failureOf(SchemaMismatch), Err: err.Error(), Attempts: 1}, nil
+			return result{ErrKind: runtype.FailureOf(flowtype.SchemaMismatch), Err: err.Error(), Attempts: 1}, nil
 		}
 		return result{Output: t.Input, Port: "out", Attempts: 1, Elements: len(items)}, nil
 	}
-	runner, keyFields, params := n.Runner, []string(nil), n.Params
+	task, keyFields, params := n.Task, []string(nil), n.Params
 	if t.Kind == runtype.Undo {
-		runner, keyFields, params = n.Compensate.Runner, n.Compensate.UndoKey, nil
+		task, keyFields, params = n.Compensate.Task, n.Compensate.UndoKey, nil
 	}
-	info := runner.Info()
+	info := task.Info()
 	if keyFields != nil {
 		info.KeyFields = keyFields
 	}
-	if t.Delivery == AtMostOnce && m.Attempt > 1 {
-		return result{ErrKind: NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
+	if t.Delivery == flowtype.AtMostOnce && m.Attempt > 1 {
+		return result{ErrKind: runtype.NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
 	}
-	if t.Delivery == ExactlyOnce {
+	if t.Delivery == flowtype.ExactlyOnce {
 		if prev, ok, err := p.deduped(ctx, info, t); err != nil || ok {
 			return prev, err
 		}
@@ -83,18 +84,18 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 	var log aspectLog
 	log.add(p, "call", "start", fmt.Sprintf("attempt %d", m.Attempt))
 	stop := p.keepLease(ctx, en)
-	out, err := p.call(ctx, runner, info, params, t, m.Attempt, &en.heartbeat)
+	out, err := p.call(ctx, task, info, params, t, m.Attempt, &en.heartbeat)
 	stop()
 	if err == nil {
 		log.add(p, "call", "end", "")
 		log.add(p, "output", "end", "port out")
 		return result{Output: out, Port: "out", Attempts: m.Attempt, Steps: log}, nil
 	}
-	kind := KindOf(err)
+	kind := runtype.KindOf(err)
 	log.add(p, "call", "error", kind.String()+": "+err.Error())
-	if info.RetryOwner == RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt) && ctx.Err() == nil {
+	if info.RetryOwner == flowtype.RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt) && ctx.Err() == nil {
 		delay := info.Retry.Backoff(m.Attempt + 1)
-		var ce *Error
+		var ce *runtype.Error
 		if errors.As(err, &ce) && ce.RetryAfter > delay {
 			delay = ce.RetryAfter
 		}
@@ -116,13 +117,13 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		return result{}, ctx.Err() // shutting down: leave the message for redelivery
 	}
 	log.add(p, "retry", "end", "no retry: final")
-	return result{ErrKind: failureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
+	return result{ErrKind: runtype.FailureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
 }
 
 // withoutKind is err's message without the "Kind: " an *Error starts
 // with: the result records the kind on its own.
 func withoutKind(err error) string {
-	if e, ok := err.(*Error); ok && e.RetryAfter == 0 && e.Err != nil {
+	if e, ok := err.(*runtype.Error); ok && e.RetryAfter == 0 && e.Err != nil {
 		return e.Err.Error()
 	}
 	return err.Error()
@@ -133,10 +134,10 @@ var errTimedOut = errors.New("timed out")
 
 // call runs a node once with its timeout, key and capabilities; a panic in
 // node code is a Permanent failure, not a crash of the worker.
-func (p *processor) call(ctx context.Context, runner Runner, info NodeInfo, params json.RawMessage, t task, attempt int, heartbeat *atomic.Int64) (out json.RawMessage, err error) {
+func (p *processor) call(ctx context.Context, task Task, info runtype.NodeInfo, params json.RawMessage, t task, attempt int, heartbeat *atomic.Int64) (out json.RawMessage, err error) {
 	key, err := activationKey(info, t)
 	if err != nil {
-		return nil, NewError(SchemaMismatch, err)
+		return nil, runtype.NewError(flowtype.SchemaMismatch, err)
 	}
 	timeout := info.Timeout
 	if timeout == 0 {
@@ -144,20 +145,14 @@ func (p *processor) call(ctx context.Context, runner Runner, info NodeInfo, para
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var caps Capabilities
-	if p.opts.Capabilities != nil {
-		caps = p.opts.Capabilities(info)
-	}
-	rc := NewContext(cctx, key, attempt, caps)
-	rc.heartbeat = heartbeat
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = nil, Errorf(Permanent, "node %s panicked: %v\n%s", t.Node, p, debug.Stack())
+			out, err = nil, runtype.Errorf(flowtype.Permanent, "node %s panicked: %v\n%s", t.Node, p, debug.Stack())
 		}
 	}()
-	out, err = runner.Run(rc, params, t.Input)
+	out, err = task.Call(cctx, Call{Info: info, Key: key, Attempt: attempt, Params: params, Input: t.Input, Heartbeat: heartbeat})
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		out, err = nil, Errorf(Transient, "node %s %w after %s", t.Node, errTimedOut, timeout)
+		out, err = nil, runtype.Errorf(flowtype.Transient, "node %s %w after %s", t.Node, errTimedOut, timeout)
 	}
 	return out, err
 }
@@ -206,7 +201,7 @@ func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
 
 // activationKey computes the canonical idempotency key of an activation
 // from the key fields of its input; empty for nodes without a key.
-func activationKey(info NodeInfo, t task) (string, error) {
+func activationKey(info runtype.NodeInfo, t task) (string, error) {
 	node := t.Node
 	if t.Kind == runtype.Undo {
 		node += "#undo" // the undo of a node has keys of its own
@@ -219,7 +214,7 @@ func activationKey(info NodeInfo, t task) (string, error) {
 // node's key fields (dotted paths into the input). Empty when the node
 // declares no key fields. Generated IdempotencyKey functions compute the
 // same key from typed input.
-func IdempotencyKey(info NodeInfo, node string, input json.RawMessage) (string, error) {
+func IdempotencyKey(info runtype.NodeInfo, node string, input json.RawMessage) (string, error) {
 	if len(info.KeyFields) == 0 {
 		return "", nil
 	}
@@ -277,7 +272,7 @@ func (l *aspectLog) add(p *processor, aspect, phase, detail string) {
 
 // join aggregates a forEach: the outputs of its body activations in element
 // order, or a failure naming the elements that failed.
-func (p *processor) join(ctx context.Context, job JobID, t task, fe *ForEach) (result, error) {
+func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *runtype.ForEach) (result, error) {
 	var outputs []json.RawMessage
 	var failed []string
 	err := p.store.View(ctx, func(tx store.ReadTx) error {
@@ -307,8 +302,8 @@ func (p *processor) join(ctx context.Context, job JobID, t task, fe *ForEach) (r
 	if err != nil {
 		return result{}, fmt.Errorf("join %s: %w", t.Act, err)
 	}
-	if ok, need := len(outputs)-len(failed), fe.needed(len(outputs)); ok < need {
-		return result{ErrKind: failureOf(Permanent), Err: fmt.Sprintf("%d of %d elements succeeded, %d needed: %v", ok, len(outputs), need, failed), Attempts: 1}, nil
+	if ok, need := len(outputs)-len(failed), fe.Needed(len(outputs)); ok < need {
+		return result{ErrKind: runtype.FailureOf(flowtype.Permanent), Err: fmt.Sprintf("%d of %d elements succeeded, %d needed: %v", ok, len(outputs), need, failed), Attempts: 1}, nil
 	}
 	if outputs == nil {
 		outputs = []json.RawMessage{}
@@ -320,27 +315,9 @@ func (p *processor) join(ctx context.Context, job JobID, t task, fe *ForEach) (r
 	return result{Output: raw, Port: "out", Attempts: 1}, nil
 }
 
-// JobStatus is a job's state and, once finished, its result: the outputs
-// of its terminal activations by node alias, and every activation error.
-type JobStatus struct {
-	State  JobState                   `json:"state"`
-	Result map[string]json.RawMessage `json:"result,omitempty"`
-	Errors []string                   `json:"errors,omitempty"`
-	// Compensated lists the activations whose effects were undone, in the
-	// order the undos ran (newest effect first).
-	Compensated []string `json:"compensated,omitempty"`
-	// Started and Finished are wall-clock times of the start and of the
-	// completion commit (Finished is zero while running).
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished,omitzero"`
-}
-
-// Done reports whether the job has finished.
-func (s JobStatus) Done() bool { return s.State != StateRunning && s.State != "" }
-
 // Status returns the job's current status.
-func (e *Engine) Status(ctx context.Context, job JobID) (JobStatus, error) {
-	var st JobStatus
+func (e *Engine) Status(ctx context.Context, job runtype.JobID) (runtype.JobStatus, error) {
+	var st runtype.JobStatus
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
 		raw, err := tx.Get(statusKey(job))
 		if err != nil {
@@ -355,7 +332,7 @@ func (e *Engine) Status(ctx context.Context, job JobID) (JobStatus, error) {
 }
 
 // Wait polls until the job finishes or ctx ends.
-func (e *Engine) Wait(ctx context.Context, job JobID) (JobStatus, error) {
+func (e *Engine) Wait(ctx context.Context, job runtype.JobID) (runtype.JobStatus, error) {
 	for {
 		st, err := e.Status(ctx, job)
 		if err != nil || st.Done() {

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -54,19 +56,10 @@ func (p *processor) loadBoundary(ctx context.Context, ref string) (json.RawMessa
 	return in, nil
 }
 
-// childJob derives the child job's id from the parent activation, so a
-// replayed parent step finds the child it already started.
-func childJob(parent JobID, act string) JobID {
-	sum := sha256.Sum256(append(append([]byte("subflow/"), parent[:]...), act...))
-	var id JobID
-	copy(id[:], sum[:16])
-	return id
-}
-
 // subflowResult is the subflow node's work: the child's outcome once it
 // reported, errStartChild before.
-func (p *processor) subflowResult(ctx context.Context, job JobID, t task, sf *Subflow) (result, error) {
-	var st JobStatus
+func (p *processor) subflowResult(ctx context.Context, job runtype.JobID, t task, sf *runtype.Subflow) (result, error) {
+	var st runtype.JobStatus
 	err := p.store.View(ctx, func(tx store.ReadTx) error {
 		raw, err := tx.Get(subflowStatusKey(job, t.Act))
 		if err != nil {
@@ -80,8 +73,8 @@ func (p *processor) subflowResult(ctx context.Context, job JobID, t task, sf *Su
 	if err != nil {
 		return result{}, err
 	}
-	if st.State != StateSucceeded {
-		return result{ErrKind: failureOf(Permanent), Err: fmt.Sprintf("subflow %s ended %s: %v", sf.Flow, st.State, st.Errors), Attempts: 1}, nil
+	if st.State != runtype.StateSucceeded {
+		return result{ErrKind: runtype.FailureOf(flowtype.Permanent), Err: fmt.Sprintf("subflow %s ended %s: %v", sf.Flow, st.State, st.Errors), Attempts: 1}, nil
 	}
 	out, err := json.Marshal(st.Result)
 	if err != nil {
@@ -104,7 +97,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	if err := json.Unmarshal(raw, &parentMeta); err != nil {
 		return err
 	}
-	child := childJob(en.job, en.t.Act)
+	child := runtype.ChildJobID(en.job, en.t.Act)
 	taskRaw, err := cbor.Marshal(en.t)
 	if err != nil {
 		return err
@@ -120,13 +113,13 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 		}
 		left.MaxActivations -= used
 	}
-	meta.Budget = sf.Budget.from(now).within(left)
+	meta.Budget = budgetFrom(sf.Budget, now).within(left)
 	limit := sf.MaxDepth
 	if limit <= 0 {
 		limit = defaultMaxDepth
 	}
 	refuse := func(format string, args ...any) error {
-		st, _ := json.Marshal(JobStatus{State: StateFailed, Errors: []string{PolicyDenied.String() + ": " + fmt.Sprintf(format, args...)}})
+		st, _ := json.Marshal(runtype.JobStatus{State: runtype.StateFailed, Errors: []string{flowtype.PolicyDenied.String() + ": " + fmt.Sprintf(format, args...)}})
 		if err := tx.Put(subflowStatusKey(en.job, en.t.Act), st); err != nil {
 			return err
 		}
@@ -164,7 +157,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 // reportToParent runs in a job's completion: a subflow job hands its
 // status to the waiting parent activation and resumes it, in the same
 // commit.
-func (e *Engine) reportToParent(tx store.Tx, job JobID, status []byte) error {
+func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, status []byte) error {
 	raw, err := tx.Get(metaKey(job))
 	if err != nil {
 		return err
@@ -176,7 +169,7 @@ func (e *Engine) reportToParent(tx store.Tx, job JobID, status []byte) error {
 	if meta.Parent == nil {
 		return nil
 	}
-	parent, err := ParseJobID(meta.Parent.Job)
+	parent, err := runtype.ParseJobID(meta.Parent.Job)
 	if err != nil {
 		return err
 	}

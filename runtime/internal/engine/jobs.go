@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -23,8 +24,8 @@ import (
 // Root ids are UUIDv7, so inverting their bytes makes ascending key order
 // newest first. Jobs created before the index existed are added once, the
 // first time a listing runs (jobIndexBuiltKey marks that).
-func jobFromIndexKey(k []byte) (JobID, bool) {
-	var j JobID
+func jobFromIndexKey(k []byte) (runtype.JobID, bool) {
+	var j runtype.JobID
 	raw, err := hex.DecodeString(strings.TrimPrefix(string(k), jobIndexPrefix))
 	if err != nil || len(raw) != len(j) {
 		return j, false
@@ -42,7 +43,7 @@ type jobIndexEntry struct {
 	Parent  string    `json:"parent,omitempty"`
 }
 
-func indexJob(tx store.Tx, job JobID, meta jobMeta) error {
+func indexJob(tx store.Tx, job runtype.JobID, meta jobMeta) error {
 	e := jobIndexEntry{Flow: meta.Flow, Started: meta.Started}
 	if meta.Parent != nil {
 		e.Parent = meta.Parent.Job
@@ -54,66 +55,18 @@ func indexJob(tx store.Tx, job JobID, meta jobMeta) error {
 	return tx.Put(jobIndexKey(job), raw)
 }
 
-// JobQuery filters and pages a job listing. The zero query lists the
-// newest top-level jobs.
-type JobQuery struct {
-	// State keeps jobs in this state; "waiting" keeps running jobs with a
-	// checkpoint waiting for a decision, "paused" paused ones.
-	State string `json:"state,omitempty"`
-	// Flow keeps jobs of this flow.
-	Flow string `json:"flow,omitempty"`
-	// Since and Until keep jobs started in [Since, Until).
-	Since time.Time `json:"since,omitzero"`
-	Until time.Time `json:"until,omitzero"`
-	// Where keeps jobs whose input has every field (a dotted path) equal
-	// to its value: strings compare as text, other values as their JSON.
-	Where map[string]string `json:"where,omitempty"`
-	// Subflows includes the jobs subflow nodes started.
-	Subflows bool `json:"subflows,omitempty"`
-	// Limit is the page size (default 20, at most 1000).
-	Limit int `json:"limit,omitempty"`
-	// After continues a listing: the Next of the previous page.
-	After string `json:"after,omitempty"`
-}
-
-// JobStates are the values JobQuery.State accepts.
-var JobStates = []string{string(StateRunning), "waiting", "paused", string(StateSucceeded), string(StateFailed), string(StateKilled)}
-
-// JobSummary is one job of a listing.
-type JobSummary struct {
-	Job      string    `json:"job"`
-	Flow     string    `json:"flow"`
-	State    JobState  `json:"state"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished,omitzero"`
-	// Parent is the job that started this one through a subflow node.
-	Parent string `json:"parent,omitempty"`
-	Paused bool   `json:"paused,omitempty"`
-	// Waiting lists the checkpoint nodes waiting for a decision.
-	Waiting []string `json:"waiting,omitempty"`
-	// Errors counts the activation errors of a finished job.
-	Errors int `json:"errors,omitempty"`
-}
-
-// JobList is one page of jobs, newest first; Next, when set, is the After
-// of the following page.
-type JobList struct {
-	Jobs []JobSummary `json:"jobs"`
-	Next string       `json:"next,omitempty"`
-}
-
 // errPageFull stops the index scan once a page is full.
 var errPageFull = errors.New("page full")
 
 // ListJobs lists the jobs in s that match q, newest first. It reads the
 // job index and, for each candidate, its status; it needs no registered
 // flows, so a command-line tool can list the jobs of any store.
-func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
-	if err := q.check(); err != nil {
-		return JobList{}, err
+func ListJobs(ctx context.Context, s store.Store, q runtype.JobQuery) (runtype.JobList, error) {
+	if err := q.Check(); err != nil {
+		return runtype.JobList{}, err
 	}
 	if err := buildJobIndex(ctx, s); err != nil {
-		return JobList{}, err
+		return runtype.JobList{}, err
 	}
 	limit := q.Limit
 	if limit <= 0 {
@@ -121,15 +74,15 @@ func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
 	}
 	var after []byte
 	if q.After != "" {
-		j, err := ParseJobID(q.After)
+		j, err := runtype.ParseJobID(q.After)
 		if err != nil {
-			return JobList{}, fmt.Errorf("%w: after: %w", ErrBadQuery, err)
+			return runtype.JobList{}, fmt.Errorf("%w: after: %w", runtype.ErrBadQuery, err)
 		}
 		after = jobIndexKey(j)
 	}
-	var list JobList
+	var list runtype.JobList
 	err := s.View(ctx, func(tx store.ReadTx) error {
-		list = JobList{}
+		list = runtype.JobList{}
 		err := tx.Scan([]byte(jobIndexPrefix), func(k, v []byte) error {
 			if after != nil && bytes.Compare(k, after) <= 0 {
 				return nil
@@ -146,7 +99,7 @@ func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
 			if err := json.Unmarshal(v, &ix); err != nil {
 				return fmt.Errorf("job index %s: %w", job, err)
 			}
-			sum, keep, err := q.match(tx, job, ix)
+			sum, keep, err := matchJob(q, tx, job, ix)
 			if err != nil || !keep {
 				return err
 			}
@@ -159,24 +112,14 @@ func ListJobs(ctx context.Context, s store.Store, q JobQuery) (JobList, error) {
 		return err
 	})
 	if err != nil {
-		return JobList{}, fmt.Errorf("list jobs: %w", err)
+		return runtype.JobList{}, fmt.Errorf("list jobs: %w", err)
 	}
 	return list, nil
 }
 
-func (q JobQuery) check() error {
-	if q.State != "" && !slices.Contains(JobStates, q.State) {
-		return fmt.Errorf("%w: unknown state %q: want one of %s", ErrBadQuery, q.State, strings.Join(JobStates, ", "))
-	}
-	if q.Limit > 1000 {
-		return fmt.Errorf("%w: limit %d: at most 1000", ErrBadQuery, q.Limit)
-	}
-	return nil
-}
-
-// match reads what q needs of a job and reports whether it is kept.
-func (q JobQuery) match(tx store.ReadTx, job JobID, ix jobIndexEntry) (JobSummary, bool, error) {
-	sum := JobSummary{Job: job.String(), Flow: ix.Flow, Started: ix.Started, Parent: ix.Parent}
+// matchJob reads what q needs of a job and reports whether it is kept.
+func matchJob(q runtype.JobQuery, tx store.ReadTx, job runtype.JobID, ix jobIndexEntry) (runtype.JobSummary, bool, error) {
+	sum := runtype.JobSummary{Job: job.String(), Flow: ix.Flow, Started: ix.Started, Parent: ix.Parent}
 	switch {
 	case ix.Parent != "" && !q.Subflows,
 		q.Flow != "" && q.Flow != ix.Flow,
@@ -197,7 +140,7 @@ func (q JobQuery) match(tx store.ReadTx, job JobID, ix jobIndexEntry) (JobSummar
 			return sum, false, nil
 		}
 	}
-	var st JobStatus
+	var st runtype.JobStatus
 	raw, err := tx.Get(statusKey(job))
 	if err != nil {
 		return sum, false, err
@@ -258,7 +201,7 @@ func inputMatches(input json.RawMessage, where map[string]string) bool {
 // waitingCheckpoints lists the checkpoint nodes of job that wait for a
 // decision: parked activations that are not subflow nodes waiting for
 // their child job.
-func waitingCheckpoints(tx store.ReadTx, job JobID) ([]string, error) {
+func waitingCheckpoints(tx store.ReadTx, job runtype.JobID) ([]string, error) {
 	var nodes []string
 	prefix := jobPrefix(job, "wait")
 	err := tx.Scan(prefix, func(k, v []byte) error {
@@ -282,7 +225,7 @@ func waitingCheckpoints(tx store.ReadTx, job JobID) ([]string, error) {
 
 // WaitingCheckpoints returns the checkpoint nodes of job that wait for a
 // decision (flowgen signal), in activation order; none once it finished.
-func WaitingCheckpoints(ctx context.Context, s store.Store, job JobID) ([]string, error) {
+func WaitingCheckpoints(ctx context.Context, s store.Store, job runtype.JobID) ([]string, error) {
 	var nodes []string
 	err := s.View(ctx, func(tx store.ReadTx) error {
 		if _, err := tx.Get(metaKey(job)); err != nil {
@@ -313,7 +256,7 @@ func buildJobIndex(ctx context.Context, s store.Store) error {
 	}
 	return s.Update(ctx, func(tx store.Tx) error {
 		type found struct {
-			job  JobID
+			job  runtype.JobID
 			meta jobMeta
 		}
 		var jobs []found
@@ -322,7 +265,7 @@ func buildJobIndex(ctx context.Context, s store.Store) error {
 			if !ok || rest != "meta" {
 				return nil
 			}
-			job, err := ParseJobID(id)
+			job, err := runtype.ParseJobID(id)
 			if err != nil {
 				return nil
 			}
@@ -346,11 +289,11 @@ func buildJobIndex(ctx context.Context, s store.Store) error {
 }
 
 // Jobs lists the jobs of the engine's store that match q, newest first.
-func (e *Engine) Jobs(ctx context.Context, q JobQuery) (JobList, error) {
+func (e *Engine) Jobs(ctx context.Context, q runtype.JobQuery) (runtype.JobList, error) {
 	return ListJobs(ctx, e.store, q)
 }
 
 // Waiting returns the checkpoint nodes of job that wait for a decision.
-func (e *Engine) Waiting(ctx context.Context, job JobID) ([]string, error) {
+func (e *Engine) Waiting(ctx context.Context, job runtype.JobID) ([]string, error) {
 	return WaitingCheckpoints(ctx, e.store, job)
 }

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ type router struct{}
 // route is the router contour: from a finished activation and its
 // committed result it decides the activations that follow. It reads only
 // committed state, so replaying it gives the same answer.
-func (r router) route(tx store.Tx, c *compiled, job JobID, t task, res result) ([]task, error) {
+func (r router) route(tx store.Tx, c *compiled, job runtype.JobID, t task, res result) ([]task, error) {
 	if t.Join != "" {
 		return r.reportToJoin(tx, job, t)
 	}
@@ -56,7 +56,7 @@ func (r router) route(tx store.Tx, c *compiled, job JobID, t task, res result) (
 // dimension; an empty array goes straight to the join. With a concurrency
 // limit it starts that many and keeps the elements, so that each finished
 // body starts the next (reportToJoin).
-func fanOut(tx store.Tx, job JobID, t task, fe *ForEach, input json.RawMessage) ([]task, error) {
+func fanOut(tx store.Tx, job runtype.JobID, t task, fe *runtype.ForEach, input json.RawMessage) ([]task, error) {
 	items, err := lookupArray(input, fe.Items)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func joinTask(forEach task) task {
 
 // reportToJoin counts a finished body activation on its forEach; the one
 // that completes the count publishes the join, in the same commit.
-func (r router) reportToJoin(tx store.Tx, job JobID, t task) ([]task, error) {
+func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, error) {
 	forEachAct, err := runtype.Parse(t.Join)
 	if err != nil {
 		return nil, fmt.Errorf("forEach element %s: %w", t.Act, err)
@@ -158,7 +158,7 @@ func lookupArray(doc json.RawMessage, path string) ([]json.RawMessage, error) {
 }
 
 // switchPort evaluates a switch on its input.
-func switchPort(sw *Switch, input json.RawMessage) string {
+func switchPort(sw *runtype.Switch, input json.RawMessage) string {
 	v, err := lookup(input, sw.On)
 	if err != nil {
 		return sw.Default

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"go/ast"
@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
 
 // TestKeyLayout keeps the drawing in keys.go true: every key function is
@@ -15,7 +17,7 @@ import (
 // line shows.
 func TestKeyLayout(t *testing.T) {
 	t.Parallel()
-	var j JobID
+	var j runtype.JobID
 	j[0] = 1
 	root := "pid/" + j.String() + "/"
 	msg := [16]byte{0xab}
@@ -46,8 +48,8 @@ func TestKeyLayout(t *testing.T) {
 		"jobs.indexed":             jobIndexBuiltKey(),
 		"blobs/<sha256>":           blobKey("<sha256>"),
 		"dedupe/edge/<key>":        edgeDedupeKey("<key>"),
-		"dedupe/<key>":             capabilityDedupeKey("<key>"),
-		"kv/<namespace>/<key>":     kvKey("<namespace>", "<key>"),
+		"dedupe/<key>":             CapabilityDedupeKey("<key>"),
+		"kv/<namespace>/<key>":     KVKey("<namespace>", "<key>"),
 	}
 	// What each placeholder becomes for the arguments above.
 	fill := strings.NewReplacer(

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"bytes"
@@ -19,13 +19,13 @@ import (
 // InspectJob reads a job's whole state from s without an engine: one
 // prefix scan of its root (values and counters), plus the job's messages
 // still in the work stream, which name the activations not yet finished.
-func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, error) {
-	in := &Inspection{Job: job.String()}
+func InspectJob(ctx context.Context, s store.Store, job runtype.JobID) (*runtype.Inspection, error) {
+	in := &runtype.Inspection{Job: job.String()}
 	prefix := rootPrefix(job)
 	var queued []store.Message
 	err := s.View(ctx, func(tx store.ReadTx) error {
 		err := tx.Scan(prefix, func(k, v []byte) error {
-			e := InspectionEntry{Key: strings.TrimPrefix(string(k), string(prefix))}
+			e := runtype.InspectionEntry{Key: strings.TrimPrefix(string(k), string(prefix))}
 			if json.Valid(v) {
 				e.Value = append(json.RawMessage(nil), v...)
 			} else {
@@ -39,7 +39,7 @@ func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, err
 		}
 		err = tx.ScanCounters(prefix, func(k []byte, v int64) error {
 			key := strings.TrimPrefix(string(k), string(prefix))
-			e := InspectionEntry{Key: key, Counter: &v, Words: counterWords(key, v)}
+			e := runtype.InspectionEntry{Key: key, Counter: &v, Words: counterWords(key, v)}
 			in.Entries = append(in.Entries, e)
 			return nil
 		})
@@ -60,7 +60,7 @@ func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, err
 	if len(in.Entries) == 0 {
 		return nil, fmt.Errorf("inspect %s: no such job: %w", job, store.ErrNotFound)
 	}
-	in.tree(queued)
+	arrangeTree(in, queued)
 	return in, nil
 }
 
@@ -81,19 +81,19 @@ func counterWords(key string, v int64) string {
 	return ""
 }
 
-// tree arranges the activations the entries and queued messages name:
+// arrangeTree arranges the activations the entries and queued messages name:
 // forEach elements under their forEach, everything else in dimension and
 // id order.
-func (in *Inspection) tree(queued []store.Message) {
-	byKey := map[string]InspectionEntry{}
+func arrangeTree(in *runtype.Inspection, queued []store.Message) {
+	byKey := map[string]runtype.InspectionEntry{}
 	for _, e := range in.Entries {
 		byKey[e.Key] = e
 	}
 	if st, ok := byKey["status"]; ok {
 		json.Unmarshal(st.Value, &in.Status)
 	}
-	views := map[string]*ActivationView{}
-	view := func(act string) *ActivationView {
+	views := map[string]*runtype.ActivationView{}
+	view := func(act string) *runtype.ActivationView {
 		if v, ok := views[act]; ok {
 			return v
 		}
@@ -113,13 +113,13 @@ func (in *Inspection) tree(queued []store.Message) {
 		v.Attempts, v.Elements, v.Finished, v.Port = r.Attempts, r.Elements, r.Finished, r.Port
 		switch {
 		case !r.failed():
-			v.State = ActivationSucceeded
-		case r.ErrKind == Canceled:
-			v.State = ActivationCanceled
+			v.State = runtype.ActivationSucceeded
+		case r.ErrKind == runtype.Canceled:
+			v.State = runtype.ActivationCanceled
 		case r.TimedOut:
-			v.State = ActivationTimeout
+			v.State = runtype.ActivationTimeout
 		default:
-			v.State = ActivationFailed
+			v.State = runtype.ActivationFailed
 		}
 		if v.Error = r.Err; r.failed() && !strings.HasPrefix(r.Err, string(r.ErrKind)+":") {
 			v.Error = string(r.ErrKind) + ": " + r.Err
@@ -134,9 +134,9 @@ func (in *Inspection) tree(queued []store.Message) {
 		if v.State != "" {
 			continue // finished; the message awaits its ack or step 3
 		}
-		v.State, v.Attempts = ActivationEnqueued, m.Attempt
+		v.State, v.Attempts = runtype.ActivationEnqueued, m.Attempt
 		if m.Attempt > 0 {
-			v.State = ActivationLaunched
+			v.State = runtype.ActivationLaunched
 		}
 		if t.Join != "" {
 			v.Index = t.Index
@@ -146,7 +146,7 @@ func (in *Inspection) tree(queued []store.Message) {
 		var t task
 		if strings.HasPrefix(e.Key, "wait/") && cbor.Unmarshal([]byte(e.Text), &t) == nil && t.Act != "" {
 			if v := view(t.Act); v.State == "" {
-				v.State = ActivationParked
+				v.State = runtype.ActivationParked
 			}
 		}
 	}
@@ -155,25 +155,25 @@ func (in *Inspection) tree(queued []store.Message) {
 		if c, ok := byKey["act/"+seg]; ok && c.Counter != nil {
 			v.Ledger, v.LedgerWords = *c.Counter, c.Words
 		}
-		if _, ok := byKey["wait/"+seg]; ok && v.State != ActivationSucceeded && v.State != ActivationFailed {
-			v.State = ActivationParked
+		if _, ok := byKey["wait/"+seg]; ok && v.State != runtype.ActivationSucceeded && v.State != runtype.ActivationFailed {
+			v.State = runtype.ActivationParked
 		}
 	}
 	// forEach elements under their forEach; elements never started are
 	// pending.
-	var roots []*ActivationView
+	var roots []*runtype.ActivationView
 	type place struct {
 		node string
 		dim  runtype.Dim
 	}
-	forEaches := map[place]*ActivationView{}
+	forEaches := map[place]*runtype.ActivationView{}
 	for _, v := range views {
 		if v.Elements > 0 {
-			forEaches[place{v.Node, v.id.Dim()}] = v
+			forEaches[place{v.Node, v.ID().Dim()}] = v
 		}
 	}
 	for _, v := range views {
-		if parent := forEaches[place{v.id.From(), v.id.Dim().Parent()}]; parent != nil && v.Index >= 0 {
+		if parent := forEaches[place{v.ID().From(), v.ID().Dim().Parent()}]; parent != nil && v.Index >= 0 {
 			parent.Children = append(parent.Children, v)
 			continue
 		}
@@ -186,23 +186,23 @@ func (in *Inspection) tree(queued []store.Message) {
 		}
 		for i := range fe.Elements {
 			if !started[i] {
-				fe.Children = append(fe.Children, &ActivationView{Act: fmt.Sprintf("element %d", i), Index: i, Dim: fe.Dim + "/" + strconv.Itoa(i), State: ActivationPending})
+				fe.Children = append(fe.Children, &runtype.ActivationView{Act: fmt.Sprintf("element %d", i), Index: i, Dim: fe.Dim + "/" + strconv.Itoa(i), State: runtype.ActivationPending})
 			}
 		}
-		slices.SortFunc(fe.Children, func(a, b *ActivationView) int { return a.Index - b.Index })
+		slices.SortFunc(fe.Children, func(a, b *runtype.ActivationView) int { return a.Index - b.Index })
 	}
 	// Within a dimension, in flow order: by distance from an entry node
 	// along the predecessors the activation ids name, a join after its
 	// forEach.
 	depth := nodeDepths(views)
-	slices.SortFunc(roots, func(a, b *ActivationView) int {
+	slices.SortFunc(roots, func(a, b *runtype.ActivationView) int {
 		if c := strings.Compare(a.Dim, b.Dim); c != 0 {
 			return c
 		}
 		if c := depth[a.Node] - depth[b.Node]; c != 0 {
 			return c
 		}
-		if aj, bj := a.id.Kind() == runtype.Join, b.id.Kind() == runtype.Join; aj != bj {
+		if aj, bj := a.ID().Kind() == runtype.Join, b.ID().Kind() == runtype.Join; aj != bj {
 			if aj {
 				return 1
 			}
@@ -216,14 +216,14 @@ func (in *Inspection) tree(queued []store.Message) {
 
 // nodeDepths is each node's distance from an entry node (an activation
 // with no predecessor), breadth first over the predecessor links.
-func nodeDepths(views map[string]*ActivationView) map[string]int {
+func nodeDepths(views map[string]*runtype.ActivationView) map[string]int {
 	succ := map[string][]string{}
 	depth := map[string]int{}
 	var queue []string
 	for _, v := range views {
-		if v.id.Kind() == runtype.Step {
-			succ[v.id.From()] = append(succ[v.id.From()], v.Node)
-		} else if _, seen := depth[v.Node]; !seen && v.id.Kind() == runtype.Entry {
+		if v.ID().Kind() == runtype.Step {
+			succ[v.ID().From()] = append(succ[v.ID().From()], v.Node)
+		} else if _, seen := depth[v.Node]; !seen && v.ID().Kind() == runtype.Entry {
 			depth[v.Node] = 0
 			queue = append(queue, v.Node)
 		}
@@ -241,15 +241,15 @@ func nodeDepths(views map[string]*ActivationView) map[string]int {
 
 // newActivationView is the view of the activation act; an id that does
 // not parse (from a store written by a foreign tool) is shown as it is.
-func newActivationView(act string) *ActivationView {
-	v := &ActivationView{Act: act, Node: act, Index: -1}
+func newActivationView(act string) *runtype.ActivationView {
+	v := &runtype.ActivationView{Act: act, Node: act, Index: -1}
 	if id, err := runtype.Parse(act); err == nil {
-		v.id, v.Node, v.Dim, v.Index = id, id.Node(), string(id.Dim()), id.Dim().Index()
+		v.Node, v.Dim, v.Index = id.Node(), string(id.Dim()), id.Dim().Index()
 	}
 	return v
 }
 
-func summarize(st JobStatus, byKey map[string]InspectionEntry) string {
+func summarize(st runtype.JobStatus, byKey map[string]runtype.InspectionEntry) string {
 	parts := []string{string(st.State)}
 	if c, ok := byKey["sem"]; ok && c.Counter != nil {
 		parts = append(parts, c.Words)

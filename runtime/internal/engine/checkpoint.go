@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -15,17 +16,10 @@ import (
 // decision.
 var errParked = errors.New("parked")
 
-// Decision is a human's answer at a checkpoint.
-type Decision struct {
-	Approved bool   `json:"approved"`
-	By       string `json:"by,omitempty"`
-	Note     string `json:"note,omitempty"`
-}
-
 // decision is the checkpoint's work: the recorded decision routes the input
 // to "approved" or "rejected"; without one the activation parks.
-func (p *processor) decision(ctx context.Context, job JobID, t task) (result, error) {
-	var d Decision
+func (p *processor) decision(ctx context.Context, job runtype.JobID, t task) (result, error) {
+	var d runtype.Decision
 	err := p.store.View(ctx, func(tx store.ReadTx) error {
 		raw, err := tx.Get(signalKey(job, t.Act))
 		if err != nil {
@@ -74,7 +68,7 @@ func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error)
 // alias that waits in the job, and resumes them; it returns how many it
 // resumed. A decision is final: signalling the same activation again does
 // not change it.
-func (e *Engine) Signal(ctx context.Context, job JobID, alias string, d Decision) (int, error) {
+func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d runtype.Decision) (int, error) {
 	raw, err := json.Marshal(d)
 	if err != nil {
 		return 0, err
@@ -100,7 +94,7 @@ func (e *Engine) Signal(ctx context.Context, job JobID, alias string, d Decision
 }
 
 // resumeWaiting republishes the parked activations that pick accepts.
-func (e *Engine) resumeWaiting(tx store.Tx, job JobID, why string, pick func(task) (bool, error)) error {
+func (e *Engine) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick func(task) (bool, error)) error {
 	type parked struct {
 		key []byte
 		t   task

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"encoding/json"
@@ -70,7 +70,7 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry) (bool, error) {
 
 // nextCompensation is the router's step for an undo: the next one in the
 // chain, or nothing after the last.
-func nextCompensation(tx store.Tx, job JobID, t task) ([]task, error) {
+func nextCompensation(tx store.Tx, job runtype.JobID, t task) ([]task, error) {
 	if t.Undo >= t.UndoOf {
 		return nil, nil
 	}
@@ -83,7 +83,7 @@ func nextCompensation(tx store.Tx, job JobID, t task) ([]task, error) {
 
 // undoTask builds the i-th compensation of the chain: the undone
 // activation's node, fed with that activation's output.
-func undoTask(tx store.Tx, job JobID, flow string, i, n int) (task, error) {
+func undoTask(tx store.Tx, job runtype.JobID, flow string, i, n int) (task, error) {
 	act, err := tx.Get(compensationStepKey(job, i))
 	if err != nil {
 		return task{}, err

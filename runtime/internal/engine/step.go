@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -24,10 +24,10 @@ type result struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	// Port is the output port the output leaves on ("out", or a switch
 	// label; empty when a switch matched nothing).
-	Port     string      `json:"port,omitempty"`
-	ErrKind  FailureKind `json:"errorKind,omitempty"`
-	Err      string      `json:"error,omitempty"`
-	Attempts int         `json:"attempts"`
+	Port     string              `json:"port,omitempty"`
+	ErrKind  runtype.FailureKind `json:"errorKind,omitempty"`
+	Err      string              `json:"error,omitempty"`
+	Attempts int                 `json:"attempts"`
 	// TimedOut is set when the final attempt ran out of its timeout.
 	TimedOut bool `json:"timedOut,omitempty"`
 	// Elements is the fan-out size of a forEach activation.
@@ -59,7 +59,7 @@ var errPoison = errors.New("poison message")
 type entry struct {
 	m      store.Message
 	t      task
-	job    JobID
+	job    runtype.JobID
 	lease  store.Lease
 	guid   ledger.GUID
 	killed bool
@@ -151,10 +151,11 @@ func (e *Engine) lease(tx store.Tx, job []byte) (store.Lease, error) {
 	return l, err
 }
 
-// process runs an already reserved message through the step protocol.
+// Process runs an already reserved message through the step protocol.
 // Step uses the same path with the reservation folded into the entry
-// commit; tests call process to deliver one message many times.
-func (e *Engine) process(ctx context.Context, m store.Message) error {
+// commit; duplicate-delivery tests call Process to deliver one message
+// many times, in any order.
+func (e *Engine) Process(ctx context.Context, m store.Message) error {
 	var en *entry
 	err := e.store.Update(ctx, func(tx store.Tx) error {
 		var err error
@@ -186,7 +187,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	}
 	var res *result
 	if !en.guid.WorkDone() {
-		r := result{ErrKind: Canceled, Err: "job was killed", Attempts: en.m.Attempt}
+		r := result{ErrKind: runtype.Canceled, Err: "job was killed", Attempts: en.m.Attempt}
 		if !en.killed || en.t.Kind == runtype.Undo { // undo runs even in a killed job
 			r, err = e.proc.work(ctx, c, en)
 			if errors.Is(err, errRetryLater) {
@@ -377,8 +378,8 @@ func (e *Engine) crash(point string) error {
 }
 
 // complete writes the job's final status from its activations' results.
-func (e *Engine) complete(tx store.Tx, job JobID) error {
-	st := JobStatus{State: StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC()}
+func (e *Engine) complete(tx store.Tx, job runtype.JobID) error {
+	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC()}
 	if raw, err := tx.Get(metaKey(job)); err == nil {
 		var meta jobMeta
 		if json.Unmarshal(raw, &meta) == nil {
@@ -386,7 +387,7 @@ func (e *Engine) complete(tx store.Tx, job JobID) error {
 		}
 	}
 	err := tx.Scan(jobPrefix(job, "fail"), func(k, v []byte) error {
-		st.State = StateFailed
+		st.State = runtype.StateFailed
 		st.Errors = append(st.Errors, string(v))
 		return nil
 	})
@@ -420,7 +421,7 @@ func (e *Engine) complete(tx store.Tx, job JobID) error {
 		return err
 	}
 	if _, err := tx.Get(tombKey(job)); err == nil {
-		st.State = StateKilled
+		st.State = runtype.StateKilled
 	}
 	raw, err := json.Marshal(st)
 	if err != nil {

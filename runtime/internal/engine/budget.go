@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"fmt"
@@ -7,26 +7,6 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
-
-// Budget bounds what one job may spend. Zero fields are unlimited.
-//
-// Activations counts every activation the job starts: entry nodes, routed
-// nodes, forEach elements and joins, loop passes, resumptions excluded,
-// compensations exempt (an undo always runs). An activation past the
-// budget fails with PolicyDenied instead of running, so the job fails and
-// compensates. A subflow's activations are charged to its parent when the
-// subflow ends.
-//
-// Timeout is wall-clock time from the job's start; an activation that
-// would begin after it fails with PolicyDenied.
-//
-// A subflow's budget is never larger than what its parent has left: the
-// child gets the smaller of Subflow.Budget and the parent's remainder, and
-// the earlier of the two deadlines.
-type Budget struct {
-	Activations int64
-	Timeout     time.Duration
-}
 
 // budgetCeiling bounds a job's spent-activations counter.
 const budgetCeiling = 1 << 50
@@ -38,7 +18,7 @@ type jobBudget struct {
 	Deadline       time.Time `json:"deadline,omitzero"`
 }
 
-func (b Budget) from(start time.Time) jobBudget {
+func budgetFrom(b runtype.Budget, start time.Time) jobBudget {
 	jb := jobBudget{MaxActivations: b.Activations}
 	if b.Timeout > 0 {
 		jb.Deadline = start.Add(b.Timeout)
@@ -79,7 +59,7 @@ func (t task) budget() jobBudget {
 
 // spend charges the activations about to be published to the job's
 // budget, in the publishing transaction, and refuses those past it.
-func spend(tx store.Tx, job JobID, b jobBudget, ts []task) error {
+func spend(tx store.Tx, job runtype.JobID, b jobBudget, ts []task) error {
 	if b.MaxActivations == 0 {
 		return nil
 	}
@@ -109,7 +89,7 @@ func spend(tx store.Tx, job JobID, b jobBudget, ts []task) error {
 }
 
 // spent is how many activations a job has charged to its budget.
-func spent(tx store.ReadTx, job JobID) (int64, error) {
+func spent(tx store.ReadTx, job runtype.JobID) (int64, error) {
 	return tx.Counter(spentKey(job))
 }
 

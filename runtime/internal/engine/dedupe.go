@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -31,7 +32,7 @@ type dedupeRecord struct {
 
 // deduped returns the recorded result when the activation's key was
 // applied within its TTL.
-func (p *processor) deduped(ctx context.Context, info NodeInfo, t task) (result, bool, error) {
+func (p *processor) deduped(ctx context.Context, info runtype.NodeInfo, t task) (result, bool, error) {
 	key, err := activationKey(info, t)
 	if err != nil || key == "" {
 		return result{}, false, nil // the call reports the key problem
@@ -60,14 +61,14 @@ func (p *processor) deduped(ctx context.Context, info NodeInfo, t task) (result,
 // the step 1 commit.
 func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) error {
 	t := en.t
-	if t.Delivery != ExactlyOnce || res.failed() || res.Deduplicated != "" || t.Kind == runtype.Undo {
+	if t.Delivery != flowtype.ExactlyOnce || res.failed() || res.Deduplicated != "" || t.Kind == runtype.Undo {
 		return nil
 	}
 	n := c.byAlias[t.Node]
-	if n == nil || n.Runner == nil {
+	if n == nil || n.Task == nil {
 		return nil
 	}
-	key, err := activationKey(n.Runner.Info(), t)
+	key, err := activationKey(n.Task.Info(), t)
 	if err != nil || key == "" {
 		return err
 	}

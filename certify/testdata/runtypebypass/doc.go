@@ -1,0 +1,2 @@
+// Package runtypebypass is a connector of the certification corpus.
+package runtypebypass

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Kill stops a job from the top: a tombstone on its root makes every
+// activation not yet run finish as canceled without running its node, so
+// the job drains and ends in StateKilled. Activations already running
+// finish their current attempt; parked checkpoints are released. Killing a
+// job twice keeps the first reason; killing a finished job changes nothing.
+func (e *Engine) Kill(ctx context.Context, job runtype.JobID, reason string) error {
+	return e.store.Update(ctx, func(tx store.Tx) error { return e.killTx(tx, job, reason, 0) })
+}
+
+// killTx tombstones job and, recursively, the subflow jobs it started.
+func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int) error {
+	if _, err := tx.Get(metaKey(job)); err != nil {
+		return fmt.Errorf("kill %s: %w", job, err)
+	}
+	if depth > 64 {
+		return fmt.Errorf("kill %s: subflows nested deeper than 64", job)
+	}
+	if err := tx.PutOnce(tombKey(job), []byte(reason)); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	var children []runtype.JobID
+	err := tx.Scan(jobPrefix(job, "sub"), func(k, v []byte) error {
+		var child runtype.JobID
+		copy(child[:], v)
+		children = append(children, child)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, child := range children {
+		if err := e.killTx(tx, child, "parent killed: "+reason, depth+1); err != nil {
+			return err
+		}
+	}
+	// Parked checkpoints resume so that they finish canceled; a parked
+	// subflow activation waits for its (now killed) child to report.
+	return e.resumeWaiting(tx, job, "kill", func(t task) (bool, error) {
+		c, err := e.flow(t.Flow)
+		if err != nil {
+			return true, nil
+		}
+		n := c.byAlias[t.Node]
+		return n == nil || n.Subflow == nil, nil
+	})
+}
+
+// Pause holds a job: its messages are handed back unprocessed until
+// Resume. Activations already running finish their current attempt.
+func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
+	return e.store.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.Get(metaKey(job)); err != nil {
+			return fmt.Errorf("pause %s: %w", job, err)
+		}
+		return tx.Put(pausedKey(job), []byte(time.Now().UTC().Format(time.RFC3339)))
+	})
+}
+
+// Resume lets a paused job continue.
+func (e *Engine) Resume(ctx context.Context, job runtype.JobID) error {
+	return e.store.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.Get(metaKey(job)); err != nil {
+			return fmt.Errorf("resume %s: %w", job, err)
+		}
+		return tx.Delete(pausedKey(job))
+	})
+}
+
+// isPaused reports whether the job is paused.
+func isPaused(tx store.ReadTx, job runtype.JobID) (bool, error) {
+	_, err := tx.Get(pausedKey(job))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// pausedRetry is how soon a paused job's message is looked at again.
+const pausedRetry = 200 * time.Millisecond
+
+// Inspect returns everything the store holds about a job, from one prefix
+// scan of its root: values (results decoded from JSON) and counters
+// (ledgers decoded into words).
+func (e *Engine) Inspect(ctx context.Context, job runtype.JobID) (*runtype.Inspection, error) {
+	return InspectJob(ctx, e.store, job)
+}

@@ -1,0 +1,408 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// WorkStream is the stream every activation message travels on.
+const WorkStream = "flowgen.work"
+
+// Options configure an Engine; the zero value is usable. They are
+// runtime.Options without the capabilities (package runtime grants those
+// in its Task adapter); the fields mean what runtime.Options says.
+type Options struct {
+	Owner      string
+	Visibility time.Duration
+	LeaseTTL   time.Duration
+	Timeout    time.Duration
+	CrashPoint func(point string) error
+	Logger     *slog.Logger
+	Now        func() time.Time
+	After      func(time.Duration) <-chan time.Time
+}
+
+// Crash points, in protocol order. Steps 1 and 2 commit in one
+// transaction, so there is no point between them.
+const (
+	CrashReserved = "reserved" // message reserved, nothing written
+	CrashEntered  = "entered"  // entry counted, work not started
+	CrashWorked   = "worked"   // node ran (effects happened), step 1 not committed
+	CrashStep2    = "step2"    // step 2 committed
+	CrashStep3    = "step3"    // step 3 committed, message not acknowledged
+	CrashAcked    = "acked"    // message acknowledged
+)
+
+// CrashPoints lists every crash point in protocol order.
+var CrashPoints = []string{CrashReserved, CrashEntered, CrashWorked, CrashStep2, CrashStep3, CrashAcked}
+
+// Engine runs registered flows on a store. It is safe for concurrent use;
+// several engines (processes) may share one store.
+type Engine struct {
+	store store.Store
+	opts  Options
+	log   *slog.Logger
+
+	mu    sync.RWMutex
+	flows map[string]*compiled
+
+	// held is the last lease taken per job (string(job) -> store.Lease),
+	// released when Run stops so other workers need not wait out the TTL.
+	held sync.Map
+
+	// The two contours: the processor runs one activation and returns its
+	// result; the router decides what follows from a committed result.
+	// The step protocol (step.go) carries one to the other and commits.
+	proc   *processor
+	router router
+}
+
+// New returns an engine on s.
+func New(s store.Store, opts Options) *Engine {
+	if opts.Owner == "" {
+		id, _ := runtype.NewJobID()
+		opts.Owner = "worker-" + id.String()[:8]
+	}
+	if opts.Visibility == 0 {
+		opts.Visibility = 30 * time.Second
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = 30 * time.Second
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}}
+	e.proc = &processor{store: s, opts: &e.opts, log: e.log}
+	return e
+}
+
+// Register makes a flow runnable by name; registering a name again replaces
+// it for jobs started afterwards.
+func (e *Engine) Register(f *Flow) error {
+	c, err := compile(f)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.flows[f.Name] = c
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *Engine) now() time.Time { return e.opts.Now() }
+
+func (e *Engine) flow(name string) (*compiled, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	c, ok := e.flows[name]
+	if !ok {
+		return nil, fmt.Errorf("flow %q: %w", name, runtype.ErrUnknownFlow)
+	}
+	return c, nil
+}
+
+// jobMeta is stored at pid/<root>/meta.
+type jobMeta struct {
+	Flow    string          `json:"flow"`
+	Input   json.RawMessage `json:"input"`
+	Started time.Time       `json:"started"`
+	// Parent is set on a subflow's job: the activation waiting for it.
+	Parent *parentRef `json:"parent,omitempty"`
+	Depth  int        `json:"depth,omitempty"`
+	Budget jobBudget  `json:"budget,omitzero"`
+}
+
+// parentRef names the parent activation of a subflow job.
+type parentRef struct {
+	Job  string `json:"job"`
+	Act  string `json:"act"`
+	Task []byte `json:"task"` // the parked parent task, CBOR
+}
+
+// Start creates a job of the named flow with input and publishes its entry
+// activations. The job is durable once Start returns.
+func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) (runtype.JobID, error) {
+	c, err := e.flow(flow)
+	if err != nil {
+		return runtype.JobID{}, err
+	}
+	job, err := runtype.NewJobID()
+	if err != nil {
+		return runtype.JobID{}, err
+	}
+	err = e.store.Update(ctx, func(tx store.Tx) error {
+		now := e.now().UTC()
+		return e.createJob(tx, job, c, jobMeta{Flow: flow, Input: input, Started: now, Budget: budgetFrom(c.Budget, now)}, c.entries)
+	})
+	if err != nil {
+		return runtype.JobID{}, fmt.Errorf("start %s: %w", flow, err)
+	}
+	return job, nil
+}
+
+// createJob writes a job's meta, status and semaphore and publishes the
+// given entry activations, in the caller's transaction. Creating the same
+// job again is a no-op, so a replayed parent step starts its subflow once.
+func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta jobMeta, entries []string) error {
+	if _, err := tx.Get(metaKey(job)); err == nil {
+		return nil
+	}
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	status, _ := json.Marshal(runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started})
+	if err := tx.PutOnce(metaKey(job), raw); err != nil {
+		return err
+	}
+	if err := indexJob(tx, job, meta); err != nil {
+		return err
+	}
+	if err := tx.Put(statusKey(job), status); err != nil {
+		return err
+	}
+	if _, err := tx.Add(semKey(job), int64(len(entries)), maxSemaphore); err != nil {
+		return err
+	}
+	input, ref, err := boundary(tx, meta.Input)
+	if err != nil {
+		return err
+	}
+	ts := make([]task, len(entries))
+	for i, alias := range entries {
+		ts[i] = task{Kind: runtype.Entry, Flow: c.Name, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
+	}
+	meta.Budget.stamp(ts)
+	if err := spend(tx, job, meta.Budget, ts); err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if err := e.publish(tx, job, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxSemaphore bounds the open obligations of one job.
+const maxSemaphore = 1 << 40
+
+// task is the payload of a work message: one activation to run.
+type task struct {
+	// Kind is what the activation does (entry, step, join or undo); the
+	// engine branches on it, never on which other fields are set.
+	// Messages published before it existed have none: enter derives it
+	// from Act.
+	Kind  runtype.Kind `cbor:"20,keyasint,omitempty"`
+	Flow  string       `cbor:"1,keyasint"`
+	Node  string       `cbor:"2,keyasint"`
+	Act   string       `cbor:"3,keyasint"`
+	Dim   runtype.Dim  `cbor:"4,keyasint,omitempty"`
+	Input []byte       `cbor:"5,keyasint,omitempty"`
+	// Join is set on forEach body activations: the forEach activation they
+	// report to, their element index and the fan-out size.
+	Join   string `cbor:"6,keyasint,omitempty"`
+	Index  int    `cbor:"7,keyasint,omitempty"`
+	Expect int    `cbor:"8,keyasint,omitempty"`
+	// JoinOf is set on the activation that aggregates a forEach.
+	JoinOf string `cbor:"9,keyasint,omitempty"`
+	// Resume distinguishes the message that resumes a parked activation
+	// (after a signal or a kill) from the one that parked it.
+	Resume string `cbor:"10,keyasint,omitempty"`
+	// Undo is set on compensation activations: the position in the
+	// compensation chain (1-based) and its length.
+	Undo   int `cbor:"11,keyasint,omitempty"`
+	UndoOf int `cbor:"12,keyasint,omitempty"`
+	// Delivery and DedupeTTL come from the edge the activation arrived on.
+	Delivery  flowtype.Delivery `cbor:"13,keyasint,omitempty"`
+	DedupeTTL time.Duration     `cbor:"14,keyasint,omitempty"`
+	// InputRef replaces Input when it was too large to travel inline: the
+	// sha256 of the input stored under blobs/.
+	InputRef string `cbor:"15,keyasint,omitempty"`
+	// Window is the forEach concurrency limit a body activation runs
+	// under (0: none): finishing starts element Window+finished-1.
+	Window int `cbor:"16,keyasint,omitempty"`
+	// Refused is set on an activation the router may not run (a loop past
+	// its MaxIterations, a spent budget): the processor fails it with
+	// PolicyDenied and this reason instead of running it.
+	Refused string `cbor:"17,keyasint,omitempty"`
+	// MaxActivations and Deadline (Unix nanoseconds) are the job's budget,
+	// carried by every task so it is enforced without reading the meta.
+	MaxActivations int64 `cbor:"18,keyasint,omitempty"`
+	Deadline       int64 `cbor:"19,keyasint,omitempty"`
+}
+
+func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
+	payload, err := cbor.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return tx.Enqueue(store.Message{ID: messageID(job, t.Act+t.Resume), Stream: WorkStream, Job: job[:], Payload: payload})
+}
+
+// Run works until ctx is cancelled, with the given number of concurrent
+// workers, and returns nil then. A failed step (a lost database connection,
+// a fenced commit) is logged and retried after a backoff: the message comes
+// back after its visibility timeout and the ledgers skip what committed.
+// Idle workers wait for the store's publish notifications when it has them
+// (store.Notifier), and poll with a short backoff otherwise.
+func (e *Engine) Run(ctx context.Context, workers int) error {
+	wake, maxIdle := e.wakeups(ctx)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idle, failed := time.Millisecond, 10*time.Millisecond
+			for ctx.Err() == nil {
+				did, err := e.Step(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					e.log.Warn("step failed; will retry", "err", err, "in", failed)
+					sleepCtx(ctx, failed)
+					failed = min(failed*2, time.Second)
+					continue
+				}
+				failed = 10 * time.Millisecond
+				if did {
+					idle = time.Millisecond
+					wake.pass() // there may be more
+					continue
+				}
+				select {
+				case <-ctx.Done():
+				case <-wake.wait():
+				case <-time.After(idle):
+				}
+				idle = min(idle*2, maxIdle)
+			}
+		}()
+	}
+	wg.Wait()
+	e.releaseLeases()
+	return nil
+}
+
+// releaseLeases ends this engine's job leases after its workers stopped:
+// a worker that shuts down cleanly hands its jobs over at once.
+func (e *Engine) releaseLeases() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.held.Range(func(job, l any) bool {
+		err := e.store.Update(ctx, func(tx store.Tx) error { return tx.ReleaseLease(l.(store.Lease)) })
+		if err != nil {
+			e.log.Warn("releasing a lease at shutdown; it expires by itself", "err", err)
+		}
+		e.held.Delete(job)
+		return true
+	})
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// wakeups subscribes to the store's publish notifications, if it has them,
+// and returns a broadcaster that wakes every idle worker, with the longest
+// idle poll to use alongside.
+func (e *Engine) wakeups(ctx context.Context) (*baton, time.Duration) {
+	b := newBaton()
+	n, ok := e.store.(store.Notifier)
+	if !ok {
+		return b, 50 * time.Millisecond
+	}
+	ch, err := n.Notify(ctx, WorkStream)
+	if err != nil {
+		e.log.Warn("no publish notifications; polling", "err", err)
+		return b, 50 * time.Millisecond
+	}
+	go func() {
+		for range ch {
+			b.pass()
+		}
+	}()
+	return b, 250 * time.Millisecond
+}
+
+// baton wakes idle workers one at a time: a publish notification wakes
+// one, and each worker that finds work passes the baton to the next, so
+// as many wake as there is work for, instead of every idle worker of
+// every process querying at once on each commit.
+type baton struct{ ch chan struct{} }
+
+func newBaton() *baton { return &baton{ch: make(chan struct{}, 1)} }
+
+// wait returns the channel an idle worker waits on.
+func (b *baton) wait() <-chan struct{} { return b.ch }
+
+// pass wakes one waiting worker (or the next to wait); it never blocks.
+func (b *baton) pass() {
+	select {
+	case b.ch <- struct{}{}:
+	default:
+	}
+}
+
+// Step processes at most one message and reports whether it found one. The
+// reservation, the job lease and the entry count commit together.
+func (e *Engine) Step(ctx context.Context) (bool, error) {
+	var en *entry
+	empty := false
+	err := e.store.Update(ctx, func(tx store.Tx) error {
+		m, err := tx.Reserve(WorkStream, e.opts.Owner, e.opts.Visibility)
+		// An empty stream is not a failed transaction: failing would make a
+		// group-committing backend roll back and rerun its whole batch.
+		if empty = errors.Is(err, store.ErrEmpty); empty {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		en, err = e.enter(tx, m)
+		if errors.Is(err, errPoison) {
+			en = nil
+			return ignoreStale(tx.DeadLetter(m.Receipt, err.Error()))
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("reserve: %w", err)
+	}
+	if empty {
+		return false, nil
+	}
+	if en == nil {
+		return true, nil // dead-lettered
+	}
+	if err := e.crash(CrashReserved); err != nil {
+		return true, err
+	}
+	return true, e.proceed(ctx, en)
+}

@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+)
+
+// Task is the code of a task node as the engine runs it. Package runtime
+// adapts a node's Runner into one, giving it its Context and the
+// capabilities its spec declares; the engine sees only this seam.
+type Task interface {
+	// Info is the node's declaration: key fields, retries, timeout.
+	Info() runtype.NodeInfo
+	// Call runs the node once; ctx carries the attempt's deadline.
+	Call(ctx context.Context, c Call) (json.RawMessage, error)
+}
+
+// Call is one attempt of a task node.
+type Call struct {
+	// Info is the task's declaration as this activation uses it (a
+	// compensation's key fields are its UndoKey).
+	Info runtype.NodeInfo
+	// Key is the activation's idempotency key; empty without key fields.
+	Key     string
+	Attempt int
+	Params  json.RawMessage
+	Input   json.RawMessage
+	// Heartbeat counts the node's signs of life; the lease renewal reads
+	// it while the call runs.
+	Heartbeat *atomic.Int64
+}
+
+// Flow is a flow as the engine runs it: package runtime builds one from
+// its public Flow, with each Runner adapted into a Task.
+type Flow struct {
+	Name   string
+	Nodes  []*Node
+	Edges  []runtype.Edge
+	Budget runtype.Budget
+}
+
+// Node is one node of a Flow: exactly one of Task, Switch, ForEach,
+// Checkpoint or Subflow (runtime.FlowNode says what each does).
+type Node struct {
+	Alias      string
+	Task       Task
+	Params     json.RawMessage
+	Switch     *runtype.Switch
+	ForEach    *runtype.ForEach
+	Compensate *Compensation
+	Subflow    *runtype.Subflow
+	Checkpoint *runtype.Checkpoint
+}
+
+// Compensation undoes a node's effect: Task receives the node's output,
+// keyed by the output's UndoKey fields.
+type Compensation struct {
+	Task    Task
+	UndoKey []string
+}
+
+// maxCycleIterations is the most passes a back edge may allow.
+const maxCycleIterations = 1_000_000
+
+// compiled is a registered flow with its lookups built once.
+type compiled struct {
+	*Flow
+	byAlias map[string]*Node
+	out     map[string][]runtype.Edge // by from alias
+	entries []string
+	bodies  map[string]bool // aliases run only as forEach bodies
+}
+
+func compile(f *Flow) (*compiled, error) {
+	c := &compiled{Flow: f, byAlias: map[string]*Node{}, out: map[string][]runtype.Edge{}, bodies: map[string]bool{}}
+	for _, n := range f.Nodes {
+		kinds := 0
+		for _, set := range []bool{n.Task != nil, n.Switch != nil, n.ForEach != nil, n.Checkpoint != nil, n.Subflow != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach, Checkpoint, Subflow", f.Name, n.Alias)
+		}
+		if _, dup := c.byAlias[n.Alias]; dup {
+			return nil, fmt.Errorf("flow %s: duplicate alias %q", f.Name, n.Alias)
+		}
+		c.byAlias[n.Alias] = n
+	}
+	hasIn := map[string]bool{}
+	for _, e := range f.Edges {
+		if c.byAlias[e.From] == nil || c.byAlias[e.To] == nil {
+			return nil, fmt.Errorf("flow %s: edge %s.%s -> %s names an unknown node", f.Name, e.From, e.FromPort, e.To)
+		}
+		if e.MaxIterations < 0 || e.MaxIterations > maxCycleIterations {
+			return nil, fmt.Errorf("flow %s: edge %s.%s -> %s: MaxIterations %d is outside 0..%d", f.Name, e.From, e.FromPort, e.To, e.MaxIterations, maxCycleIterations)
+		}
+		c.out[e.From] = append(c.out[e.From], e)
+		if e.MaxIterations == 0 {
+			hasIn[e.To] = true
+		}
+	}
+	for _, n := range f.Nodes {
+		if n.ForEach != nil {
+			if c.byAlias[n.ForEach.Do] == nil {
+				return nil, fmt.Errorf("flow %s: forEach %q runs unknown node %q", f.Name, n.Alias, n.ForEach.Do)
+			}
+			c.bodies[n.ForEach.Do] = true
+		}
+	}
+	for _, n := range f.Nodes {
+		if !hasIn[n.Alias] && !c.bodies[n.Alias] {
+			c.entries = append(c.entries, n.Alias)
+		}
+	}
+	if len(c.entries) == 0 {
+		return nil, fmt.Errorf("flow %s: no entry node (every node has an incoming edge)", f.Name)
+	}
+	return c, nil
+}

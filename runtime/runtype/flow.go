@@ -1,0 +1,122 @@
+package runtype
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+)
+
+// Subflow runs another registered flow as one node, as a child job: only
+// the child's entry nodes listed in Inputs receive the parent's input (the
+// boundary artifact: inline up to 64 KiB, a store reference above), and the
+// node's output is the child's result, its terminal outputs by alias.
+// Killing the parent kills the child.
+type Subflow struct {
+	Flow   string
+	Inputs []string
+	// MaxDepth bounds nesting (default 8): a subflow deeper than its
+	// limit fails with PolicyDenied instead of starting.
+	MaxDepth int
+	// Budget is the child job's budget, cut down to what the parent has
+	// left when the child starts (zero: all of it). A parent with nothing
+	// left fails the node with PolicyDenied instead of starting the child.
+	Budget Budget
+}
+
+// Checkpoint is a human-approval point.
+type Checkpoint struct {
+	Prompt string
+}
+
+// Switch selects an output port by a field of the input.
+type Switch struct {
+	// On is the dotted path of the field to compare.
+	On    string
+	Cases []Case
+	// Default is the port used when no case matches; empty drops the input.
+	Default string
+}
+
+// Case is one switch case: Label is taken when the field equals Equals.
+type Case struct {
+	Label  string
+	Equals json.RawMessage
+}
+
+// ForEach fans out over an array field.
+type ForEach struct {
+	Items string
+	Do    string
+	// Aggregate decides when the join succeeds: AggregateAll (every element
+	// succeeded; the default), AggregateAny (at least one) or
+	// AggregateQuorum (at least Quorum). Failed elements are null in the
+	// output array.
+	Aggregate Aggregate
+	Quorum    int
+	// Concurrency bounds the body activations in flight at once (0: all
+	// elements at once). Elements start in order; each finished one starts
+	// the next.
+	Concurrency int
+}
+
+// Aggregate is a forEach join policy.
+type Aggregate string
+
+// The join policies.
+const (
+	AggregateAll    Aggregate = ""
+	AggregateAny    Aggregate = "any"
+	AggregateQuorum Aggregate = "quorum"
+)
+
+// Needed is how many elements must succeed out of n.
+func (fe *ForEach) Needed(n int) int {
+	switch fe.Aggregate {
+	case AggregateAny:
+		return min(1, n)
+	case AggregateQuorum:
+		return min(fe.Quorum, n)
+	}
+	return n
+}
+
+// Edge connects an output port to a node's input. Delivery, ordering and
+// partitioning are enforced by the engine per edge.
+type Edge struct {
+	From, FromPort string
+	To             string
+	// Delivery is the edge's guarantee. ExactlyOnce consults the dedupe
+	// store by the target's idempotency key, so an effect already applied
+	// within DedupeTTL (by this job or another) is not applied again and
+	// its recorded output is used; AtMostOnce never runs a redelivered
+	// activation whose first attempt did not commit.
+	Delivery  flowtype.Delivery
+	DedupeTTL time.Duration
+	// MaxIterations > 0 marks the back edge of a bounded loop. Each pass
+	// runs To and everything after it again in a fresh dimensional
+	// address (its own activation ids, ledgers and results), so passes
+	// never overwrite each other; pass MaxIterations+1 fails the job with
+	// PolicyDenied instead of running.
+	MaxIterations int
+}
+
+// Budget bounds what one job may spend. Zero fields are unlimited.
+//
+// Activations counts every activation the job starts: entry nodes, routed
+// nodes, forEach elements and joins, loop passes, resumptions excluded,
+// compensations exempt (an undo always runs). An activation past the
+// budget fails with PolicyDenied instead of running, so the job fails and
+// compensates. A subflow's activations are charged to its parent when the
+// subflow ends.
+//
+// Timeout is wall-clock time from the job's start; an activation that
+// would begin after it fails with PolicyDenied.
+//
+// A subflow's budget is never larger than what its parent has left: the
+// child gets the smaller of Subflow.Budget and the parent's remainder, and
+// the earlier of the two deadlines.
+type Budget struct {
+	Activations int64
+	Timeout     time.Duration
+}
