@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/internal/engine"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // WorkStream is the stream every activation message travels on.
-const WorkStream = engine.WorkStream
+const WorkStream = runtype.WorkStream
 
 // Options configure an Engine; the zero value is usable.
 type Options struct {
@@ -44,16 +45,16 @@ type Options struct {
 // Crash points, in protocol order. Steps 1 and 2 commit in one
 // transaction, so there is no point between them.
 const (
-	CrashReserved = engine.CrashReserved // message reserved, nothing written
-	CrashEntered  = engine.CrashEntered  // entry counted, work not started
-	CrashWorked   = engine.CrashWorked   // node ran (effects happened), step 1 not committed
-	CrashStep2    = engine.CrashStep2    // step 2 committed
-	CrashStep3    = engine.CrashStep3    // step 3 committed, message not acknowledged
-	CrashAcked    = engine.CrashAcked    // message acknowledged
+	CrashReserved = runtype.CrashReserved // message reserved, nothing written
+	CrashEntered  = runtype.CrashEntered  // entry counted, work not started
+	CrashWorked   = runtype.CrashWorked   // node ran (effects happened), step 1 not committed
+	CrashStep2    = runtype.CrashStep2    // step 2 committed
+	CrashStep3    = runtype.CrashStep3    // step 3 committed, message not acknowledged
+	CrashAcked    = runtype.CrashAcked    // message acknowledged
 )
 
 // CrashPoints lists every crash point in protocol order.
-var CrashPoints = engine.CrashPoints
+var CrashPoints = runtype.CrashPoints
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
 // several engines (processes) may share one store.

@@ -1,13 +1,14 @@
-// Package runtype is the vocabulary the engine and the node API share:
-// job ids, activation ids with their one grammar, dimensional addresses,
-// the states of jobs and activations, the failure kinds a result records,
-// the sentinel errors callers branch on, the error taxonomy, a node's
-// declaration (NodeInfo, RetryPolicy), the parts of a flow that hold no
-// node code (edges, switches, forEach, subflows, checkpoints, budgets), and
-// what the engine reports (JobStatus, Inspection, job listings). It is a
-// leaf: it imports only flowtype, so the engine below package runtime, the
-// store backends, tools and clients may all use it; package runtime
-// re-exports what its users touch under the same names.
+// Package runtype is the vocabulary the engine and the node API share: job
+// ids, activation ids with their one grammar, dimensional addresses, the
+// states of jobs and activations, the failure kinds a result records, the
+// sentinel errors callers branch on, the work stream and the crash points of
+// the step protocol, the error taxonomy, a node's declaration (NodeInfo,
+// RetryPolicy), the parts of a flow that hold no node code (edges, switches,
+// forEach, subflows, checkpoints, budgets), and what the engine reports
+// (JobStatus, Inspection, job listings). It is a leaf: it imports only
+// flowtype, so the engine below package runtime, the store backends, tools
+// and clients may all use it; package runtime re-exports what its users
+// touch under the same names.
 //
 // An activation id is stored in keys and messages, so its text form is part
 // of the on-disk format. The grammar is:

@@ -61,7 +61,7 @@ func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error)
 	if err != nil {
 		return fmt.Errorf("%s: park: %w", en.t.Act, err)
 	}
-	return e.crash(CrashAcked)
+	return e.crash(runtype.CrashAcked)
 }
 
 // Signal records a decision for every activation of the checkpoint node

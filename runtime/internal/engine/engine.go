@@ -16,9 +16,6 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// WorkStream is the stream every activation message travels on.
-const WorkStream = "flowgen.work"
-
 // Options configure an Engine; the zero value is usable. They are
 // runtime.Options without the capabilities (package runtime grants those
 // in its Task adapter); the fields mean what runtime.Options says.
@@ -32,20 +29,6 @@ type Options struct {
 	Now        func() time.Time
 	After      func(time.Duration) <-chan time.Time
 }
-
-// Crash points, in protocol order. Steps 1 and 2 commit in one
-// transaction, so there is no point between them.
-const (
-	CrashReserved = "reserved" // message reserved, nothing written
-	CrashEntered  = "entered"  // entry counted, work not started
-	CrashWorked   = "worked"   // node ran (effects happened), step 1 not committed
-	CrashStep2    = "step2"    // step 2 committed
-	CrashStep3    = "step3"    // step 3 committed, message not acknowledged
-	CrashAcked    = "acked"    // message acknowledged
-)
-
-// CrashPoints lists every crash point in protocol order.
-var CrashPoints = []string{CrashReserved, CrashEntered, CrashWorked, CrashStep2, CrashStep3, CrashAcked}
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
 // several engines (processes) may share one store.
@@ -259,7 +242,7 @@ func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
 	if err != nil {
 		return err
 	}
-	return tx.Enqueue(store.Message{ID: messageID(job, t.Act+t.Resume), Stream: WorkStream, Job: job[:], Payload: payload})
+	return tx.Enqueue(store.Message{ID: messageID(job, t.Act+t.Resume), Stream: runtype.WorkStream, Job: job[:], Payload: payload})
 }
 
 // Run works until ctx is cancelled, with the given number of concurrent
@@ -338,7 +321,7 @@ func (e *Engine) wakeups(ctx context.Context) (*baton, time.Duration) {
 	if !ok {
 		return b, 50 * time.Millisecond
 	}
-	ch, err := n.Notify(ctx, WorkStream)
+	ch, err := n.Notify(ctx, runtype.WorkStream)
 	if err != nil {
 		e.log.Warn("no publish notifications; polling", "err", err)
 		return b, 50 * time.Millisecond
@@ -376,7 +359,7 @@ func (e *Engine) Step(ctx context.Context) (bool, error) {
 	var en *entry
 	empty := false
 	err := e.store.Update(ctx, func(tx store.Tx) error {
-		m, err := tx.Reserve(WorkStream, e.opts.Owner, e.opts.Visibility)
+		m, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, e.opts.Visibility)
 		// An empty stream is not a failed transaction: failing would make a
 		// group-committing backend roll back and rerun its whole batch.
 		if empty = errors.Is(err, store.ErrEmpty); empty {
@@ -401,7 +384,7 @@ func (e *Engine) Step(ctx context.Context) (bool, error) {
 	if en == nil {
 		return true, nil // dead-lettered
 	}
-	if err := e.crash(CrashReserved); err != nil {
+	if err := e.crash(runtype.CrashReserved); err != nil {
 		return true, err
 	}
 	return true, e.proceed(ctx, en)

@@ -46,7 +46,7 @@ func InspectJob(ctx context.Context, s store.Store, job runtype.JobID) (*runtype
 		if err != nil {
 			return err
 		}
-		pending, err := tx.Pending(WorkStream)
+		pending, err := tx.Pending(runtype.WorkStream)
 		for _, m := range pending {
 			if bytes.Equal(m.Job, job[:]) {
 				queued = append(queued, m)

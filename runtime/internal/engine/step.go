@@ -178,7 +178,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	if en.deferred {
 		return nil
 	}
-	if err := e.crash(CrashEntered); err != nil {
+	if err := e.crash(runtype.CrashEntered); err != nil {
 		return err
 	}
 	c, err := e.flow(en.t.Flow)
@@ -204,7 +204,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 			}
 		}
 		res = &r
-		if err := e.crash(CrashWorked); err != nil {
+		if err := e.crash(runtype.CrashWorked); err != nil {
 			return err
 		}
 	}
@@ -224,11 +224,11 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 		if err != nil {
 			return fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 		}
-		if err := e.crash(CrashStep2); err != nil {
+		if err := e.crash(runtype.CrashStep2); err != nil {
 			return err
 		}
 		if !closed {
-			return e.crash(CrashAcked)
+			return e.crash(runtype.CrashAcked)
 		}
 	}
 	err = e.store.Update(ctx, func(tx store.Tx) error {
@@ -249,10 +249,10 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	if err != nil {
 		return fmt.Errorf("%s: step 3: %w", en.t.Act, err)
 	}
-	if err := e.crash(CrashStep3); err != nil {
+	if err := e.crash(runtype.CrashStep3); err != nil {
 		return err
 	}
-	return e.crash(CrashAcked)
+	return e.crash(runtype.CrashAcked)
 }
 
 // commitSteps writes step 1 (when res is not nil) and step 2 in the
