@@ -114,7 +114,7 @@ func TestSubflowBudgetIsCutToTheParents(t *testing.T) {
 		if err := drain(t, e); err != nil {
 			t.Fatal(err)
 		}
-		child := ChildJobID(job, "sub@<a")
+		child := childOf(t, e, job)
 		meta, childMeta := budgetOf(t, r, job), budgetOf(t, r, child)
 		if childMeta.MaxActivations != c.budget-2 || !childMeta.Deadline.Equal(meta.Deadline) || meta.Deadline.IsZero() {
 			t.Fatalf("budget %d: the child's budget is %+v, the parent's %+v", c.budget, childMeta, meta)

@@ -141,3 +141,70 @@ func TestCleanShutdownReleasesLeases(t *testing.T) {
 		})
 	}
 }
+
+// TestParkedActivationDeliveredAgain: a parked checkpoint has two
+// messages, the one that parked and the one the signal published. Either
+// may arrive again after the other completed the activation (a late
+// redelivery); in both orders the activation completes once, the job
+// succeeds and its semaphore ends at zero.
+func TestParkedActivationDeliveredAgain(t *testing.T) {
+	t.Parallel()
+	for _, parkedFirst := range []bool{true, false} {
+		r := newRig(t)
+		e := New(r.store, Options{Owner: "w1"})
+		if err := e.Register(approvalFlow()); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		job, err := e.Start(ctx, "approval", json.RawMessage(`{"order":"o-1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reserve := func() store.Message {
+			t.Helper()
+			var m store.Message
+			err := r.store.Update(ctx, func(tx store.Tx) error {
+				var err error
+				m, err = tx.Reserve(WorkStream, "w1", time.Hour)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		process := func(m store.Message) {
+			t.Helper()
+			if err := e.engine.Process(ctx, m); err != nil {
+				t.Fatalf("parked first %v: %v", parkedFirst, err)
+			}
+		}
+		process(reserve()) // start
+		parked := reserve()
+		process(parked) // approve parks
+		if _, err := e.Signal(ctx, job, "approve", Decision{Approved: true}); err != nil {
+			t.Fatal(err)
+		}
+		resumed := reserve()
+		if parkedFirst {
+			process(parked) // the decision is there: it completes the activation
+			process(resumed)
+		} else {
+			process(resumed)
+			process(parked)
+		}
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.Status(ctx, job)
+		if err != nil || st.State != StateSucceeded || st.Result["ship"] == nil {
+			t.Fatalf("parked first %v: %+v %v", parkedFirst, st, err)
+		}
+		if sem := counter(t, r.store, job, "sem"); sem != 0 {
+			t.Fatalf("parked first %v: semaphore %d", parkedFirst, sem)
+		}
+		if w, err := e.Waiting(ctx, job); err != nil || len(w) != 0 {
+			t.Fatalf("parked first %v: still waiting at %v (%v)", parkedFirst, w, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 type payload struct {
@@ -114,14 +115,15 @@ func TestKillCascadesToSubflow(t *testing.T) {
 	if st.State != StateKilled {
 		t.Fatalf("parent %+v", st)
 	}
-	child, err := e.Status(context.Background(), ChildJobID(job, "sub@<a"))
+	child, err := e.Status(context.Background(), childOf(t, e, job))
 	if err != nil || child.State != StateKilled {
 		t.Fatalf("child %+v %v", child, err)
 	}
 }
 
 // TestSubflowSurvivesEveryCrashPoint crashes parent and child at every
-// point: the parent still ends with the child's result, once.
+// point: the parent still ends with the child's result, once, from exactly
+// one child job (a replayed parent step finds the child it started).
 func TestSubflowSurvivesEveryCrashPoint(t *testing.T) {
 	t.Parallel()
 	crashEverywhere(t, func(s *sink) []*Flow { return subflowFlows(s, 3) }, "outer", `{"note":"hi"}`,
@@ -130,5 +132,68 @@ func TestSubflowSurvivesEveryCrashPoint(t *testing.T) {
 			if err != nil || st.State != StateSucceeded || string(st.Result["b"]) != `{"y":{"big":0,"note":2}}` {
 				t.Fatalf("%+v %v (%s)", st, err, st.Result["b"])
 			}
+			assertOneChild(t, r, job)
 		})
+}
+
+// TestSubflowUnderDuplicateDelivery delivers every message of a job with a
+// subflow 2 to 10 times, late and out of order: a repeated delivery of the
+// parked subflow activation finds the child it started and starts no other.
+func TestSubflowUnderDuplicateDelivery(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	e := New(r.store, Options{Owner: "w1", Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second})
+	for _, f := range subflowFlows(r.sink, 3) {
+		if err := e.Register(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := e.Start(context.Background(), "outer", json.RawMessage(`{"note":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliverRepeatedly(t, r, e)
+	st, err := e.Status(context.Background(), job)
+	if err != nil || st.State != StateSucceeded || string(st.Result["b"]) != `{"y":{"big":0,"note":2}}` {
+		t.Fatalf("%+v %v (%s)", st, err, st.Result["b"])
+	}
+	assertOneChild(t, r, job)
+}
+
+// assertOneChild checks that job started exactly one subflow job.
+func assertOneChild(t *testing.T, r *rig, job JobID) {
+	t.Helper()
+	l, err := ListJobs(context.Background(), r.store, JobQuery{Subflows: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := 0
+	for _, s := range l.Jobs {
+		if s.Parent == job.String() {
+			children++
+		}
+	}
+	if children != 1 {
+		t.Fatalf("%d subflow jobs of %s, want exactly one", children, job)
+	}
+}
+
+// childOf is the one subflow job job started, found in the job listing.
+func childOf(t *testing.T, e *Engine, job JobID) JobID {
+	t.Helper()
+	l, err := e.Jobs(context.Background(), JobQuery{Subflows: true, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range l.Jobs {
+		if s.Parent == job.String() {
+			child, err := ParseJobID(s.Job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return child
+		}
+	}
+	t.Fatalf("job %s started no subflow job", job)
+	return JobID{}
 }

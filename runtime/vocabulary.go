@@ -11,10 +11,6 @@ type JobID = runtype.JobID
 // NewJobID returns a fresh UUIDv7 job id.
 func NewJobID() (JobID, error) { return runtype.NewJobID() }
 
-// ChildJobID is the id of the job the subflow activation act of parent
-// starts; anyone can derive it.
-func ChildJobID(parent JobID, act string) JobID { return runtype.ChildJobID(parent, act) }
-
 // ParseJobID parses the base64url form JobID.String prints.
 func ParseJobID(s string) (JobID, error) { return runtype.ParseJobID(s) }
 

@@ -1,7 +1,6 @@
 package runtype
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 
@@ -33,13 +32,3 @@ func ParseJobID(s string) (JobID, error) {
 
 // String is the id in base64url, the form used outside the store.
 func (j JobID) String() string { return base64.RawURLEncoding.EncodeToString(j[:]) }
-
-// ChildJobID is the id of the job a subflow activation starts: derived
-// from the parent job and the activation, so a replayed parent step finds
-// the child it already started, and anyone can name a parent's child.
-func ChildJobID(parent JobID, act string) JobID {
-	sum := sha256.Sum256(append(append([]byte("subflow/"), parent[:]...), act...))
-	var id JobID
-	copy(id[:], sum[:16])
-	return id
-}

@@ -185,6 +185,16 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	if err != nil {
 		return e.store.Update(ctx, func(tx store.Tx) error { return ignoreStale(tx.DeadLetter(en.m.Receipt, err.Error())) })
 	}
+	if superseded, err := e.superseded(ctx, c, en); err != nil || superseded {
+		if err != nil {
+			return err
+		}
+		err := e.store.Update(ctx, func(tx store.Tx) error { return ignoreStale(tx.Ack(en.m.Receipt)) })
+		if err != nil {
+			return fmt.Errorf("%s: ack a superseded delivery: %w", en.t.Act, err)
+		}
+		return e.crash(runtype.CrashAcked)
+	}
 	var res *result
 	if !en.guid.WorkDone() {
 		r := result{ErrKind: runtype.Canceled, Err: "job was killed", Attempts: en.m.Attempt}
@@ -319,6 +329,32 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		return false, err
 	}
 	return hit, markStep(tx, en, en.guid, 2)
+}
+
+// superseded reports a delivery whose activation another message already
+// completed. Only a parking node (checkpoint or subflow) has two messages
+// for one activation: the one that parked and the one that resumed it.
+// Whichever commits the result first completes the activation and takes
+// its obligation off the semaphore; a later delivery of the other, one
+// that has done no step of its own, is a duplicate to acknowledge.
+func (e *Engine) superseded(ctx context.Context, c *compiled, en *entry) (bool, error) {
+	n := c.byAlias[en.t.Node]
+	if en.guid.WorkDone() || n == nil || (n.Checkpoint == nil && n.Subflow == nil) || en.t.Kind == runtype.Undo {
+		return false, nil
+	}
+	done := false
+	err := e.store.View(ctx, func(tx store.ReadTx) error {
+		_, err := tx.Get(resultKey(en.job, en.t.Act))
+		done = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", en.t.Act, err)
+	}
+	return done, nil
 }
 
 // markStep adds the digit of step (1, 2 or 3) to the message's GUID

@@ -97,7 +97,10 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	if err := json.Unmarshal(raw, &parentMeta); err != nil {
 		return err
 	}
-	child := runtype.ChildJobID(en.job, en.t.Act)
+	child, err := childJobID(tx, en)
+	if err != nil {
+		return err
+	}
 	taskRaw, err := cbor.Marshal(en.t)
 	if err != nil {
 		return err
@@ -152,6 +155,26 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 		return refuse("job was killed")
 	}
 	return e.createJob(tx, child, cc, meta, sf.Inputs)
+}
+
+// childJobID is the id of the job the subflow activation en starts: the
+// one its parent step recorded, when a replay of that step finds it, and a
+// fresh UUIDv7 otherwise, so children sort by creation time in the job
+// index like every other job.
+func childJobID(tx store.Tx, en *entry) (runtype.JobID, error) {
+	raw, err := tx.Get(subflowChildKey(en.job, en.t.Act))
+	switch {
+	case err == nil:
+		var child runtype.JobID
+		if len(raw) != len(child) {
+			return child, fmt.Errorf("subflow child of %s in job %s: stored id has %d bytes", en.t.Act, en.job, len(raw))
+		}
+		copy(child[:], raw)
+		return child, nil
+	case errors.Is(err, store.ErrNotFound):
+		return runtype.NewJobID()
+	}
+	return runtype.JobID{}, err
 }
 
 // reportToParent runs in a job's completion: a subflow job hands its
