@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/pgwire"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
@@ -197,4 +198,54 @@ func BenchmarkPostgresLatency(b *testing.B) {
 	b.ReportMetric(rate, "offered-jobs/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkPostgresProtocol counts what the step protocol asks of
+// PostgreSQL per node activation, on the wire (internal/pgwire): round
+// trips, statements and commits, for jobs of the 3-node flow started and
+// worked by one in-process engine of 8 workers, idle polling included.
+// These are the denominators of every PostgreSQL figure above.
+func BenchmarkPostgresProtocol(b *testing.B) {
+	const jobs = 200
+	ctx := context.Background()
+	url := pgtest.FreshSchema(b)
+	var counter pgwire.Counter
+	s, err := pgstore.Open(ctx, url, pgstore.Options{Dialer: &counter})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	watch, err := sql.Open("postgres", url) // polls for the end, uncounted
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer watch.Close()
+	e := New(s, Options{})
+	if err := e.Register(linearFlow()); err != nil {
+		b.Fatal(err)
+	}
+	var total pgwire.Counts
+	var elapsed time.Duration
+	for range b.N {
+		before, start := counter.Counts(), time.Now()
+		startConcurrently(b, e, "linear", `{"n":1}`, jobs)
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(runCtx, 8) }()
+		waitAll(b, watch, jobs)
+		elapsed += time.Since(start)
+		stop()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		got := counter.Counts().Sub(before)
+		total.RoundTrips += got.RoundTrips
+		total.Statements += got.Statements
+		total.Commits += got.Commits
+	}
+	activations := float64(jobs * 3 * b.N)
+	b.ReportMetric(float64(total.RoundTrips)/activations, "round-trips/activation")
+	b.ReportMetric(float64(total.Statements)/activations, "statements/activation")
+	b.ReportMetric(float64(total.Commits)/activations, "commits/activation")
+	b.ReportMetric(activations/elapsed.Seconds(), "nodes/s")
 }

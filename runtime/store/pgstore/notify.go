@@ -19,7 +19,12 @@ func (s *Store) Notify(ctx context.Context, stream string) (<-chan struct{}, err
 	if s.url == "" {
 		return nil, errors.New("notifications need a store opened with Open (a connection string)")
 	}
-	l := pq.NewListener(s.url, 100*time.Millisecond, 5*time.Second, nil)
+	var l *pq.Listener
+	if s.opts.Dialer != nil {
+		l = pq.NewDialListener(s.opts.Dialer, s.url, 100*time.Millisecond, 5*time.Second, nil)
+	} else {
+		l = pq.NewListener(s.url, 100*time.Millisecond, 5*time.Second, nil)
+	}
 	if err := l.Listen(notifyChannel); err != nil {
 		l.Close()
 		return nil, err
