@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -82,8 +83,9 @@ func runJobs(b *testing.B, flow *Flow, input string, jobs int) (time.Duration, *
 }
 
 // rawBoltTxPerSecond is the baseline: transactions of three puts (about
-// what one step writes) through bbolt's Batch from benchWorkers goroutines,
-// fsync on, measured in the same run.
+// what one step writes) through bbolt's Batch tuned for the load (a batch
+// as large as the number of callers, 1 ms delay) from benchWorkers
+// goroutines, fsync on, measured in the same run.
 func rawBoltTxPerSecond(b *testing.B, txns int) float64 {
 	b.Helper()
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
@@ -92,6 +94,7 @@ func rawBoltTxPerSecond(b *testing.B, txns int) float64 {
 	}
 	defer db.Close()
 	db.MaxBatchDelay = time.Millisecond
+	db.MaxBatchSize = benchWorkers
 	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
 		b.Fatal(err)
 	}
@@ -201,4 +204,74 @@ func peakRSSMiB(b *testing.B) float64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkBoltLatency runs jobs of the 3-node flow one at a time on the
+// embedded store, fsync on, with benchWorkers idle workers waiting, and
+// reports the p50 and p99 of a job's latency (start to completion commit)
+// and of one step (a third of it), next to the p50 of a 4 KiB write and
+// fdatasync on the same disk measured in the same run. b.N is the number
+// of jobs.
+func BenchmarkBoltLatency(b *testing.B) {
+	s, err := boltstore.Open(filepath.Join(b.TempDir(), "latency.db"), boltstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e := New(s, Options{Owner: "bench"})
+	if err := e.Register(linearFlow()); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx, benchWorkers) }()
+	lat := make([]time.Duration, 0, b.N)
+	for range b.N {
+		start := time.Now()
+		id, err := e.Start(context.Background(), "linear", json.RawMessage(`{"n":1}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st, err := e.Wait(context.Background(), id); err != nil || st.State != StateSucceeded {
+			b.Fatalf("job %s: %+v %v", id, st, err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lat)
+	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	b.ReportMetric(ms(p50), "job-p50-ms")
+	b.ReportMetric(ms(p99), "job-p99-ms")
+	b.ReportMetric(ms(p50)/3, "step-p50-ms")
+	b.ReportMetric(ms(p99)/3, "step-p99-ms")
+	b.ReportMetric(ms(fdatasyncP50(b, 200)), "fdatasync-p50-ms")
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// fdatasyncP50 is the median time of writing 4 KiB and syncing it, n
+// times, in a file beside the benchmark's store.
+func fdatasyncP50(b *testing.B, n int) time.Duration {
+	f, err := os.Create(filepath.Join(b.TempDir(), "sync"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	var ds []time.Duration
+	for i := range n {
+		start := time.Now()
+		if _, err := f.WriteAt(page, int64(i%16)*4096); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }

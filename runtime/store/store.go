@@ -131,6 +131,16 @@ type Notifier interface {
 	Notify(ctx context.Context, stream string) (<-chan struct{}, error)
 }
 
+// Peeker is implemented by stores whose write transactions cost much more
+// than reads (an fsync each, as on bbolt): an idle worker looks before it
+// opens a write transaction to reserve.
+type Peeker interface {
+	// Ready reports whether stream has a message visible now. false means
+	// a Reserve would find nothing; true is a hint only (the message's job
+	// may be leased by another owner, or another worker reserve it first).
+	Ready(ctx context.Context, stream string) (bool, error)
+}
+
 // DeadLetterSuffix names a stream's dead-letter stream.
 const DeadLetterSuffix = ".dead"
 

@@ -356,6 +356,15 @@ func (b *baton) pass() {
 // Step processes at most one message and reports whether it found one. The
 // reservation, the job lease and the entry count commit together.
 func (e *Engine) Step(ctx context.Context) (bool, error) {
+	if p, ok := e.store.(store.Peeker); ok {
+		ready, err := p.Ready(ctx, runtype.WorkStream)
+		if err != nil {
+			return false, fmt.Errorf("peek: %w", err)
+		}
+		if !ready {
+			return false, nil // no write transaction to learn there is no work
+		}
+	}
 	var en *entry
 	empty := false
 	err := e.store.Update(ctx, func(tx store.Tx) error {

@@ -1,6 +1,8 @@
 // Package boltstore is the embedded store backend: one bbolt file, zero
 // setup, every commit fsynced. Concurrent Updates are group-committed
-// (bbolt's Batch), so throughput is not one fsync per step.
+// (group.go): a lone Update commits at once, and the ones that arrive while
+// a commit runs share the next transaction and fsync, so throughput is not
+// one fsync per step and latency is not a batching timer.
 package boltstore
 
 import (
@@ -47,8 +49,10 @@ var ErrLocked = errors.New("the store file is in use by another process")
 
 // Store is a store.Store on a bbolt file.
 type Store struct {
-	db  *bolt.DB
-	now func() time.Time
+	db        *bolt.DB
+	now       func() time.Time
+	commit    committer
+	listeners subscribers
 }
 
 var _ store.Store = (*Store)(nil)
@@ -79,15 +83,11 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("initialise store %s: %w", path, err)
 	}
 	db.NoSync = opts.NoSync
-	// Group commit: concurrent Updates arriving within a millisecond share
-	// one transaction and one fsync. bbolt's default of 10ms would add that
-	// much latency to every step of a lone worker.
-	db.MaxBatchDelay = time.Millisecond
 	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now}, nil
+	return &Store{db: db, now: now, commit: committer{db: db}}, nil
 }
 
 // Close closes the file.
@@ -101,9 +101,17 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Batch(func(btx *bolt.Tx) error {
-		return fn(&tx{btx: btx, now: s.now()})
+	var streams []string
+	err := s.commit.update(func(btx *bolt.Tx) error {
+		t := &tx{btx: btx, now: s.now()}
+		err := fn(t)
+		streams = t.streams // of the run that committed, when fn ran twice
+		return err
 	})
+	if err == nil && len(streams) > 0 {
+		s.listeners.publish(streams)
+	}
+	return err
 }
 
 // View implements store.Store.
@@ -120,6 +128,9 @@ func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 type tx struct {
 	btx *bolt.Tx
 	now time.Time
+	// streams are the streams this transaction published on, for the
+	// listeners (notify.go) once it commits.
+	streams []string
 }
 
 func (t *tx) b(name []byte) *bolt.Bucket { return t.btx.Bucket(name) }

@@ -69,6 +69,7 @@ func (t *tx) Enqueue(m store.Message) error {
 	if m.Stream == "" {
 		return fmt.Errorf("enqueue: empty stream name")
 	}
+	t.published(m.Stream)
 	key := msgKey(m.Stream, m.ID)
 	if t.b(bucketDone).Get(key) != nil || t.b(bucketMsgs).Get(key) != nil {
 		return nil // already published

@@ -61,6 +61,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ConcurrentReserveDeliversOnce", testConcurrentReserve},
 		{"DurableAcrossReopen", testDurableAcrossReopen},
 		{"NotifiesOnCommittedPublish", testNotify},
+		{"PeekSeesVisibleMessages", testPeek},
+		{"FailingUpdateAmongConcurrentOnes", testFailingAmongConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -634,6 +636,69 @@ func testNotify(t *testing.T, h *harness) {
 	}
 	cancel()
 	for range ch { // the channel closes when ctx ends
+	}
+}
+
+// testPeek runs only for stores that implement store.Peeker: Ready says
+// false exactly when no message is visible.
+func testPeek(t *testing.T, h *harness) {
+	p, ok := h.s.(store.Peeker)
+	if !ok {
+		t.Skip("the backend does not peek (reserving finds out)")
+	}
+	ready := func(want bool, when string) {
+		t.Helper()
+		got, err := p.Ready(context.Background(), "s")
+		if err != nil || got != want {
+			t.Fatalf("%s: ready %v (%v), want %v", when, got, err, want)
+		}
+	}
+	ready(false, "empty stream")
+	h.update(func(tx store.Tx) error { return tx.Enqueue(store.Message{ID: id(1), Stream: "other"}) })
+	ready(false, "a message on another stream")
+	h.update(func(tx store.Tx) error { return tx.Enqueue(store.Message{ID: id(2), Stream: "s"}) })
+	ready(true, "a visible message")
+	if _, err := h.reserve("s", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	ready(false, "the only message reserved")
+	h.clock.Advance(2 * time.Minute)
+	ready(true, "its visibility timeout over")
+}
+
+// testFailingAmongConcurrent: Updates that fail while others commit
+// concurrently (a group-committing backend puts them in one transaction)
+// leave nothing, and roll back none of the others.
+func testFailingAmongConcurrent(t *testing.T, h *harness) {
+	const n = 24
+	errBoom := errors.New("boom")
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h.s.Update(context.Background(), func(tx store.Tx) error {
+				if err := tx.Put([]byte(fmt.Sprintf("k%02d", i)), []byte("v")); err != nil {
+					return err
+				}
+				if i%3 == 0 {
+					return errBoom
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		_, err := h.get(fmt.Sprintf("k%02d", i))
+		if i%3 == 0 {
+			if !errors.Is(errs[i], errBoom) || !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("failing update %d: returned %v; its write: %v", i, errs[i], err)
+			}
+		} else if errs[i] != nil || err != nil {
+			t.Errorf("update %d: returned %v; its write: %v", i, errs[i], err)
+		}
 	}
 }
 
