@@ -50,7 +50,7 @@ bench: ## Benchmarks with figures and ratios against in-run baselines.
 	bench/postgres.sh
 	bench/certify.sh
 
-bench-postgres: ## PostgreSQL node executions/s with 1/2/4 workers vs River, same database.
+bench-postgres: ## PostgreSQL node executions/s (1/2/4 processes) and protocol cost vs River and DBOS, same database, ratios last.
 	bench/postgres.sh
 
 bench-certify: ## Certification time of charge and normalize, before the sandbox and now, with the ratio.
