@@ -51,18 +51,27 @@ func fanFlow() *Flow {
 
 const benchWorkers = 16
 
-// runJobs starts jobs of flow and works them to completion with
-// benchWorkers workers, fsync on every commit; it returns the elapsed time.
-func runJobs(b *testing.B, flow *Flow, input string, jobs int) (time.Duration, *boltstore.Store) {
+// boltEngine is an engine on a fresh store file (fsync on) with flow
+// registered; the store closes when the benchmark ends.
+func boltEngine(b *testing.B, flow *Flow) (*boltstore.Store, *Engine) {
 	b.Helper()
 	s, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { s.Close() })
 	e := New(s, Options{Owner: "bench"})
 	if err := e.Register(flow); err != nil {
 		b.Fatal(err)
 	}
+	return s, e
+}
+
+// runJobs starts jobs of flow and works them to completion with
+// benchWorkers workers, fsync on every commit; it returns the elapsed time.
+func runJobs(b *testing.B, flow *Flow, input string, jobs int) (time.Duration, *boltstore.Store) {
+	b.Helper()
+	s, e := boltEngine(b, flow)
 	start := time.Now()
 	ids := startConcurrently(b, e, flow.Name, input, jobs)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -165,15 +174,7 @@ var _ store.Store = (*boltstore.Store)(nil)
 // per job: job state lives in the store, not in memory.
 func BenchmarkJobsInFlight(b *testing.B) {
 	const jobs = 100_000
-	s, err := boltstore.Open(filepath.Join(b.TempDir(), "inflight.db"), boltstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	e := New(s, Options{Owner: "bench"})
-	if err := e.Register(linearFlow()); err != nil {
-		b.Fatal(err)
-	}
+	s, e := boltEngine(b, linearFlow())
 	for range b.N {
 		startConcurrently(b, e, "linear", `{"n":1}`, jobs)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -213,15 +214,7 @@ func peakRSSMiB(b *testing.B) float64 {
 // fdatasync on the same disk measured in the same run. b.N is the number
 // of jobs.
 func BenchmarkBoltLatency(b *testing.B) {
-	s, err := boltstore.Open(filepath.Join(b.TempDir(), "latency.db"), boltstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	e := New(s, Options{Owner: "bench"})
-	if err := e.Register(linearFlow()); err != nil {
-		b.Fatal(err)
-	}
+	_, e := boltEngine(b, linearFlow())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx, benchWorkers) }()
