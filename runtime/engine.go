@@ -43,13 +43,15 @@ type Options struct {
 }
 
 // Crash points, in protocol order. Steps 1 and 2 commit in one
-// transaction, so there is no point between them.
+// transaction, with the ack, and with step 3 when the message closes its
+// job; the points after that commit fire in order all the same, so a crash
+// test visits each.
 const (
 	CrashReserved = runtype.CrashReserved // message reserved, nothing written
 	CrashEntered  = runtype.CrashEntered  // entry counted, work not started
 	CrashWorked   = runtype.CrashWorked   // node ran (effects happened), step 1 not committed
-	CrashStep2    = runtype.CrashStep2    // step 2 committed
-	CrashStep3    = runtype.CrashStep3    // step 3 committed, message not acknowledged
+	CrashStep2    = runtype.CrashStep2    // steps 1 and 2 committed
+	CrashStep3    = runtype.CrashStep3    // the job completed (the closing message only)
 	CrashAcked    = runtype.CrashAcked    // message acknowledged
 )
 

@@ -4,13 +4,15 @@ package runtype
 const WorkStream = "flowgen.work"
 
 // Crash points, in protocol order. Steps 1 and 2 commit in one
-// transaction, so there is no point between them.
+// transaction, with the ack, and with step 3 when the message closes its
+// job; the points after that commit fire in order all the same, so a crash
+// test visits each.
 const (
 	CrashReserved = "reserved" // message reserved, nothing written
 	CrashEntered  = "entered"  // entry counted, work not started
 	CrashWorked   = "worked"   // node ran (effects happened), step 1 not committed
-	CrashStep2    = "step2"    // step 2 committed
-	CrashStep3    = "step3"    // step 3 committed, message not acknowledged
+	CrashStep2    = "step2"    // steps 1 and 2 committed
+	CrashStep3    = "step3"    // the job completed (the closing message only)
 	CrashAcked    = "acked"    // message acknowledged
 )
 

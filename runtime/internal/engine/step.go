@@ -218,16 +218,26 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 			return err
 		}
 	}
-	closed := en.guid.NeedsCompletion()
 	if !en.guid.ChildrenSpawned() {
+		closed := false
 		err = e.store.Update(ctx, func(tx store.Tx) error {
 			if err := tx.Fence(en.lease); err != nil {
 				return err
 			}
 			var err error
-			closed, err = e.commitSteps(tx, c, en, res)
-			if err != nil || closed {
+			if closed, err = e.commitSteps(tx, c, en, res); err != nil {
 				return err
+			}
+			if closed {
+				// The message that takes the semaphore to zero finishes
+				// the job in the same commit: step 3 needs none of its own.
+				cur, err := tx.Counter(en.guidKey())
+				if err != nil {
+					return err
+				}
+				if err := e.completeStep(tx, en, ledger.GUID(cur)); err != nil {
+					return err
+				}
 			}
 			return ignoreStale(tx.Ack(en.m.Receipt))
 		})
@@ -237,10 +247,16 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 		if err := e.crash(runtype.CrashStep2); err != nil {
 			return err
 		}
-		if !closed {
-			return e.crash(runtype.CrashAcked)
+		if closed {
+			if err := e.crash(runtype.CrashStep3); err != nil {
+				return err
+			}
 		}
+		return e.crash(runtype.CrashAcked)
 	}
+	// Steps 1 and 2 committed without step 3: a message that closed its job
+	// in a store written before step 3 joined their commit. Complete the
+	// job now.
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		cur, err := tx.Counter(en.guidKey())
 		if err != nil {
