@@ -1,38 +1,48 @@
 #!/usr/bin/env bash
-# PostgreSQL benchmark, one run, same database: flowgen's durable node
-# executions/s (1, 2, 4 worker processes; 3-node linear flow and 1-to-100
-# fan-out), what the step protocol costs per activation on the wire, River
-# working no-op jobs (one insert per transaction), and DBOS Transact for Go
-# running the same shapes (bench/dbos). The ratio lines come last.
-# Usage: bench/postgres.sh
+# PostgreSQL benchmark on one database: flowgen's durable node executions/s
+# (1, 2, 4 worker processes; 3-node linear flow and 1-to-100 fan-out), River
+# working no-op jobs (one insert per transaction) and DBOS Transact for Go
+# running the same shapes (bench/dbos), interleaved in ROUNDS rounds
+# (default 3); then what the step protocol costs per activation on the wire,
+# the median of each figure, and the ratio lines last.
+# Usage: [ROUNDS=n] bench/postgres.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 url="${FLOWGEN_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}"
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-go test -run='^$' -bench='^BenchmarkPostgres(Protocol)?$' -benchtime=1x ./runtime | tee "$out"
+rounds="${ROUNDS:-3}"
+runs=$(mktemp)
+trap 'rm -f "$runs"' EXIT
 
-schema() { psql "$url" -qc "DROP SCHEMA IF EXISTS $1 CASCADE" -c "CREATE SCHEMA $1" >/dev/null 2>&1; }
-drop() { psql "$url" -qc "DROP SCHEMA $1 CASCADE" >/dev/null 2>&1; }
+reset() { psql "$url" -qc "DROP SCHEMA IF EXISTS $1 CASCADE" -c "CREATE SCHEMA $1" >/dev/null 2>&1; }
+drop() { psql "$url" -qc "DROP SCHEMA IF EXISTS $1 CASCADE" >/dev/null 2>&1; }
 
-schema flowgen_river_bench
-river=$(cd bench/river && go run . -database-url "$url&search_path=flowgen_river_bench" -jobs 3000 -workers 16)
-drop flowgen_river_bench
-echo "$river"
+# Each round appends "name value" lines to $runs.
+for round in $(seq "$rounds"); do
+	echo "round $round of $rounds"
+	go test -run='^$' -bench='^BenchmarkPostgres$' -benchtime=1x ./runtime |
+		awk '/^BenchmarkPostgres\// { for (i = 1; i <= NF; i++) if ($(i+1) == "nodes/s") { sub(/-[0-9]+$/, "", $1); print "flowgen-" substr($1, 19), $i } }' | tee -a "$runs"
+	reset flowgen_river_bench
+	(cd bench/river && go run . -database-url "$url&search_path=flowgen_river_bench" -jobs 3000 -workers 16) |
+		sed -n 's/.*jobs\/s=\([0-9.]*\).*/river-jobs\/s \1/p' | tee -a "$runs"
+	drop flowgen_river_bench
+	drop flowgen_dbos_bench
+	(cd bench/dbos && go run . -database-url "$url" -schema flowgen_dbos_bench -workflows 1000 2>/dev/null) |
+		awk '/^dbos / { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "steps/s" || kv[1] ~ /ms$/) print "dbos-" $2 "-" kv[1], kv[2] } }' | tee -a "$runs"
+	drop flowgen_dbos_bench
+done
 
-drop flowgen_dbos_bench || true
-dbos=$(cd bench/dbos && go run . -database-url "$url" -schema flowgen_dbos_bench -workflows 1000 2>/dev/null | grep '^dbos ')
-drop flowgen_dbos_bench
-echo "$dbos"
+go test -run='^$' -bench='^BenchmarkPostgresProtocol$' -benchtime=1x ./runtime | grep '^Benchmark'
 
-field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
-metric() { awk -v name="$1" -v unit="$2" '$1 ~ name { for (i = 1; i <= NF; i++) if ($(i+1) == unit) print $i }' "$out" | head -1; }
-river_jobs=$(field 'jobs\/s' <<<"$river")
-dbos_direct=$(grep linear-direct <<<"$dbos" | field 'steps\/s')
-dbos_fan=$(grep fanout <<<"$dbos" | field 'steps\/s')
-linear1=$(metric '^BenchmarkPostgres/linear/procs=1' nodes/s)
-fan1=$(metric '^BenchmarkPostgres/fanout/procs=1' nodes/s)
-awk -v l="$linear1" -v f="$fan1" -v r="$river_jobs" -v d="$dbos_direct" -v df="$dbos_fan" 'BEGIN {
+echo "medians of $rounds rounds:"
+medians=$(sort -k1,1 -k2,2g "$runs" | awk '
+	$1 != name { if (name != "") print name, med(); name = $1; n = 0 }
+	{ v[++n] = $2 }
+	END { print name, med() }
+	function med() { return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')
+echo "$medians"
+value() { awk -v k="$1" '$1 == k { print $2 }' <<<"$medians"; }
+awk -v l="$(value flowgen-linear/procs=1)" -v f="$(value flowgen-fanout/procs=1)" \
+	-v r="$(value river-jobs/s)" -v d="$(value dbos-linear-direct-steps/s)" -v df="$(value dbos-fanout-steps/s)" 'BEGIN {
 	printf "ratio linear 1 process vs River: %.2f\n", l / r
 	printf "ratio linear 1 process vs DBOS direct: %.2f\n", l / d
 	printf "ratio fan-out vs DBOS: %.2f\n", f / df
