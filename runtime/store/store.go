@@ -53,6 +53,11 @@ type ReadTx interface {
 	// Get returns the value under key or ErrNotFound. The slice is valid
 	// only until the transaction ends.
 	Get(key []byte) ([]byte, error)
+	// GetMany returns the values under keys, in the order of keys, in one
+	// read (one round trip on a networked store): a nil entry for a key
+	// with no value, a non-nil one (possibly empty) for a key with one.
+	// The slices are valid only until the transaction ends.
+	GetMany(keys [][]byte) ([][]byte, error)
 	// Scan calls fn for every value whose key starts with prefix, in
 	// bytewise key order, stopping at the first error fn returns. fn may
 	// read and write through the same transaction; writes under the prefix

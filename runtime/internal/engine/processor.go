@@ -281,10 +281,17 @@ func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *run
 			return err
 		}
 		outputs = make([]json.RawMessage, n)
-		for i := range outputs {
-			raw, err := tx.Get(resultKey(job, runtype.StepOf(fe.Do, t.Dim.Element(i), t.Node).String()))
-			if err != nil {
-				return err
+		keys := make([][]byte, n)
+		for i := range keys {
+			keys[i] = resultKey(job, runtype.StepOf(fe.Do, t.Dim.Element(i), t.Node).String())
+		}
+		results, err := tx.GetMany(keys) // one read for all elements
+		if err != nil {
+			return err
+		}
+		for i, raw := range results {
+			if raw == nil {
+				return fmt.Errorf("element %d: result %q: %w", i, keys[i], store.ErrNotFound)
 			}
 			var r result
 			if err := json.Unmarshal(raw, &r); err != nil {

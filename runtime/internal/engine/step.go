@@ -91,10 +91,11 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		en.t.Kind = id.Kind()
 	}
 	copy(en.job[:], m.Job)
-	paused, err := isPaused(tx, en.job)
+	control, err := tx.GetMany([][]byte{pausedKey(en.job), tombKey(en.job)})
 	if err != nil {
 		return nil, err
 	}
+	paused, killed := control[0] != nil, control[1] != nil
 	if paused {
 		en.deferred = true
 		return en, ignoreStale(tx.Nack(m.Receipt, pausedRetry))
@@ -107,8 +108,7 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = tx.Get(tombKey(en.job))
-	en.killed = err == nil
+	en.killed = killed
 	a, err := tx.Counter(en.actKey())
 	if err != nil {
 		return nil, err

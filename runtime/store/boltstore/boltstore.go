@@ -143,6 +143,17 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 	return v, nil
 }
 
+func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
+	kv := t.b(bucketKV)
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		if v := kv.Get(k); v != nil {
+			out[i] = v
+		}
+	}
+	return out, nil
+}
+
 func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	c := t.b(bucketKV).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {

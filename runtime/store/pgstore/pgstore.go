@@ -172,6 +172,36 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 	return v, err
 }
 
+// GetMany is one statement whatever the number of keys.
+func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT k, v FROM flowgen_kv WHERE k = ANY($1)`, pq.ByteaArray(keys))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	at := make(map[string][]int, len(keys))
+	for i, k := range keys {
+		at[string(k)] = append(at[string(k)], i)
+	}
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		for _, i := range at[string(k)] {
+			out[i] = v
+		}
+	}
+	return out, rows.Err()
+}
+
 // prefixRange returns the bounds of the keys starting with prefix; end is
 // nil when no finite bound exists (a prefix of 0xff bytes).
 func prefixRange(prefix []byte) (start, end []byte) {

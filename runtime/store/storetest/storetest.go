@@ -45,6 +45,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		fn   func(t *testing.T, h *harness)
 	}{
 		{"ValuesAndScan", testValuesAndScan},
+		{"GetMany", testGetMany},
 		{"FailedUpdateCommitsNothing", testFailedUpdateCommitsNothing},
 		{"PutOnce", testPutOnce},
 		{"Counters", testCounters},
@@ -637,6 +638,52 @@ func testNotify(t *testing.T, h *harness) {
 	cancel()
 	for range ch { // the channel closes when ctx ends
 	}
+}
+
+// testGetMany: values in the order asked, nil for a missing key, empty
+// (not nil) for an empty value, a repeated key answered twice, and what
+// the same transaction wrote visible.
+func testGetMany(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		if err := tx.Put([]byte("a"), []byte("1")); err != nil {
+			return err
+		}
+		return tx.Put([]byte("empty"), []byte{})
+	})
+	check := func(tx store.ReadTx, keys []string, want []any) {
+		t.Helper()
+		bs := make([][]byte, len(keys))
+		for i, k := range keys {
+			bs[i] = []byte(k)
+		}
+		got, err := tx.GetMany(bs)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("GetMany(%q) = %q, %v", keys, got, err)
+		}
+		for i, w := range want {
+			switch {
+			case w == nil && got[i] != nil:
+				t.Errorf("GetMany(%q)[%d] = %q, want nil (no value)", keys, i, got[i])
+			case w != nil && (got[i] == nil || string(got[i]) != w.(string)):
+				t.Errorf("GetMany(%q)[%d] = %q (nil %v), want %q", keys, i, got[i], got[i] == nil, w)
+			}
+		}
+	}
+	h.view(func(tx store.ReadTx) error {
+		check(tx, []string{"missing", "a", "empty", "a"}, []any{nil, "1", "", "1"})
+		check(tx, nil, nil)
+		return nil
+	})
+	h.update(func(tx store.Tx) error {
+		if err := tx.Put([]byte("b"), []byte("2")); err != nil {
+			return err
+		}
+		if err := tx.Delete([]byte("a")); err != nil {
+			return err
+		}
+		check(tx, []string{"a", "b"}, []any{nil, "2"})
+		return nil
+	})
 }
 
 // testPeek runs only for stores that implement store.Peeker: Ready says
