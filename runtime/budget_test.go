@@ -155,11 +155,7 @@ type storedBudget struct {
 // budgetOf reads the budget from job's meta, as inspection shows it.
 func budgetOf(t *testing.T, r *rig, job JobID) storedBudget {
 	t.Helper()
-	in, err := InspectJob(context.Background(), r.store, job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range in.Entries {
+	for _, e := range inspected(t, r.store, job).Entries {
 		if e.Key == "meta" {
 			var meta struct {
 				Budget storedBudget `json:"budget"`

@@ -494,16 +494,22 @@ func TestRunManyJobs(t *testing.T) {
 	}
 }
 
-// counters are the counters under job's root by key relative to it ("sem",
-// "spent", "act/<act>"), as inspection reads them from the store.
-func counters(t *testing.T, s store.Store, job JobID) map[string]int64 {
+// inspected is what InspectJob reads of job.
+func inspected(t *testing.T, s store.Store, job JobID) *Inspection {
 	t.Helper()
 	in, err := InspectJob(context.Background(), s, job)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return in
+}
+
+// counters are the counters under job's root by key relative to it ("sem",
+// "spent", "act/<act>"), as inspection reads them from the store.
+func counters(t *testing.T, s store.Store, job JobID) map[string]int64 {
+	t.Helper()
 	out := map[string]int64{}
-	for _, e := range in.Entries {
+	for _, e := range inspected(t, s, job).Entries {
 		if e.Counter != nil {
 			out[e.Key] = *e.Counter
 		}
@@ -521,10 +527,6 @@ func counter(t *testing.T, s store.Store, job JobID, key string) int64 {
 // from inspection's activation tree.
 func activityLedgers(t *testing.T, s store.Store, job JobID) map[string]int64 {
 	t.Helper()
-	in, err := InspectJob(context.Background(), s, job)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int64{}
 	var walk func([]*ActivationView)
 	walk = func(vs []*ActivationView) {
@@ -533,6 +535,6 @@ func activityLedgers(t *testing.T, s store.Store, job JobID) map[string]int64 {
 			walk(v.Children)
 		}
 	}
-	walk(in.Tree)
+	walk(inspected(t, s, job).Tree)
 	return out
 }

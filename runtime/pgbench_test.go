@@ -40,21 +40,29 @@ func TestHelperPostgresWorker(t *testing.T) {
 	e.Run(context.Background(), 8) // until killed
 }
 
+// pgEngine is an engine on a fresh schema, with flow registered; the store
+// closes when the benchmark ends.
+func pgEngine(b *testing.B, opts pgstore.Options, flow *Flow) (string, *pgstore.Store, *Engine) {
+	b.Helper()
+	url := pgtest.FreshSchema(b)
+	s, err := pgstore.Open(context.Background(), url, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	e := New(s, Options{})
+	if err := e.Register(flow); err != nil {
+		b.Fatal(err)
+	}
+	return url, s, e
+}
+
 // pgRun starts jobs of flow on a fresh schema, works them with procs worker
 // processes, and returns the elapsed time from the first start to the last
 // completion.
 func pgRun(b *testing.B, flow *Flow, input string, jobs, procs int) time.Duration {
 	b.Helper()
-	url := pgtest.FreshSchema(b)
-	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	e := New(s, Options{})
-	if err := e.Register(flow); err != nil {
-		b.Fatal(err)
-	}
+	url, s, e := pgEngine(b, pgstore.Options{}, flow)
 	defer spawnWorkers(b, url, procs)()
 	start := time.Now()
 	ids := startConcurrently(b, e, flow.Name, input, jobs)
@@ -162,16 +170,7 @@ func BenchmarkPostgresLatency(b *testing.B) {
 	const jobs = 600
 	peak := float64(jobs) / pgRun(b, linearFlow(), `{"n":1}`, jobs, 2).Seconds() // jobs/s
 	rate := peak / 2
-	url := pgtest.FreshSchema(b)
-	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	e := New(s, Options{})
-	if err := e.Register(linearFlow()); err != nil {
-		b.Fatal(err)
-	}
+	url, s, e := pgEngine(b, pgstore.Options{}, linearFlow())
 	defer spawnWorkers(b, url, 2)()
 	var ids []JobID
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
@@ -208,22 +207,13 @@ func BenchmarkPostgresLatency(b *testing.B) {
 func BenchmarkPostgresProtocol(b *testing.B) {
 	const jobs = 200
 	ctx := context.Background()
-	url := pgtest.FreshSchema(b)
 	var counter pgwire.Counter
-	s, err := pgstore.Open(ctx, url, pgstore.Options{Dialer: &counter})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	url, _, e := pgEngine(b, pgstore.Options{Dialer: &counter}, linearFlow())
 	watch, err := sql.Open("postgres", url) // polls for the end, uncounted
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer watch.Close()
-	e := New(s, Options{})
-	if err := e.Register(linearFlow()); err != nil {
-		b.Fatal(err)
-	}
 	var total pgwire.Counts
 	var elapsed time.Duration
 	for range b.N {

@@ -231,11 +231,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 			if closed {
 				// The message that takes the semaphore to zero finishes
 				// the job in the same commit: step 3 needs none of its own.
-				cur, err := tx.Counter(en.guidKey())
-				if err != nil {
-					return err
-				}
-				if err := e.completeStep(tx, en, ledger.GUID(cur)); err != nil {
+				if err := e.finish(tx, en, true); err != nil {
 					return err
 				}
 			}
@@ -258,17 +254,8 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	// in a store written before step 3 joined their commit. Complete the
 	// job now.
 	err = e.store.Update(ctx, func(tx store.Tx) error {
-		cur, err := tx.Counter(en.guidKey())
-		if err != nil {
+		if err := e.finish(tx, en, false); err != nil {
 			return err
-		}
-		if ledger.GUID(cur).NeedsCompletion() {
-			if err := tx.Fence(en.lease); err != nil {
-				return err
-			}
-			if err := e.completeStep(tx, en, ledger.GUID(cur)); err != nil {
-				return err
-			}
 		}
 		return ignoreStale(tx.Ack(en.m.Receipt))
 	})
@@ -385,6 +372,22 @@ func markStep(tx store.Tx, en *entry, seen ledger.GUID, step int) error {
 	}
 	_, err = tx.Add(en.guidKey(), d, ledger.MaxValue)
 	return err
+}
+
+// finish runs step 3 in tx when this message closed its job and the job
+// is not completed yet, reading the GUID ledger as the steps left it;
+// fenced says the transaction has already checked the lease.
+func (e *Engine) finish(tx store.Tx, en *entry, fenced bool) error {
+	cur, err := tx.Counter(en.guidKey())
+	if err != nil || !ledger.GUID(cur).NeedsCompletion() {
+		return err
+	}
+	if !fenced {
+		if err := tx.Fence(en.lease); err != nil {
+			return err
+		}
+	}
+	return e.completeStep(tx, en, ledger.GUID(cur))
 }
 
 // completeStep is step 3: the job's final status, the GUID marker and the
