@@ -53,11 +53,12 @@ type ReadTx interface {
 	// Get returns the value under key or ErrNotFound. The slice is valid
 	// only until the transaction ends.
 	Get(key []byte) ([]byte, error)
-	// GetMany returns the values under keys, in the order of keys, in one
-	// read (one round trip on a networked store): a nil entry for a key
-	// with no value, a non-nil one (possibly empty) for a key with one.
-	// The slices are valid only until the transaction ends.
-	GetMany(keys [][]byte) ([][]byte, error)
+	// ReadMany returns the values under keys and the counters under
+	// counters, each in the order asked, in one read (one round trip on a
+	// networked store): a nil value for a key with none, a non-nil one
+	// (possibly empty) for a key with one, 0 for an absent counter. The
+	// slices are valid only until the transaction ends.
+	ReadMany(keys, counters [][]byte) ([][]byte, []int64, error)
 	// Scan calls fn for every value whose key starts with prefix, in
 	// bytewise key order, stopping at the first error fn returns. fn may
 	// read and write through the same transaction; writes under the prefix
@@ -76,6 +77,14 @@ type ReadTx interface {
 }
 
 // Tx is a read-write transaction.
+//
+// Put, PutOnce, Delete, Bump, Enqueue, Settle and Fence need no answer, and a
+// backend may hold them back and send them with the transaction's next
+// operation that needs one, or with the commit (the PostgreSQL store does,
+// to spend one round trip on many writes). Their errors are then returned
+// by that later operation, or by Update, and the transaction fails: a
+// caller that would go on after such an error (ErrConflict from PutOnce,
+// say) reads first instead. Reads always see the transaction's own writes.
 type Tx interface {
 	ReadTx
 	// Put stores value under key, replacing any value.
@@ -89,6 +98,9 @@ type Tx interface {
 	// Add adds delta to the counter under key and returns the new value,
 	// failing with ErrOverflow when it would leave [0, max].
 	Add(key []byte, delta, max int64) (int64, error)
+	// Bump is Add for a caller that needs no new value: the backend may
+	// send it later (see Tx), and ErrOverflow then fails the transaction.
+	Bump(key []byte, delta, max int64) error
 	// Collate is the step 2 compound primitive: it adds delta to the
 	// semaphore counter and, when the result equals threshold, adds weight
 	// to the guid counter, reporting whether the threshold was hit. Both
@@ -110,6 +122,11 @@ type Tx interface {
 	// fail with ErrStaleReceipt, changing nothing and leaving the rest of the
 	// transaction intact, when r is not the message's latest reservation.
 	Ack(r Receipt) error
+	// Settle is Ack for a caller to whom a stale receipt is no news
+	// (another delivery acknowledged the message, or will): it then does
+	// nothing. It needs no answer, so the backend may send it later (see
+	// Tx).
+	Settle(r Receipt) error
 	// Nack makes the reserved message visible again after delay.
 	Nack(r Receipt, delay time.Duration) error
 	// DeadLetter moves the reserved message to the stream's dead-letter

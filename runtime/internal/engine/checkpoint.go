@@ -56,7 +56,7 @@ func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error)
 				return err
 			}
 		}
-		return ignoreStale(tx.Ack(en.m.Receipt))
+		return tx.Settle(en.m.Receipt)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: park: %w", en.t.Act, err)

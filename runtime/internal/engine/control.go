@@ -27,7 +27,12 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 	if depth > 64 {
 		return fmt.Errorf("kill %s: subflows nested deeper than 64", job)
 	}
-	if err := tx.PutOnce(tombKey(job), []byte(reason)); err != nil && !errors.Is(err, store.ErrConflict) {
+	// The first reason stands: a second kill changes nothing.
+	if _, err := tx.Get(tombKey(job)); errors.Is(err, store.ErrNotFound) {
+		if err := tx.Put(tombKey(job), []byte(reason)); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return err
 	}
 	var children []runtype.JobID

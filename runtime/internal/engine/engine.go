@@ -166,7 +166,7 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 	if err := tx.Put(statusKey(job), status); err != nil {
 		return err
 	}
-	if _, err := tx.Add(semKey(job), int64(len(entries)), maxSemaphore); err != nil {
+	if err := tx.Bump(semKey(job), int64(len(entries)), maxSemaphore); err != nil {
 		return err
 	}
 	input, ref, err := boundary(tx, meta.Input)

@@ -180,7 +180,9 @@ func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
 						return err
 					}
 					l, err := tx.AcquireLease(en.job[:], p.opts.Owner, p.opts.LeaseTTL)
-					en.renewed.Store(&l)
+					if err == nil {
+						en.renewed.Store(&l)
+					}
 					return err
 				})
 				if err != nil {
@@ -285,7 +287,7 @@ func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *run
 		for i := range keys {
 			keys[i] = resultKey(job, runtype.StepOf(fe.Do, t.Dim.Element(i), t.Node).String())
 		}
-		results, err := tx.GetMany(keys) // one read for all elements
+		results, _, err := tx.ReadMany(keys, nil) // one read for all elements
 		if err != nil {
 			return err
 		}

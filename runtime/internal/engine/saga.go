@@ -58,7 +58,7 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry) (bool, error) {
 			return false, err
 		}
 	}
-	if _, err := tx.Add(semKey(job), 1, maxSemaphore); err != nil {
+	if err := tx.Bump(semKey(job), 1, maxSemaphore); err != nil {
 		return false, err
 	}
 	first, err := undoTask(tx, job, en.t.Flow, 1, len(acts))

@@ -91,7 +91,7 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		en.t.Kind = id.Kind()
 	}
 	copy(en.job[:], m.Job)
-	control, err := tx.GetMany([][]byte{pausedKey(en.job), tombKey(en.job)})
+	control, _, err := tx.ReadMany([][]byte{pausedKey(en.job), tombKey(en.job)}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -109,16 +109,14 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		return nil, err
 	}
 	en.killed = killed
-	a, err := tx.Counter(en.actKey())
+	// The entry is added first and judged after: an entry past the
+	// ceiling fails the transaction, so nothing of it commits.
+	a, err := tx.Add(en.actKey(), ledger.Leg2Entry, ledger.MaxValue)
 	if err != nil {
 		return nil, err
 	}
-	d, err := ledger.Activity(a).Leg2EntryDelta()
-	if err != nil {
+	if _, err := ledger.Activity(a - ledger.Leg2Entry).Leg2EntryDelta(); err != nil {
 		return nil, fmt.Errorf("%s: %v: %w", en.t.Act, err, errPoison)
-	}
-	if a, err = tx.Add(en.actKey(), d, ledger.MaxValue); err != nil {
-		return nil, err
 	}
 	cur, err := tx.Counter(en.guidKey())
 	if err != nil {
@@ -129,9 +127,10 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cur, err = tx.Add(en.guidKey(), int64(seed), ledger.MaxValue); err != nil {
+		if err := tx.Bump(en.guidKey(), int64(seed), ledger.MaxValue); err != nil {
 			return nil, err
 		}
+		cur = int64(seed)
 	}
 	en.guid = ledger.GUID(cur)
 	return en, nil
@@ -189,7 +188,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 		if err != nil {
 			return err
 		}
-		err := e.store.Update(ctx, func(tx store.Tx) error { return ignoreStale(tx.Ack(en.m.Receipt)) })
+		err := e.store.Update(ctx, func(tx store.Tx) error { return tx.Settle(en.m.Receipt) })
 		if err != nil {
 			return fmt.Errorf("%s: ack a superseded delivery: %w", en.t.Act, err)
 		}
@@ -224,18 +223,18 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 			if err := tx.Fence(en.lease); err != nil {
 				return err
 			}
-			var err error
-			if closed, err = e.commitSteps(tx, c, en, res); err != nil {
+			// The ack commits with the steps or not at all; queued first,
+			// it travels with them (see store.Tx).
+			if err := tx.Settle(en.m.Receipt); err != nil {
 				return err
 			}
-			if closed {
-				// The message that takes the semaphore to zero finishes
-				// the job in the same commit: step 3 needs none of its own.
-				if err := e.finish(tx, en, true); err != nil {
-					return err
-				}
+			var err error
+			if closed, err = e.commitSteps(tx, c, en, res); err != nil || !closed {
+				return err
 			}
-			return ignoreStale(tx.Ack(en.m.Receipt))
+			// The message that takes the semaphore to zero finishes the
+			// job in the same commit: step 3 needs none of its own.
+			return e.finish(tx, en, true)
 		})
 		if err != nil {
 			return fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
@@ -257,7 +256,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 		if err := e.finish(tx, en, false); err != nil {
 			return err
 		}
-		return ignoreStale(tx.Ack(en.m.Receipt))
+		return tx.Settle(en.m.Receipt)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: step 3: %w", en.t.Act, err)
@@ -327,11 +326,13 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 	}
-	hit, err := tx.Collate(semKey(job), ledger.SemaphoreDelta(len(children)), 0, en.guidKey(), ledger.JobClosed)
-	if err != nil {
+	// The step 2 digit goes before the collation so the collation's answer
+	// carries both; the two add to the same ledger in one commit, in
+	// either order.
+	if err := markStep(tx, en, en.guid, 2); err != nil {
 		return false, err
 	}
-	return hit, markStep(tx, en, en.guid, 2)
+	return tx.Collate(semKey(job), ledger.SemaphoreDelta(len(children)), 0, en.guidKey(), ledger.JobClosed)
 }
 
 // superseded reports a delivery whose activation another message already
@@ -370,8 +371,7 @@ func markStep(tx store.Tx, en *entry, seen ledger.GUID, step int) error {
 	if err != nil {
 		return fmt.Errorf("%s: step %d: %w", en.t.Act, step, err)
 	}
-	_, err = tx.Add(en.guidKey(), d, ledger.MaxValue)
-	return err
+	return tx.Bump(en.guidKey(), d, ledger.MaxValue)
 }
 
 // finish runs step 3 in tx when this message closed its job and the job
@@ -410,8 +410,7 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, seen ledger.GUID) error {
 		return err
 	}
 	if d, err := ledger.Activity(a).FinalizeDelta(); err == nil {
-		_, err = tx.Add(en.actKey(), d, ledger.MaxValue)
-		return err
+		return tx.Bump(en.actKey(), d, ledger.MaxValue)
 	}
 	return nil
 }

@@ -203,7 +203,7 @@ func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, status []byte) e
 	if used, err := spent(tx, job); err != nil {
 		return err
 	} else if used > 0 {
-		if _, err := tx.Add(spentKey(parent), used, budgetCeiling); err != nil {
+		if err := tx.Bump(spentKey(parent), used, budgetCeiling); err != nil {
 			return fmt.Errorf("budget: %w", err)
 		}
 	}

@@ -143,15 +143,18 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 	return v, nil
 }
 
-func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
-	kv := t.b(bucketKV)
-	out := make([][]byte, len(keys))
+func (t *tx) ReadMany(keys, counters [][]byte) ([][]byte, []int64, error) {
+	kv, cs := t.b(bucketKV), t.b(bucketCounters)
+	values, ns := make([][]byte, len(keys)), make([]int64, len(counters))
 	for i, k := range keys {
 		if v := kv.Get(k); v != nil {
-			out[i] = v
+			values[i] = v
 		}
 	}
-	return out, nil
+	for i, k := range counters {
+		ns[i] = decodeCounter(cs.Get(k))
+	}
+	return values, ns, nil
 }
 
 func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
@@ -204,6 +207,12 @@ func (t *tx) Add(key []byte, delta, max int64) (int64, error) {
 		return cur, fmt.Errorf("add %d to %q (%d, max %d): %w", delta, key, cur, max, store.ErrOverflow)
 	}
 	return next, t.b(bucketCounters).Put(key, encodeCounter(next))
+}
+
+// Bump adds at once: bbolt has no round trips to save.
+func (t *tx) Bump(key []byte, delta, max int64) error {
+	_, err := t.Add(key, delta, max)
+	return err
 }
 
 func (t *tx) Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error) {

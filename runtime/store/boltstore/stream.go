@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -165,6 +166,13 @@ func (t *tx) Ack(rc store.Receipt) error {
 		return err
 	}
 	return t.b(bucketDone).Put(key, nil)
+}
+
+func (t *tx) Settle(rc store.Receipt) error {
+	if err := t.Ack(rc); !errors.Is(err, store.ErrStaleReceipt) {
+		return err
+	}
+	return nil
 }
 
 func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {

@@ -142,7 +142,11 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(*tx) error) erro
 		return fmt.Errorf("begin: %w", err)
 	}
 	t := &tx{ctx: ctx, tx: stx, now: s.now()}
-	if err := fn(t); err != nil {
+	err = fn(t)
+	if err == nil {
+		err = t.flush() // the writes no operation has carried yet
+	}
+	if err != nil {
 		stx.Rollback()
 		return err
 	}
@@ -152,11 +156,19 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(*tx) error) erro
 	return nil
 }
 
-// tx implements store.Tx on one database transaction.
+// tx implements store.Tx on one database transaction. Writes that need no
+// answer wait in pending and travel with the next operation that does
+// (see apply.go).
 type tx struct {
-	ctx context.Context
-	tx  *sql.Tx
-	now time.Time
+	ctx     context.Context
+	tx      *sql.Tx
+	now     time.Time
+	pending batch
+	// failed is the error of a batch the server refused; the transaction
+	// is aborted and every later operation returns it.
+	failed error
+	// leases holds lease rows read along with a reservation.
+	leases map[string]leaseRow
 }
 
 func (t *tx) exec(query string, args ...any) (sql.Result, error) {
@@ -164,6 +176,9 @@ func (t *tx) exec(query string, args ...any) (sql.Result, error) {
 }
 
 func (t *tx) Get(key []byte) ([]byte, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
 	var v []byte
 	err := t.tx.QueryRowContext(t.ctx, `SELECT v FROM flowgen_kv WHERE k = $1`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -172,34 +187,55 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 	return v, err
 }
 
-// GetMany is one statement whatever the number of keys.
-func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
-	out := make([][]byte, len(keys))
-	if len(keys) == 0 {
-		return out, nil
+// readManySQL reads values and counters in one statement.
+const readManySQL = `SELECT false, k, v, 0 FROM flowgen_kv WHERE k = ANY($1)
+	UNION ALL SELECT true, k, NULL, v FROM flowgen_counters WHERE k = ANY($2)`
+
+// ReadMany is one statement whatever the number of keys.
+func (t *tx) ReadMany(keys, counters [][]byte) ([][]byte, []int64, error) {
+	values, ns := make([][]byte, len(keys)), make([]int64, len(counters))
+	if len(keys)+len(counters) == 0 {
+		return values, ns, nil
 	}
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT k, v FROM flowgen_kv WHERE k = ANY($1)`, pq.ByteaArray(keys))
+	if err := t.flush(); err != nil {
+		return nil, nil, err
+	}
+	rows, err := t.tx.QueryContext(t.ctx, readManySQL, pq.ByteaArray(keys), pq.ByteaArray(counters))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	at := make(map[string][]int, len(keys))
-	for i, k := range keys {
-		at[string(k)] = append(at[string(k)], i)
-	}
+	valueAt, counterAt := positions(keys), positions(counters)
 	for rows.Next() {
+		var counter bool
 		var k, v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, err
+		var n int64
+		if err := rows.Scan(&counter, &k, &v, &n); err != nil {
+			return nil, nil, err
+		}
+		if counter {
+			for _, i := range counterAt[string(k)] {
+				ns[i] = n
+			}
+			continue
 		}
 		if v == nil {
 			v = []byte{}
 		}
-		for _, i := range at[string(k)] {
-			out[i] = v
+		for _, i := range valueAt[string(k)] {
+			values[i] = v
 		}
 	}
-	return out, rows.Err()
+	return values, ns, rows.Err()
+}
+
+// positions maps each key to where it stands in keys (a key may repeat).
+func positions(keys [][]byte) map[string][]int {
+	at := make(map[string][]int, len(keys))
+	for i, k := range keys {
+		at[string(k)] = append(at[string(k)], i)
+	}
+	return at
 }
 
 // prefixRange returns the bounds of the keys starting with prefix; end is
@@ -218,6 +254,9 @@ func prefixRange(prefix []byte) (start, end []byte) {
 // scan reads every row of table under prefix before calling fn, so fn may
 // use the transaction (lib/pq cannot run a query while rows are open).
 func (t *tx) scan(table string, prefix []byte, fn func(k []byte, v any) error, newV func() any) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
 	start, end := prefixRange(prefix)
 	var rows *sql.Rows
 	var err error
@@ -264,6 +303,9 @@ func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
 }
 
 func (t *tx) Counter(key []byte) (int64, error) {
+	if err := t.flush(); err != nil {
+		return 0, err
+	}
 	var v int64
 	err := t.tx.QueryRowContext(t.ctx, `SELECT v FROM flowgen_counters WHERE k = $1`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -282,96 +324,38 @@ func (t *tx) Put(key, value []byte) error {
 	if len(key) == 0 {
 		return errors.New("put: empty key")
 	}
-	if value == nil {
-		value = []byte{}
-	}
-	_, err := t.exec(`INSERT INTO flowgen_kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, key, value)
-	return err
+	return t.queue(op{kind: opPut, k: key, v: nonNil(value)})
 }
 
 func (t *tx) PutOnce(key, value []byte) error {
-	if value == nil {
-		value = []byte{}
-	}
-	res, err := t.exec(`INSERT INTO flowgen_kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING`, key, value)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
-	}
-	have, err := t.Get(key)
-	if err != nil {
-		return err
-	}
-	if bytes.Equal(have, value) {
-		return nil
-	}
-	return fmt.Errorf("put-once %q: %w", key, store.ErrConflict)
+	return t.queue(op{kind: opPutOnce, k: key, v: nonNil(value)})
 }
 
 func (t *tx) Delete(key []byte) error {
-	_, err := t.exec(`DELETE FROM flowgen_kv WHERE k = $1`, key)
-	return err
+	return t.queue(op{kind: opDelete, k: key})
 }
 
-// Add is one statement in the common case: an upsert whose update only
-// applies inside [0, max], so a refused add writes nothing. A delta that
-// could not even start a new counter takes the checked two-statement path.
+// Add travels with the queued writes and answers in the same round trip;
+// a refused add writes nothing and leaves the transaction usable.
 func (t *tx) Add(key []byte, delta, max int64) (int64, error) {
-	if delta < 0 || delta > max {
-		return t.addChecked(key, delta, max)
-	}
-	var next int64
-	err := t.tx.QueryRowContext(t.ctx, `INSERT INTO flowgen_counters AS c (k, v) VALUES ($1, $2)
-		ON CONFLICT (k) DO UPDATE SET v = c.v + EXCLUDED.v
-		WHERE c.v + EXCLUDED.v BETWEEN 0 AND $3 RETURNING v`, key, delta, max).Scan(&next)
-	if errors.Is(err, sql.ErrNoRows) {
-		cur, _ := t.Counter(key)
-		return cur, fmt.Errorf("add %d to %q (%d, max %d): %w", delta, key, cur, max, store.ErrOverflow)
-	}
-	return next, err
-}
-
-// addChecked reads the locked current value and writes only in range.
-func (t *tx) addChecked(key []byte, delta, max int64) (int64, error) {
-	var cur int64
-	err := t.tx.QueryRowContext(t.ctx, `SELECT v FROM flowgen_counters WHERE k = $1 FOR UPDATE`, key).Scan(&cur)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	v, applied, err := t.answer(op{kind: opAdd, k: key, a: delta, b: max})
+	if err != nil {
 		return 0, err
 	}
-	if next := cur + delta; (delta > 0 && next < cur) || next < 0 || next > max {
-		return cur, fmt.Errorf("add %d to %q (%d, max %d): %w", delta, key, cur, max, store.ErrOverflow)
+	if !applied {
+		return v, fmt.Errorf("add %d to %q (%d, max %d): %w", delta, key, v, max, store.ErrOverflow)
 	}
-	var next int64
-	err = t.tx.QueryRowContext(t.ctx, `INSERT INTO flowgen_counters (k, v) VALUES ($1, $2)
-		ON CONFLICT (k) DO UPDATE SET v = flowgen_counters.v + EXCLUDED.v RETURNING v`, key, delta).Scan(&next)
-	return next, err
+	return v, nil
 }
 
-// collateSQL is the step 2 compound primitive as one statement: apply the
-// semaphore delta, and when the result equals the threshold add the weight
-// to the GUID ledger; return the semaphore and whether the threshold hit.
-const collateSQL = `
-WITH s AS (
-	INSERT INTO flowgen_counters (k, v) VALUES ($1, $2)
-	ON CONFLICT (k) DO UPDATE SET v = flowgen_counters.v + EXCLUDED.v
-	RETURNING v
-), g AS (
-	INSERT INTO flowgen_counters (k, v) SELECT $4, $5 FROM s WHERE s.v = $3
-	ON CONFLICT (k) DO UPDATE SET v = flowgen_counters.v + EXCLUDED.v
-	RETURNING v
-)
-SELECT s.v, EXISTS (SELECT 1 FROM g) FROM s`
+func (t *tx) Bump(key []byte, delta, max int64) error {
+	return t.queue(op{kind: opBump, k: key, a: delta, b: max})
+}
 
 func (t *tx) Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error) {
-	var sem int64
-	var hit bool
-	if err := t.tx.QueryRowContext(t.ctx, collateSQL, semaphore, delta, threshold, guid, weight).Scan(&sem, &hit); err != nil {
+	_, hit, err := t.answer(op{kind: opCollate, k: semaphore, a: delta, b: threshold, k2: guid, c: weight})
+	if err != nil {
 		return false, fmt.Errorf("collate: %w", err)
-	}
-	if sem < 0 {
-		return false, fmt.Errorf("collate %q: semaphore at %d: %w", semaphore, sem, store.ErrOverflow)
 	}
 	return hit, nil
 }

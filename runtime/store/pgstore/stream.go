@@ -18,16 +18,11 @@ func (t *tx) Enqueue(m store.Message) error {
 	if at.IsZero() {
 		at = t.now
 	}
-	// One round trip: the insert, and a notification when it added a
-	// message that is visible now. Listeners get it when (and only if)
-	// the transaction commits; PostgreSQL folds identical notifications of
-	// one transaction.
-	_, err := t.exec(`WITH ins AS (
-		INSERT INTO flowgen_messages (stream, id, job, payload, visible_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (stream, id) DO NOTHING RETURNING 1
-	) SELECT pg_notify($6, $1) FROM ins WHERE $7`,
-		m.Stream, m.ID[:], m.Job, nonNil(m.Payload), at.UnixNano(), notifyChannel, !at.After(t.now))
-	return err
+	// flowgen_apply notifies listeners when the insert added a message that
+	// is visible now; they hear it when (and only if) the transaction
+	// commits, and PostgreSQL folds identical notifications of one
+	// transaction.
+	return t.queue(op{kind: opEnqueue, t: m.Stream, k: m.ID[:], k2: m.Job, v: nonNil(m.Payload), a: at.UnixNano()})
 }
 
 // notifyChannel carries publish notifications; the payload is the stream.
@@ -42,36 +37,46 @@ func nonNil(b []byte) []byte {
 
 // reserveSQL claims the oldest visible message whose job no other owner
 // holds; SKIP LOCKED lets workers claim different messages concurrently
-// instead of queueing on one row.
+// instead of queueing on one row. It also answers the job's lease, which
+// the worker reads next.
 const reserveSQL = `
 UPDATE flowgen_messages m SET visible_at = $3, attempt = m.attempt + 1, token = m.token + 1
 FROM (
-	SELECT stream, id FROM flowgen_messages f
+	SELECT stream, id, job FROM flowgen_messages f
 	WHERE stream = $1 AND NOT done AND visible_at <= $2
 	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
 	ORDER BY visible_at, id LIMIT 1
 	FOR UPDATE SKIP LOCKED
-) pick
+) pick LEFT JOIN flowgen_leases l ON l.job = pick.job
 WHERE m.stream = pick.stream AND m.id = pick.id
-RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason`
+RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason, l.owner, l.token, l.expires`
 
 func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
+	if err := t.flush(); err != nil {
+		return store.Message{}, err
+	}
 	row := t.tx.QueryRowContext(t.ctx, reserveSQL, stream, t.now.UnixNano(), t.now.Add(visibility).UnixNano(), owner)
-	m, err := scanMessage(stream, row)
+	var l leaseRow
+	m, err := scanMessage(stream, row, &l.owner, &l.token, &l.expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Message{}, store.ErrEmpty
 	}
-	return m, err
+	if err != nil {
+		return m, err
+	}
+	t.rememberLease(m.Job, l)
+	return m, nil
 }
 
 type scanner interface{ Scan(...any) error }
 
-func scanMessage(stream string, row scanner) (store.Message, error) {
+// scanMessage reads a message row, and more columns after it into more.
+func scanMessage(stream string, row scanner, more ...any) (store.Message, error) {
 	var id, job, payload []byte
 	var visibleAt, token int64
 	var attempt int
 	var reason string
-	if err := row.Scan(&id, &job, &payload, &visibleAt, &attempt, &token, &reason); err != nil {
+	if err := row.Scan(append([]any{&id, &job, &payload, &visibleAt, &attempt, &token, &reason}, more...)...); err != nil {
 		return store.Message{}, err
 	}
 	m := store.Message{Stream: stream, Job: job, Payload: payload, NotBefore: time.Unix(0, visibleAt), Attempt: attempt, Reason: reason}
@@ -83,6 +88,9 @@ func scanMessage(stream string, row scanner) (store.Message, error) {
 // current locks the message a receipt names, failing with ErrStaleReceipt
 // (and changing nothing) unless the receipt is its latest reservation.
 func (t *tx) current(rc store.Receipt) (store.Message, error) {
+	if err := t.flush(); err != nil {
+		return store.Message{}, err
+	}
 	row := t.tx.QueryRowContext(t.ctx, `SELECT id, job, payload, visible_at, attempt, token, reason
 		FROM flowgen_messages WHERE stream = $1 AND id = $2 AND token = $3 AND NOT done FOR UPDATE`,
 		rc.Stream, rc.ID[:], int64(rc.Token))
@@ -93,27 +101,31 @@ func (t *tx) current(rc store.Receipt) (store.Message, error) {
 	return m, err
 }
 
-// onReceipt runs an update of the message a receipt names, in one
-// statement; it fails with ErrStaleReceipt, changing nothing, unless the
-// receipt is the latest reservation.
-func (t *tx) onReceipt(rc store.Receipt, set string, args ...any) error {
-	res, err := t.exec(`UPDATE flowgen_messages SET `+set+` WHERE stream = $1 AND id = $2 AND token = $3 AND NOT done`,
-		append([]any{rc.Stream, rc.ID[:], int64(rc.Token)}, args...)...)
+// onReceipt sends an operation on the message a receipt names with the
+// queued writes; it fails with ErrStaleReceipt, changing nothing, unless
+// the receipt is the latest reservation.
+func (t *tx) onReceipt(o op, rc store.Receipt) error {
+	o.t, o.k, o.a = rc.Stream, rc.ID[:], int64(rc.Token)
+	_, applied, err := t.answer(o)
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if !applied {
 		return fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
 	}
 	return nil
 }
 
 func (t *tx) Ack(rc store.Receipt) error {
-	return t.onReceipt(rc, `done = true, payload = NULL`)
+	return t.onReceipt(op{kind: opAck}, rc)
+}
+
+func (t *tx) Settle(rc store.Receipt) error {
+	return t.queue(op{kind: opSettle, t: rc.Stream, k: rc.ID[:], a: int64(rc.Token)})
 }
 
 func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {
-	return t.onReceipt(rc, `token = token + 1, visible_at = $4`, t.now.Add(delay).UnixNano())
+	return t.onReceipt(op{kind: opNack, b: t.now.Add(delay).UnixNano()}, rc)
 }
 
 func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
@@ -131,6 +143,9 @@ func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 }
 
 func (t *tx) Pending(stream string) ([]store.Message, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
 	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, job, payload, visible_at, attempt, token, reason
 		FROM flowgen_messages WHERE stream = $1 AND NOT done ORDER BY visible_at, id`, stream)
 	if err != nil {
@@ -148,24 +163,55 @@ func (t *tx) Pending(stream string) ([]store.Message, error) {
 	return out, rows.Err()
 }
 
-func (t *tx) leaseRow(job []byte, lock string) (owner string, token, expires int64, found bool, err error) {
-	err = t.tx.QueryRowContext(t.ctx, `SELECT owner, token, expires FROM flowgen_leases WHERE job = $1 `+lock, job).
-		Scan(&owner, &token, &expires)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, 0, false, nil
+// leaseRow is a lease as stored; a null owner means no lease.
+type leaseRow struct {
+	owner          sql.NullString
+	token, expires sql.NullInt64
+}
+
+func (r leaseRow) lease(job []byte) (store.Lease, bool) {
+	if !r.owner.Valid {
+		return store.Lease{}, false
 	}
-	return owner, token, expires, err == nil, err
+	return store.Lease{Job: bytes.Clone(job), Owner: r.owner.String, Token: uint64(r.token.Int64), Expires: time.Unix(0, r.expires.Int64)}, true
+}
+
+// rememberLease keeps a lease row read along with something else, so the
+// Lease that follows in the transaction costs no round trip. Like any read
+// at read committed, it shows a state committed when it was read.
+func (t *tx) rememberLease(job []byte, r leaseRow) {
+	if t.leases == nil {
+		t.leases = map[string]leaseRow{}
+	}
+	t.leases[string(job)] = r
+}
+
+func (t *tx) readLease(job []byte, lock string) (leaseRow, error) {
+	if err := t.flush(); err != nil {
+		return leaseRow{}, err
+	}
+	var r leaseRow
+	err := t.tx.QueryRowContext(t.ctx, `SELECT owner, token, expires FROM flowgen_leases WHERE job = $1 `+lock, job).
+		Scan(&r.owner, &r.token, &r.expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return leaseRow{}, nil
+	}
+	return r, err
 }
 
 func (t *tx) Lease(job []byte) (store.Lease, error) {
-	owner, token, expires, found, err := t.leaseRow(job, "")
-	if err != nil {
-		return store.Lease{}, err
+	r, known := t.leases[string(job)]
+	if !known {
+		var err error
+		if r, err = t.readLease(job, ""); err != nil {
+			return store.Lease{}, err
+		}
 	}
+	l, found := r.lease(job)
 	if !found {
 		return store.Lease{}, fmt.Errorf("lease of %x: %w", job, store.ErrNotFound)
 	}
-	return store.Lease{Job: bytes.Clone(job), Owner: owner, Token: uint64(token), Expires: time.Unix(0, expires)}, nil
+	return l, nil
 }
 
 // acquireSQL takes or renews a lease in one statement: the update applies
@@ -180,12 +226,16 @@ WHERE l.owner = $2 OR l.expires <= $3
 RETURNING token`
 
 func (t *tx) AcquireLease(job []byte, owner string, ttl time.Duration) (store.Lease, error) {
+	if err := t.flush(); err != nil {
+		return store.Lease{}, err
+	}
 	exp := t.now.Add(ttl).UnixNano()
 	var token int64
 	err := t.tx.QueryRowContext(t.ctx, acquireSQL, job, owner, t.now.UnixNano(), exp).Scan(&token)
+	delete(t.leases, string(job))
 	if errors.Is(err, sql.ErrNoRows) {
-		holder, _, _, _, _ := t.leaseRow(job, "")
-		return store.Lease{}, fmt.Errorf("lease of %x held by %s: %w", job, holder, store.ErrLeaseHeld)
+		holder, _ := t.readLease(job, "")
+		return store.Lease{}, fmt.Errorf("lease of %x held by %s: %w", job, holder.owner.String, store.ErrLeaseHeld)
 	}
 	if err != nil {
 		return store.Lease{}, err
@@ -193,23 +243,21 @@ func (t *tx) AcquireLease(job []byte, owner string, ttl time.Duration) (store.Le
 	return store.Lease{Job: bytes.Clone(job), Owner: owner, Token: uint64(token), Expires: time.Unix(0, exp)}, nil
 }
 
-// Fence takes a share lock on the lease row, so no acquisition can slip in
+// Fence travels with the next operation or the commit; flowgen_apply
+// takes a share lock on the lease row, so no acquisition can slip in
 // between the check and the commit.
 func (t *tx) Fence(want store.Lease) error {
-	owner, token, expires, found, err := t.leaseRow(want.Job, "FOR SHARE")
-	if err != nil {
-		return err
-	}
-	if !found || uint64(token) != want.Token || owner != want.Owner || expires <= t.now.UnixNano() {
-		return fmt.Errorf("lease %d of %x for %s: %w", want.Token, want.Job, want.Owner, store.ErrFenced)
-	}
-	return nil
+	return t.queue(op{kind: opFence, k: want.Job, t: want.Owner, a: int64(want.Token)})
 }
 
+// ReleaseLease ends the lease only while it is current: a superseded one
+// has nothing to release.
 func (t *tx) ReleaseLease(want store.Lease) error {
-	if err := t.Fence(want); err != nil {
-		return nil // already superseded: nothing to release
+	if err := t.flush(); err != nil {
+		return err
 	}
-	_, err := t.exec(`UPDATE flowgen_leases SET expires = 0 WHERE job = $1 AND token = $2`, want.Job, int64(want.Token))
+	delete(t.leases, string(want.Job))
+	_, err := t.exec(`UPDATE flowgen_leases SET expires = 0 WHERE job = $1 AND owner = $2 AND token = $3 AND expires > $4`,
+		want.Job, want.Owner, int64(want.Token), t.now.UnixNano())
 	return err
 }

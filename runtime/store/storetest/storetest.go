@@ -45,11 +45,12 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		fn   func(t *testing.T, h *harness)
 	}{
 		{"ValuesAndScan", testValuesAndScan},
-		{"GetMany", testGetMany},
+		{"ReadMany", testReadMany},
 		{"FailedUpdateCommitsNothing", testFailedUpdateCommitsNothing},
 		{"PutOnce", testPutOnce},
 		{"Counters", testCounters},
 		{"Collate", testCollate},
+		{"HeldBackWritesAreReadAndFailTheirUpdate", testHeldBackWrites},
 		{"StreamDelivery", testStreamDelivery},
 		{"StreamVisibilityTimeout", testStreamVisibilityTimeout},
 		{"StreamNackAndDeadLetter", testStreamNackAndDeadLetter},
@@ -279,6 +280,71 @@ func testCounters(t *testing.T, h *harness) {
 	}
 }
 
+// testHeldBackWrites covers the writes a backend may send late (see
+// store.Tx): the transaction reads them back at once, an answered
+// operation after them sees them, and a late error fails the whole
+// Update, whichever operation it surfaces from.
+func testHeldBackWrites(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		if err := tx.Put([]byte("w"), []byte("1")); err != nil {
+			return err
+		}
+		if err := tx.Bump([]byte("c"), 4, 10); err != nil {
+			return err
+		}
+		if v, err := tx.Get([]byte("w")); err != nil || string(v) != "1" {
+			return fmt.Errorf("read back a held write: %q %v", v, err)
+		}
+		if n, err := tx.Add([]byte("c"), 3, 10); err != nil || n != 7 {
+			return fmt.Errorf("add after a held bump = %d, %v; want 7", n, err)
+		}
+		// A refused Add answers at once and leaves the transaction usable.
+		if _, err := tx.Add([]byte("c"), 5, 10); !errors.Is(err, store.ErrOverflow) {
+			return fmt.Errorf("refused add: %v", err)
+		}
+		if err := tx.Delete([]byte("w")); err != nil {
+			return err
+		}
+		return tx.Bump([]byte("c"), 1, 10)
+	})
+	if n := h.counter("c"); n != 8 {
+		t.Fatalf("counter = %d, want 8", n)
+	}
+	if _, err := h.get("w"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a held delete did not commit: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		last func(tx store.Tx) error
+		want error
+	}{
+		{"bump past max", func(tx store.Tx) error { return tx.Bump([]byte("c"), 3, 10) }, store.ErrOverflow},
+		{"bump below zero", func(tx store.Tx) error { return tx.Bump([]byte("c"), -9, 10) }, store.ErrOverflow},
+		{"put-once of another value", func(tx store.Tx) error { return tx.PutOnce([]byte("once"), []byte("b")) }, store.ErrConflict},
+	} {
+		h.update(func(tx store.Tx) error { return tx.PutOnce([]byte("once"), []byte("a")) })
+		err := h.s.Update(context.Background(), func(tx store.Tx) error {
+			if err := tx.Put([]byte("side"), []byte("x")); err != nil {
+				return err
+			}
+			if err := tc.last(tx); err != nil {
+				return err
+			}
+			_, err := tx.Counter([]byte("c")) // the late error may surface here, or at commit
+			return err
+		})
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: update returned %v, want %v", tc.name, err, tc.want)
+		}
+		if _, err := h.get("side"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the failed update committed its other writes", tc.name)
+		}
+	}
+	if n := h.counter("c"); n != 8 {
+		t.Fatalf("counter after refused bumps = %d, want 8", n)
+	}
+}
+
 func testCollate(t *testing.T, h *harness) {
 	const weight = 100_000_000_000
 	h.update(func(tx store.Tx) error {
@@ -400,6 +466,16 @@ func testStreamNackAndDeadLetter(t *testing.T, h *harness) {
 	if !errors.Is(err, store.ErrStaleReceipt) {
 		t.Fatalf("ack with a receipt spent by nack: %v", err)
 	}
+	// Settle with the spent receipt changes nothing and fails nothing.
+	h.update(func(tx store.Tx) error {
+		if err := tx.Settle(m.Receipt); err != nil {
+			return err
+		}
+		return tx.Put([]byte("after-stale-settle"), []byte("x"))
+	})
+	if _, err := h.get("after-stale-settle"); err != nil {
+		t.Fatalf("a stale settle failed its update: %v", err)
+	}
 	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
 		t.Fatalf("nacked message visible before its delay: %v", err)
 	}
@@ -416,6 +492,14 @@ func testStreamNackAndDeadLetter(t *testing.T, h *harness) {
 	if err != nil || d.Reason != "poison: bad payload" || string(d.Payload) != "p" {
 		t.Fatalf("dead letter: %+v %v", d, err)
 	}
+	// Settle with a current receipt acknowledges.
+	h.update(func(tx store.Tx) error { return tx.Settle(d.Receipt) })
+	h.view(func(tx store.ReadTx) error {
+		if p, err := tx.Pending("s" + store.DeadLetterSuffix); err != nil || len(p) != 0 {
+			t.Errorf("pending after settle: %v %v", p, err)
+		}
+		return nil
+	})
 }
 
 func testEnqueueIsIdempotent(t *testing.T, h *harness) {
@@ -640,38 +724,38 @@ func testNotify(t *testing.T, h *harness) {
 	}
 }
 
-// testGetMany: values in the order asked, nil for a missing key, empty
-// (not nil) for an empty value, a repeated key answered twice, and what
-// the same transaction wrote visible.
-func testGetMany(t *testing.T, h *harness) {
+// testReadMany: values and counters in the order asked, nil for a missing
+// key, empty (not nil) for an empty value, 0 for an absent counter, a
+// repeated key answered twice, and what the same transaction wrote
+// visible.
+func testReadMany(t *testing.T, h *harness) {
 	h.update(func(tx store.Tx) error {
 		if err := tx.Put([]byte("a"), []byte("1")); err != nil {
 			return err
 		}
+		if _, err := tx.Add([]byte("a"), 7, 10); err != nil { // a counter of the same name
+			return err
+		}
 		return tx.Put([]byte("empty"), []byte{})
 	})
-	check := func(tx store.ReadTx, keys []string, want []any) {
+	check := func(tx store.ReadTx, keys, counters []string, want []any, wantCounters []int64) {
 		t.Helper()
-		bs := make([][]byte, len(keys))
-		for i, k := range keys {
-			bs[i] = []byte(k)
-		}
-		got, err := tx.GetMany(bs)
-		if err != nil || len(got) != len(want) {
-			t.Fatalf("GetMany(%q) = %q, %v", keys, got, err)
+		got, ns, err := tx.ReadMany(byteKeys(keys), byteKeys(counters))
+		if err != nil || len(got) != len(want) || fmt.Sprint(ns) != fmt.Sprint(wantCounters) {
+			t.Fatalf("ReadMany(%q, %q) = %q, %v, %v; want counters %v", keys, counters, got, ns, err, wantCounters)
 		}
 		for i, w := range want {
 			switch {
 			case w == nil && got[i] != nil:
-				t.Errorf("GetMany(%q)[%d] = %q, want nil (no value)", keys, i, got[i])
+				t.Errorf("ReadMany(%q)[%d] = %q, want nil (no value)", keys, i, got[i])
 			case w != nil && (got[i] == nil || string(got[i]) != w.(string)):
-				t.Errorf("GetMany(%q)[%d] = %q (nil %v), want %q", keys, i, got[i], got[i] == nil, w)
+				t.Errorf("ReadMany(%q)[%d] = %q (nil %v), want %q", keys, i, got[i], got[i] == nil, w)
 			}
 		}
 	}
 	h.view(func(tx store.ReadTx) error {
-		check(tx, []string{"missing", "a", "empty", "a"}, []any{nil, "1", "", "1"})
-		check(tx, nil, nil)
+		check(tx, []string{"missing", "a", "empty", "a"}, []string{"a", "missing", "a"}, []any{nil, "1", "", "1"}, []int64{7, 0, 7})
+		check(tx, nil, nil, nil, []int64{})
 		return nil
 	})
 	h.update(func(tx store.Tx) error {
@@ -681,9 +765,20 @@ func testGetMany(t *testing.T, h *harness) {
 		if err := tx.Delete([]byte("a")); err != nil {
 			return err
 		}
-		check(tx, []string{"a", "b"}, []any{nil, "2"})
+		if err := tx.Bump([]byte("a"), 1, 10); err != nil {
+			return err
+		}
+		check(tx, []string{"a", "b"}, []string{"a"}, []any{nil, "2"}, []int64{8})
 		return nil
 	})
+}
+
+func byteKeys(keys []string) [][]byte {
+	bs := make([][]byte, len(keys))
+	for i, k := range keys {
+		bs[i] = []byte(k)
+	}
+	return bs
 }
 
 // testPeek runs only for stores that implement store.Peeker: Ready says

@@ -1,0 +1,1 @@
+DROP FUNCTION flowgen_apply(smallint[], bytea[], bytea[], bytea[], bigint[], bigint[], bigint[], text[], bigint);

@@ -1,0 +1,118 @@
+-- flowgen runtime store, version 2: one server-side call applies a batch
+-- of a transaction's writes, in order, with at most one operation at the
+-- end whose answer the client waits for. The client sends the writes it
+-- needs no answer to with the next operation that needs one, or with the
+-- commit, so a step of the protocol costs one round trip instead of one
+-- per write. PL/pgSQL keeps each statement's plan for the session.
+--
+-- Operation i is op[i] with its arguments in the other arrays at i:
+--   1 put       k, v
+--   2 put once  k, v             raises FGC01 when k holds another value
+--   3 delete    k
+--   4 add       k, a=delta, b=max  answers (value, applied)
+--   5 bump      k, a=delta, b=max  raises FGO01 when out of [0, max]
+--   6 collate   k=semaphore, a=delta, b=threshold, k2=guid, c=weight
+--                                answers (semaphore, hit); raises FGO01 below 0
+--   7 enqueue   t=stream, k=id, k2=job, v=payload, a=visible at
+--   8 fence     k=job, t=owner, a=token   raises FGF01 unless current
+--   9 ack       t=stream, k=id, a=token   answers (0, applied)
+--  10 nack      t=stream, k=id, a=token, b=visible at  answers (0, applied)
+--  11 settle    t=stream, k=id, a=token   ack, or nothing when stale
+-- now is the client's clock in unix nanoseconds.
+CREATE FUNCTION flowgen_apply(
+    op smallint[], k bytea[], k2 bytea[], v bytea[],
+    a bigint[], b bigint[], c bigint[], t text[], now bigint
+) RETURNS TABLE (at integer, value bigint, applied boolean)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_variable
+DECLARE
+    i integer;
+    cur bigint;
+    ok boolean;
+    have bytea;
+    lease record;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(op, 1), 0) LOOP
+        CASE op[i]
+        WHEN 1 THEN
+            INSERT INTO flowgen_kv AS kv (k, v) VALUES (k[i], v[i])
+            ON CONFLICT ON CONSTRAINT flowgen_kv_pkey DO UPDATE SET v = EXCLUDED.v;
+        WHEN 2 THEN
+            INSERT INTO flowgen_kv AS kv (k, v) VALUES (k[i], v[i])
+            ON CONFLICT ON CONSTRAINT flowgen_kv_pkey DO NOTHING;
+            IF NOT FOUND THEN
+                SELECT kv.v INTO have FROM flowgen_kv kv WHERE kv.k = k[i];
+                IF have IS DISTINCT FROM v[i] THEN
+                    RAISE EXCEPTION 'put-once %: value differs', k[i] USING ERRCODE = 'FGC01';
+                END IF;
+            END IF;
+        WHEN 3 THEN
+            DELETE FROM flowgen_kv kv WHERE kv.k = k[i];
+        WHEN 4, 5 THEN
+            -- An increment that could start a counter is one atomic
+            -- upsert that applies only in range; any other locks the row
+            -- and checks first.
+            IF a[i] BETWEEN 0 AND b[i] THEN
+                INSERT INTO flowgen_counters AS ct (k, v) VALUES (k[i], a[i])
+                ON CONFLICT ON CONSTRAINT flowgen_counters_pkey DO UPDATE SET v = ct.v + EXCLUDED.v
+                WHERE ct.v + EXCLUDED.v BETWEEN 0 AND b[i]
+                RETURNING ct.v INTO cur;
+                ok := FOUND;
+            ELSE
+                SELECT ct.v INTO cur FROM flowgen_counters ct WHERE ct.k = k[i] FOR UPDATE;
+                cur := coalesce(cur, 0);
+                ok := cur + a[i] BETWEEN 0 AND b[i];
+                IF ok THEN
+                    UPDATE flowgen_counters ct SET v = ct.v + a[i] WHERE ct.k = k[i] RETURNING ct.v INTO cur;
+                END IF;
+            END IF;
+            IF NOT ok THEN
+                SELECT ct.v INTO cur FROM flowgen_counters ct WHERE ct.k = k[i];
+                cur := coalesce(cur, 0);
+                IF op[i] = 5 THEN
+                    RAISE EXCEPTION 'add % to % (%, max %): out of range', a[i], k[i], cur, b[i] USING ERRCODE = 'FGO01';
+                END IF;
+            END IF;
+            IF op[i] = 4 THEN
+                at := i; value := cur; applied := ok; RETURN NEXT;
+            END IF;
+        WHEN 6 THEN
+            INSERT INTO flowgen_counters AS ct (k, v) VALUES (k[i], a[i])
+            ON CONFLICT ON CONSTRAINT flowgen_counters_pkey DO UPDATE SET v = ct.v + EXCLUDED.v
+            RETURNING ct.v INTO cur;
+            IF cur < 0 THEN
+                RAISE EXCEPTION 'collate %: semaphore at %', k[i], cur USING ERRCODE = 'FGO01';
+            END IF;
+            IF cur = b[i] THEN
+                INSERT INTO flowgen_counters AS ct (k, v) VALUES (k2[i], c[i])
+                ON CONFLICT ON CONSTRAINT flowgen_counters_pkey DO UPDATE SET v = ct.v + EXCLUDED.v;
+            END IF;
+            at := i; value := cur; applied := cur = b[i]; RETURN NEXT;
+        WHEN 7 THEN
+            INSERT INTO flowgen_messages AS m (stream, id, job, payload, visible_at)
+            VALUES (t[i], k[i], k2[i], coalesce(v[i], ''::bytea), a[i])
+            ON CONFLICT ON CONSTRAINT flowgen_messages_pkey DO NOTHING;
+            IF FOUND AND a[i] <= now THEN
+                PERFORM pg_notify('flowgen_messages', t[i]);
+            END IF;
+        WHEN 8 THEN
+            SELECT l.owner, l.token, l.expires INTO lease FROM flowgen_leases l WHERE l.job = k[i] FOR SHARE;
+            IF NOT FOUND OR lease.owner <> t[i] OR lease.token <> a[i] OR lease.expires <= now THEN
+                RAISE EXCEPTION 'lease % of % for %: fenced', a[i], k[i], t[i] USING ERRCODE = 'FGF01';
+            END IF;
+        WHEN 9, 11 THEN
+            UPDATE flowgen_messages m SET done = true, payload = NULL
+            WHERE m.stream = t[i] AND m.id = k[i] AND m.token = a[i] AND NOT m.done;
+            IF op[i] = 9 THEN
+                at := i; value := 0; applied := FOUND; RETURN NEXT;
+            END IF;
+        WHEN 10 THEN
+            UPDATE flowgen_messages m SET token = m.token + 1, visible_at = b[i]
+            WHERE m.stream = t[i] AND m.id = k[i] AND m.token = a[i] AND NOT m.done;
+            at := i; value := 0; applied := FOUND; RETURN NEXT;
+        ELSE
+            RAISE EXCEPTION 'flowgen_apply: unknown operation %', op[i];
+        END CASE;
+    END LOOP;
+END
+$fn$;
