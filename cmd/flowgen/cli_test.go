@@ -343,9 +343,11 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 	url := pgtest.FreshSchema(t)
 	for _, step := range []struct{ args, want string }{
 		{"status", "0001 init                 applied"},
-		{"down", "reverted 1"},
-		{"status", "0001 init                 pending"},
-		{"up", "applied 1"},
+		{"status", "0002 apply                applied"},
+		{"down", "reverted 2"},
+		{"status", "0002 apply                pending"},
+		{"status", "0001 init                 applied"},
+		{"up", "applied 2"},
 		{"up", "schema is up to date"},
 	} {
 		r := run(t, "", "migrate", step.args, "--database-url", url)
