@@ -3,8 +3,9 @@
 # (1, 2, 4 worker processes; 3-node linear flow and 1-to-100 fan-out), River
 # working no-op jobs (one insert per transaction) and DBOS Transact for Go
 # running the same shapes (bench/dbos), interleaved in ROUNDS rounds
-# (default 3); then what the step protocol costs per activation on the wire,
-# the median of each figure, and the ratio lines last.
+# (default 3), each with PostgreSQL's CPU per step (internal/pgcpu); then
+# what the step protocol costs per activation on the wire, the median of
+# each figure, and the ratio lines last.
 # Usage: [ROUNDS=n] bench/postgres.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,14 +21,14 @@ drop() { psql "$url" -qc "DROP SCHEMA IF EXISTS $1 CASCADE" >/dev/null 2>&1; }
 for round in $(seq "$rounds"); do
 	echo "round $round of $rounds"
 	go test -run='^$' -bench='^BenchmarkPostgres$' -benchtime=1x ./runtime |
-		awk '/^BenchmarkPostgres\// { for (i = 1; i <= NF; i++) if ($(i+1) == "nodes/s") { sub(/-[0-9]+$/, "", $1); print "flowgen-" substr($1, 19), $i } }' | tee -a "$runs"
+		awk '/^BenchmarkPostgres\// { sub(/-[0-9]+$/, "", $1); for (i = 2; i < NF; i++) if ($(i+1) == "nodes/s" || $(i+1) == "pg-cpu-ms/node") print "flowgen-" substr($1, 19) ($(i+1) == "nodes/s" ? "" : "-" $(i+1)), $i }' | tee -a "$runs"
 	reset flowgen_river_bench
 	(cd bench/river && go run . -database-url "$url&search_path=flowgen_river_bench" -jobs 3000 -workers 16) |
 		sed -n 's/.*jobs\/s=\([0-9.]*\).*/river-jobs\/s \1/p' | tee -a "$runs"
 	drop flowgen_river_bench
 	drop flowgen_dbos_bench
 	(cd bench/dbos && go run . -database-url "$url" -schema flowgen_dbos_bench -workflows 1000 2>/dev/null) |
-		awk '/^dbos / { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "steps/s" || kv[1] ~ /ms$/) print "dbos-" $2 "-" kv[1], kv[2] } }' | tee -a "$runs"
+		awk '/^dbos / { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "steps/s" || kv[1] ~ /ms(\/step)?$/) print "dbos-" $2 "-" kv[1], kv[2] } }' | tee -a "$runs"
 	drop flowgen_dbos_bench
 done
 
@@ -42,7 +43,9 @@ medians=$(sort -k1,1 -k2,2g "$runs" | awk '
 echo "$medians"
 value() { awk -v k="$1" '$1 == k { print $2 }' <<<"$medians"; }
 awk -v l="$(value flowgen-linear/procs=1)" -v f="$(value flowgen-fanout/procs=1)" \
-	-v r="$(value river-jobs/s)" -v d="$(value dbos-linear-direct-steps/s)" -v df="$(value dbos-fanout-steps/s)" 'BEGIN {
+	-v r="$(value river-jobs/s)" -v d="$(value dbos-linear-direct-steps/s)" -v df="$(value dbos-fanout-steps/s)" \
+	-v lc="$(value flowgen-linear/procs=1-pg-cpu-ms/node)" -v dc="$(value dbos-linear-direct-pg-cpu-ms/step)" 'BEGIN {
+	printf "ratio PostgreSQL CPU per step, linear 1 process vs DBOS direct: %.2f\n", lc / dc
 	printf "ratio linear 1 process vs River: %.2f\n", l / r
 	printf "ratio linear 1 process vs DBOS direct: %.2f\n", l / d
 	printf "ratio fan-out vs DBOS: %.2f\n", f / df

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/pgcpu"
 	"github.com/flowgen-dev/flowgen/internal/pgwire"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
@@ -59,15 +60,32 @@ func pgEngine(b *testing.B, opts pgstore.Options, flow *Flow) (string, *pgstore.
 
 // pgRun starts jobs of flow on a fresh schema, works them with procs worker
 // processes, and returns the elapsed time from the first start to the last
-// completion.
-func pgRun(b *testing.B, flow *Flow, input string, jobs, procs int) time.Duration {
+// completion, and the CPU time PostgreSQL spent meanwhile.
+func pgRun(b *testing.B, flow *Flow, input string, jobs, procs int) (elapsed, cpu time.Duration) {
 	b.Helper()
 	url, s, e := pgEngine(b, pgstore.Options{}, flow)
 	defer spawnWorkers(b, url, procs)()
-	start := time.Now()
+	cpuBefore, start := serverCPU(b), time.Now()
 	ids := startConcurrently(b, e, flow.Name, input, jobs)
 	waitAll(b, s.DB(), len(ids))
-	return time.Since(start)
+	return time.Since(start), serverCPU(b) - cpuBefore
+}
+
+// serverCPU is PostgreSQL's CPU time so far (internal/pgcpu); the
+// benchmarks run on the machine of the server they measure.
+func serverCPU(b *testing.B) time.Duration {
+	d, err := pgcpu.Used()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// reportServerCPU reports PostgreSQL's CPU milliseconds per node
+// activation: what decides whether more workers and machines would add
+// throughput.
+func reportServerCPU(b *testing.B, cpu time.Duration, activations int) {
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(activations), "pg-cpu-ms/node")
 }
 
 // spawnWorkers starts n worker processes on the store at url and returns
@@ -153,11 +171,13 @@ func BenchmarkPostgres(b *testing.B) {
 	} {
 		for _, procs := range []int{1, 2, 4} {
 			b.Run(fmt.Sprintf("%s/procs=%d", tc.name, procs), func(b *testing.B) {
-				var elapsed time.Duration
+				var elapsed, cpu time.Duration
 				for range b.N {
-					elapsed += pgRun(b, tc.flow, tc.input, tc.jobs, procs)
+					e, c := pgRun(b, tc.flow, tc.input, tc.jobs, procs)
+					elapsed, cpu = elapsed+e, cpu+c
 				}
 				b.ReportMetric(float64(tc.jobs*tc.nodes*b.N)/elapsed.Seconds(), "nodes/s")
+				reportServerCPU(b, cpu, tc.jobs*tc.nodes*b.N)
 			})
 		}
 	}
@@ -168,7 +188,8 @@ func BenchmarkPostgres(b *testing.B) {
 // measured first in the same run, and reports p50 and p99.
 func BenchmarkPostgresLatency(b *testing.B) {
 	const jobs = 600
-	peak := float64(jobs) / pgRun(b, linearFlow(), `{"n":1}`, jobs, 2).Seconds() // jobs/s
+	elapsed, _ := pgRun(b, linearFlow(), `{"n":1}`, jobs, 2)
+	peak := float64(jobs) / elapsed.Seconds() // jobs/s
 	rate := peak / 2
 	url, s, e := pgEngine(b, pgstore.Options{}, linearFlow())
 	defer spawnWorkers(b, url, 2)()
@@ -215,15 +236,16 @@ func BenchmarkPostgresProtocol(b *testing.B) {
 	}
 	defer watch.Close()
 	var total pgwire.Counts
-	var elapsed time.Duration
+	var elapsed, cpu time.Duration
 	for range b.N {
-		before, start := counter.Counts(), time.Now()
+		before, start, cpuBefore := counter.Counts(), time.Now(), serverCPU(b)
 		startConcurrently(b, e, "linear", `{"n":1}`, jobs)
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- e.Run(runCtx, 8) }()
 		waitAll(b, watch, jobs)
 		elapsed += time.Since(start)
+		cpu += serverCPU(b) - cpuBefore
 		stop()
 		if err := <-done; err != nil {
 			b.Fatal(err)
@@ -238,4 +260,5 @@ func BenchmarkPostgresProtocol(b *testing.B) {
 	b.ReportMetric(float64(total.Statements)/activations, "statements/activation")
 	b.ReportMetric(float64(total.Commits)/activations, "commits/activation")
 	b.ReportMetric(activations/elapsed.Seconds(), "nodes/s")
+	reportServerCPU(b, cpu, int(activations))
 }

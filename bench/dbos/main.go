@@ -15,9 +15,12 @@
 // Usage: go run . -database-url URL [-workflows N]
 // It prints one line per shape:
 //
-//	dbos linear-direct workflows=N steps=S seconds=T steps/s=R
-//	dbos linear-queue workflows=N steps=S seconds=T steps/s=R
-//	dbos fanout workflows=N steps=S seconds=T steps/s=R
+//	dbos linear-direct workflows=N steps=S seconds=T steps/s=R pg-cpu-ms/step=C
+//	dbos linear-queue workflows=N steps=S seconds=T steps/s=R pg-cpu-ms/step=C
+//	dbos fanout workflows=N steps=S seconds=T steps/s=R pg-cpu-ms/step=C
+//
+// pg-cpu-ms/step is the CPU time PostgreSQL spent per step (internal/pgcpu).
+//
 //	dbos latency workflows=N p50-ms=X p99-ms=Y
 package main
 
@@ -32,6 +35,8 @@ import (
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/flowgen-dev/flowgen/internal/pgcpu"
 )
 
 const goroutines = 8
@@ -77,6 +82,16 @@ func fanout(ctx dbos.Context, n int) (int, error) {
 	return sum, nil
 }
 
+// serverCPU is PostgreSQL's CPU time so far; the benchmark runs on the
+// server's machine.
+func serverCPU() time.Duration {
+	d, err := pgcpu.Used()
+	if err != nil {
+		log.Fatal(err)
+	}
+	return d
+}
+
 func main() {
 	url := flag.String("database-url", os.Getenv("FLOWGEN_TEST_DATABASE_URL"), "PostgreSQL URL")
 	schema := flag.String("schema", "flowgen_dbos_bench", "schema DBOS keeps its tables in")
@@ -102,8 +117,14 @@ func main() {
 	}
 	defer dbos.Shutdown(ctx, 5*time.Second)
 
+	// report prints a shape's figures; PostgreSQL's CPU per step counts
+	// from the previous report (or from here).
+	cpu := serverCPU()
 	report := func(shape string, n, steps int, elapsed time.Duration) {
-		fmt.Printf("dbos %s workflows=%d steps=%d seconds=%.2f steps/s=%.1f\n", shape, n, steps, elapsed.Seconds(), float64(steps)/elapsed.Seconds())
+		now := serverCPU()
+		fmt.Printf("dbos %s workflows=%d steps=%d seconds=%.2f steps/s=%.1f pg-cpu-ms/step=%.3f\n", shape, n, steps,
+			elapsed.Seconds(), float64(steps)/elapsed.Seconds(), float64((now-cpu).Microseconds())/1000/float64(steps))
+		cpu = now
 	}
 	report("linear-direct", *workflows, 3**workflows, concurrently(*workflows, func(i int) error {
 		return await(dbos.RunWorkflow(ctx, linear, i))
@@ -123,6 +144,7 @@ func main() {
 	}
 	report("linear-queue", *workflows, 3**workflows, time.Since(start))
 	fans := max(*workflows/50, 1)
+	cpu = serverCPU() // not the queue's idle polling before the fan-out
 	report("fanout", fans, 101*fans, concurrently(fans, func(i int) error {
 		return await(dbos.RunWorkflow(ctx, fanout, i))
 	}))
