@@ -6,8 +6,9 @@
 //
 // A round trip is a write after a read: the client sent something and
 // waits for the answer before it sends again. A statement is an Execute
-// message of the extended protocol or a simple Query message (BEGIN and
-// COMMIT included); a commit is a simple Query that starts with COMMIT.
+// message of the extended protocol or one statement of a simple Query
+// message, which may hold several separated by semicolons (BEGIN and
+// COMMIT included); a commit is a COMMIT statement.
 // Connections must not use TLS (sslmode=disable): the counter reads the
 // messages in the clear.
 package pgwire
@@ -76,7 +77,7 @@ type countedConn struct {
 	header  []byte // the bytes of the current message's header read so far
 	skip    int    // body bytes of the current message still to pass over
 	query   bool   // the current message is a simple Query
-	head    []byte // a Query's first bytes, to tell a COMMIT
+	text    []byte // a Query's text so far
 	waiting bool   // the last operation was a read: the next write is a new round trip
 }
 
@@ -106,14 +107,16 @@ func (w *countedConn) parse(p []byte) {
 	for len(p) > 0 {
 		if w.skip > 0 {
 			n := min(w.skip, len(p))
-			if w.query && len(w.head) < len("COMMIT") {
-				w.head = append(w.head, p[:min(n, len("COMMIT")-len(w.head))]...)
-				if len(w.head) == len("COMMIT") && bytes.EqualFold(w.head, []byte("COMMIT")) {
-					w.c.commits.Add(1)
-				}
+			if w.query {
+				w.text = append(w.text, p[:n]...)
 			}
 			w.skip -= n
 			p = p[n:]
+			if w.skip == 0 && w.query {
+				statements, commits := Statements(w.text)
+				w.c.statements.Add(int64(statements))
+				w.c.commits.Add(int64(commits))
+			}
 			continue
 		}
 		headerLen := 5 // type byte and length
@@ -134,11 +137,81 @@ func (w *countedConn) parse(p []byte) {
 		} else {
 			typ := w.header[0]
 			length := int(binary.BigEndian.Uint32(w.header[1:5]))
-			w.skip, w.query, w.head = length-4, typ == 'Q', w.head[:0]
-			if typ == 'Q' || typ == 'E' {
+			w.skip, w.query, w.text = length-4, typ == 'Q', w.text[:0]
+			if typ == 'E' {
 				w.c.statements.Add(1)
 			}
 		}
 		w.header = w.header[:0]
 	}
 }
+
+// Statements counts the statements of a simple Query's text and how many
+// of them are COMMITs. Semicolons inside quoted strings, quoted names,
+// dollar-quoted bodies and comments do not separate statements.
+func Statements(text []byte) (statements, commits int) {
+	text = bytes.TrimRight(text, "\x00") // the message's terminator
+	start := 0
+	end := func(i int) {
+		stmt := bytes.TrimSpace(text[start:i])
+		if len(stmt) > 0 {
+			statements++
+			if len(stmt) >= 6 && bytes.EqualFold(stmt[:6], []byte("COMMIT")) && (len(stmt) == 6 || !isWordByte(stmt[6])) {
+				commits++
+			}
+		}
+		start = i + 1
+	}
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == ';':
+			end(i)
+		case c == '\'':
+			escapes := i > 0 && (text[i-1] == 'E' || text[i-1] == 'e')
+			for i++; i < len(text); i++ {
+				if escapes && text[i] == '\\' {
+					i++
+				} else if text[i] == '\'' {
+					if i+1 < len(text) && text[i+1] == '\'' {
+						i++ // a doubled quote
+						continue
+					}
+					break
+				}
+			}
+		case c == '"':
+			if j := bytes.IndexByte(text[i+1:], '"'); j >= 0 {
+				i += j + 1
+			} else {
+				i = len(text)
+			}
+		case c == '-' && i+1 < len(text) && text[i+1] == '-':
+			if j := bytes.IndexByte(text[i:], '\n'); j >= 0 {
+				i += j
+			} else {
+				i = len(text)
+			}
+		case c == '$':
+			j := i + 1
+			for j < len(text) && isWordByte(text[j]) {
+				j++
+			}
+			if j < len(text) && text[j] == '$' && (j == i+1 || !isDigit(text[i+1])) {
+				tag := text[i : j+1]
+				if k := bytes.Index(text[j+1:], tag); k >= 0 {
+					i = j + 1 + k + len(tag) - 1
+				} else {
+					i = len(text)
+				}
+			}
+		}
+	}
+	end(len(text))
+	return statements, commits
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || isDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'z') || c >= 0x80
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -63,3 +63,54 @@ func TestCounts(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestStatements splits simple queries the way the server does.
+func TestStatements(t *testing.T) {
+	for _, tc := range []struct {
+		text               string
+		statements, commit int
+	}{
+		{"COMMIT", 1, 1},
+		{"commit;", 1, 1},
+		{"BEGIN READ WRITE; SELECT 1", 2, 0},
+		{"SELECT f('a;b', E'c\\';d', \"x;y\"); COMMIT", 2, 1},
+		{"SELECT 'it''s; fine'; COMMIT ; ", 2, 1},
+		{"SELECT 1 -- a; comment\n; COMMITTED", 2, 0},
+		{"DO $fn$ BEGIN PERFORM 1; END $fn$; SELECT $1", 2, 0},
+		{"SELECT $$a;b$$;COMMIT", 2, 1},
+		{" ; ;", 0, 0},
+		{"SELECT 'unterminated;", 1, 0},
+	} {
+		s, c := pgwire.Statements([]byte(tc.text + "\x00"))
+		if s != tc.statements || c != tc.commit {
+			t.Errorf("Statements(%q) = %d, %d; want %d, %d", tc.text, s, c, tc.statements, tc.commit)
+		}
+	}
+}
+
+// TestCountsSimpleQueries checks that one simple query of three statements
+// is one round trip, three statements and one commit.
+func TestCountsSimpleQueries(t *testing.T) {
+	cfg, err := pq.NewConfig(pgtest.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	connector, err := pq.NewConnectorConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counter pgwire.Counter
+	connector.Dialer(&counter)
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	before := counter.Counts()
+	if _, err := db.Exec(`BEGIN; SELECT 'a;b'; COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counter.Counts().Sub(before), (pgwire.Counts{RoundTrips: 1, Statements: 3, Commits: 1}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
