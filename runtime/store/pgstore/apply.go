@@ -3,6 +3,7 @@ package pgstore
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -56,6 +57,11 @@ func (b *batch) add(o op) {
 
 func (b *batch) reset() { *b = batch{} }
 
+// args are flowgen_apply's arguments for the batch at now.
+func (b *batch) args(now time.Time) []any {
+	return []any{b.op, b.k, b.k2, b.v, b.a, b.b, b.c, b.t, now.UnixNano()}
+}
+
 // applySQL sends a batch; only answering operations return a row.
 const applySQL = `SELECT value, applied FROM flowgen_apply($1::smallint[], $2, $3, $4, $5, $6, $7, $8, $9)`
 
@@ -97,7 +103,7 @@ func (t *tx) flush() error {
 func (t *tx) send() (value int64, applied bool, err error) {
 	b := &t.pending
 	defer b.reset()
-	rows, err := t.tx.QueryContext(t.ctx, applySQL, b.op, b.k, b.k2, b.v, b.a, b.b, b.c, b.t, t.now.UnixNano())
+	rows, err := t.query(applySQL, b.args(t.now)...)
 	if err != nil {
 		t.failed = applyError(err)
 		return 0, false, t.failed

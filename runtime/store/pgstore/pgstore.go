@@ -133,25 +133,30 @@ func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 }
 
 func (s *Store) run(ctx context.Context, readOnly bool, fn func(*tx) error) error {
-	opts := &sql.TxOptions{ReadOnly: readOnly}
-	if readOnly {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	stx, err := s.db.BeginTx(ctx, opts)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	t := &tx{ctx: ctx, tx: stx, now: s.now()}
-	err = fn(t)
-	if err == nil {
-		err = t.flush() // the writes no operation has carried yet
+	begin := "BEGIN READ WRITE"
+	if readOnly {
+		begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 	}
-	if err != nil {
-		stx.Rollback()
+	t := &tx{session: session{ctx: ctx, conn: conn, begin: begin}, now: s.now()}
+	defer t.release()
+	if err := fn(t); err != nil {
 		return err
 	}
-	if err := stx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	if t.failed != nil {
+		return t.failed // refused writes the caller did not hear of
+	}
+	// The writes no operation has carried yet travel with the COMMIT.
+	var q string
+	var args []any
+	if len(t.pending.op) > 0 {
+		q, args = applySQL, t.pending.args(t.now)
+	}
+	if err := t.commit(q, args...); err != nil {
+		return fmt.Errorf("commit: %w", applyError(err))
 	}
 	return nil
 }
@@ -160,8 +165,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(*tx) error) erro
 // answer wait in pending and travel with the next operation that does
 // (see apply.go).
 type tx struct {
-	ctx     context.Context
-	tx      *sql.Tx
+	session
 	now     time.Time
 	pending batch
 	// failed is the error of a batch the server refused; the transaction
@@ -171,16 +175,12 @@ type tx struct {
 	leases map[string]leaseRow
 }
 
-func (t *tx) exec(query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(t.ctx, query, args...)
-}
-
 func (t *tx) Get(key []byte) ([]byte, error) {
 	if err := t.flush(); err != nil {
 		return nil, err
 	}
 	var v []byte
-	err := t.tx.QueryRowContext(t.ctx, `SELECT v FROM flowgen_kv WHERE k = $1`, key).Scan(&v)
+	err := t.queryRow(`SELECT v FROM flowgen_kv WHERE k = $1`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get %q: %w", key, store.ErrNotFound)
 	}
@@ -200,7 +200,7 @@ func (t *tx) ReadMany(keys, counters [][]byte) ([][]byte, []int64, error) {
 	if err := t.flush(); err != nil {
 		return nil, nil, err
 	}
-	rows, err := t.tx.QueryContext(t.ctx, readManySQL, pq.ByteaArray(keys), pq.ByteaArray(counters))
+	rows, err := t.query(readManySQL, pq.ByteaArray(keys), pq.ByteaArray(counters))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -261,9 +261,9 @@ func (t *tx) scan(table string, prefix []byte, fn func(k []byte, v any) error, n
 	var rows *sql.Rows
 	var err error
 	if end == nil {
-		rows, err = t.tx.QueryContext(t.ctx, `SELECT k, v FROM `+table+` WHERE k >= $1 ORDER BY k`, start)
+		rows, err = t.query(`SELECT k, v FROM `+table+` WHERE k >= $1 ORDER BY k`, start)
 	} else {
-		rows, err = t.tx.QueryContext(t.ctx, `SELECT k, v FROM `+table+` WHERE k >= $1 AND k < $2 ORDER BY k`, start, end)
+		rows, err = t.query(`SELECT k, v FROM `+table+` WHERE k >= $1 AND k < $2 ORDER BY k`, start, end)
 	}
 	if err != nil {
 		return err
@@ -307,7 +307,7 @@ func (t *tx) Counter(key []byte) (int64, error) {
 		return 0, err
 	}
 	var v int64
-	err := t.tx.QueryRowContext(t.ctx, `SELECT v FROM flowgen_counters WHERE k = $1`, key).Scan(&v)
+	err := t.queryRow(`SELECT v FROM flowgen_counters WHERE k = $1`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

@@ -55,7 +55,7 @@ func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Mess
 	if err := t.flush(); err != nil {
 		return store.Message{}, err
 	}
-	row := t.tx.QueryRowContext(t.ctx, reserveSQL, stream, t.now.UnixNano(), t.now.Add(visibility).UnixNano(), owner)
+	row := t.queryRow(reserveSQL, stream, t.now.UnixNano(), t.now.Add(visibility).UnixNano(), owner)
 	var l leaseRow
 	m, err := scanMessage(stream, row, &l.owner, &l.token, &l.expires)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -91,7 +91,7 @@ func (t *tx) current(rc store.Receipt) (store.Message, error) {
 	if err := t.flush(); err != nil {
 		return store.Message{}, err
 	}
-	row := t.tx.QueryRowContext(t.ctx, `SELECT id, job, payload, visible_at, attempt, token, reason
+	row := t.queryRow(`SELECT id, job, payload, visible_at, attempt, token, reason
 		FROM flowgen_messages WHERE stream = $1 AND id = $2 AND token = $3 AND NOT done FOR UPDATE`,
 		rc.Stream, rc.ID[:], int64(rc.Token))
 	m, err := scanMessage(rc.Stream, row)
@@ -136,7 +136,7 @@ func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 	if err := t.Ack(rc); err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT INTO flowgen_messages (stream, id, job, payload, visible_at, attempt, reason)
+	err = t.exec(`INSERT INTO flowgen_messages (stream, id, job, payload, visible_at, attempt, reason)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (stream, id) DO NOTHING`,
 		rc.Stream+store.DeadLetterSuffix, rc.ID[:], m.Job, nonNil(m.Payload), t.now.UnixNano(), m.Attempt, reason)
 	return err
@@ -146,7 +146,7 @@ func (t *tx) Pending(stream string) ([]store.Message, error) {
 	if err := t.flush(); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, job, payload, visible_at, attempt, token, reason
+	rows, err := t.query(`SELECT id, job, payload, visible_at, attempt, token, reason
 		FROM flowgen_messages WHERE stream = $1 AND NOT done ORDER BY visible_at, id`, stream)
 	if err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func (t *tx) readLease(job []byte, lock string) (leaseRow, error) {
 		return leaseRow{}, err
 	}
 	var r leaseRow
-	err := t.tx.QueryRowContext(t.ctx, `SELECT owner, token, expires FROM flowgen_leases WHERE job = $1 `+lock, job).
+	err := t.queryRow(`SELECT owner, token, expires FROM flowgen_leases WHERE job = $1 `+lock, job).
 		Scan(&r.owner, &r.token, &r.expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leaseRow{}, nil
@@ -231,7 +231,7 @@ func (t *tx) AcquireLease(job []byte, owner string, ttl time.Duration) (store.Le
 	}
 	exp := t.now.Add(ttl).UnixNano()
 	var token int64
-	err := t.tx.QueryRowContext(t.ctx, acquireSQL, job, owner, t.now.UnixNano(), exp).Scan(&token)
+	err := t.queryRow(acquireSQL, job, owner, t.now.UnixNano(), exp).Scan(&token)
 	delete(t.leases, string(job))
 	if errors.Is(err, sql.ErrNoRows) {
 		holder, _ := t.readLease(job, "")
@@ -257,7 +257,7 @@ func (t *tx) ReleaseLease(want store.Lease) error {
 		return err
 	}
 	delete(t.leases, string(want.Job))
-	_, err := t.exec(`UPDATE flowgen_leases SET expires = 0 WHERE job = $1 AND owner = $2 AND token = $3 AND expires > $4`,
+	err := t.exec(`UPDATE flowgen_leases SET expires = 0 WHERE job = $1 AND owner = $2 AND token = $3 AND expires > $4`,
 		want.Job, want.Owner, int64(want.Token), t.now.UnixNano())
 	return err
 }
