@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -23,17 +22,12 @@ func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *res
 	return tx.PutOnce(compensableKey(en.job, seq), []byte(en.t.Act))
 }
 
-// startCompensation runs in step 3 of a failed job: when compensable
-// activations completed and compensation has not started, it reopens the
-// job (semaphore +1) and publishes the first undo, newest first. It reports
+// startCompensation runs in step 3 of a failed job whose compensation has
+// not started: when compensable activations completed, it reopens the job
+// (semaphore +1) and publishes the first undo, newest first. It reports
 // whether it did, in which case the job is not complete yet.
 func (e *Engine) startCompensation(tx store.Tx, en *entry) (bool, error) {
 	job := en.job
-	if _, err := tx.Get(compensationKey(job)); err == nil {
-		return false, nil // the chain has run; this is the real end
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return false, err
-	}
 	failed := false
 	err := tx.Scan(jobPrefix(job, "fail"), func(k, v []byte) error {
 		failed = true

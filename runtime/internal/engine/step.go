@@ -374,42 +374,58 @@ func markStep(tx store.Tx, en *entry, seen ledger.GUID, step int) error {
 	return tx.Bump(en.guidKey(), d, ledger.MaxValue)
 }
 
+// ending is what step 3 reads of the job before it writes, in one read.
+type ending struct {
+	guid ledger.GUID     // the message's ledger as the steps left it
+	act  ledger.Activity // the activation's ledger
+	// meta is the job's record; compensating and killed say whether the
+	// compensation chain was started and the job tombstoned.
+	meta                 []byte
+	compensating, killed bool
+}
+
 // finish runs step 3 in tx when this message closed its job and the job
-// is not completed yet, reading the GUID ledger as the steps left it;
-// fenced says the transaction has already checked the lease.
+// is not completed yet; fenced says the transaction has already checked
+// the lease.
 func (e *Engine) finish(tx store.Tx, en *entry, fenced bool) error {
-	cur, err := tx.Counter(en.guidKey())
-	if err != nil || !ledger.GUID(cur).NeedsCompletion() {
+	values, counters, err := tx.ReadMany(
+		[][]byte{metaKey(en.job), compensationKey(en.job), tombKey(en.job)},
+		[][]byte{en.guidKey(), en.actKey()})
+	if err != nil {
 		return err
+	}
+	end := ending{guid: ledger.GUID(counters[0]), act: ledger.Activity(counters[1]),
+		meta: values[0], compensating: values[1] != nil, killed: values[2] != nil}
+	if !end.guid.NeedsCompletion() {
+		return nil
 	}
 	if !fenced {
 		if err := tx.Fence(en.lease); err != nil {
 			return err
 		}
 	}
-	return e.completeStep(tx, en, ledger.GUID(cur))
+	return e.completeStep(tx, en, end)
 }
 
 // completeStep is step 3: the job's final status, the GUID marker and the
 // activity's finalize digit, in the current transaction.
-func (e *Engine) completeStep(tx store.Tx, en *entry, seen ledger.GUID) error {
-	started, err := e.startCompensation(tx, en)
-	if err != nil {
-		return err
-	}
-	if !started {
-		if err := e.complete(tx, en.job); err != nil {
+func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
+	started := false
+	if !end.compensating { // once the chain has run, this is the real end
+		var err error
+		if started, err = e.startCompensation(tx, en); err != nil {
 			return err
 		}
 	}
-	if err := markStep(tx, en, seen, 3); err != nil {
+	if !started {
+		if err := e.complete(tx, en.job, end); err != nil {
+			return err
+		}
+	}
+	if err := markStep(tx, en, end.guid, 3); err != nil {
 		return err
 	}
-	a, err := tx.Counter(en.actKey())
-	if err != nil {
-		return err
-	}
-	if d, err := ledger.Activity(a).FinalizeDelta(); err == nil {
+	if d, err := end.act.FinalizeDelta(); err == nil {
 		return tx.Bump(en.actKey(), d, ledger.MaxValue)
 	}
 	return nil
@@ -432,14 +448,13 @@ func (e *Engine) crash(point string) error {
 }
 
 // complete writes the job's final status from its activations' results.
-func (e *Engine) complete(tx store.Tx, job runtype.JobID) error {
+func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending) error {
 	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC()}
-	if raw, err := tx.Get(metaKey(job)); err == nil {
-		var meta jobMeta
-		if json.Unmarshal(raw, &meta) == nil {
-			st.Started = meta.Started
-		}
+	var meta jobMeta
+	if err := json.Unmarshal(end.meta, &meta); err != nil {
+		return fmt.Errorf("job %s: record: %w", job, err)
 	}
+	st.Started = meta.Started
 	err := tx.Scan(jobPrefix(job, "fail"), func(k, v []byte) error {
 		st.State = runtype.StateFailed
 		st.Errors = append(st.Errors, string(v))
@@ -449,23 +464,31 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID) error {
 		return err
 	}
 	termPrefix := jobPrefix(job, "term")
+	var nodes []string
+	var results [][]byte
 	err = tx.Scan(termPrefix, func(k, v []byte) error {
-		act := strings.TrimPrefix(string(k), string(termPrefix))
-		raw, err := tx.Get(resultKey(job, act))
-		if err != nil {
-			return err
+		nodes = append(nodes, string(v))
+		results = append(results, resultKey(job, strings.TrimPrefix(string(k), string(termPrefix))))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	raws, _, err := tx.ReadMany(results, nil) // every terminal result in one read
+	if err != nil {
+		return err
+	}
+	for i, raw := range raws {
+		if raw == nil {
+			return fmt.Errorf("job %s: terminal result %q: %w", job, results[i], store.ErrNotFound)
 		}
 		var r result
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err
 		}
 		if !r.failed() && r.Output != nil {
-			st.Result[string(v)] = r.Output
+			st.Result[nodes[i]] = r.Output
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	err = tx.Scan(jobPrefix(job, "comp"), func(k, v []byte) error {
 		st.Compensated = append(st.Compensated, string(v))
@@ -474,7 +497,7 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Get(tombKey(job)); err == nil {
+	if end.killed {
 		st.State = runtype.StateKilled
 	}
 	raw, err := json.Marshal(st)
@@ -484,5 +507,5 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID) error {
 	if err := tx.Put(statusKey(job), raw); err != nil {
 		return err
 	}
-	return e.reportToParent(tx, job, raw)
+	return e.reportToParent(tx, job, meta, raw)
 }

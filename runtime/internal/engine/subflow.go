@@ -180,15 +180,7 @@ func childJobID(tx store.Tx, en *entry) (runtype.JobID, error) {
 // reportToParent runs in a job's completion: a subflow job hands its
 // status to the waiting parent activation and resumes it, in the same
 // commit.
-func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, status []byte) error {
-	raw, err := tx.Get(metaKey(job))
-	if err != nil {
-		return err
-	}
-	var meta jobMeta
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		return err
-	}
+func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, meta jobMeta, status []byte) error {
 	if meta.Parent == nil {
 		return nil
 	}
