@@ -271,6 +271,7 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 // current transaction and reports whether this message closed the job.
 func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
 	job, t := en.job, en.t
+	var steps []int // the digits this commit marks, in one increment
 	if res != nil {
 		res.Act = t.Act
 		if res.Finished.IsZero() {
@@ -295,9 +296,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := e.recordDedupe(tx, c, en, res); err != nil {
 			return false, err
 		}
-		if err := markStep(tx, en, en.guid, 1); err != nil {
-			return false, err
-		}
+		steps = append(steps, 1)
 	} else {
 		raw, err := tx.Get(resultKey(job, t.Act))
 		if err != nil {
@@ -326,10 +325,10 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 	}
-	// The step 2 digit goes before the collation so the collation's answer
-	// carries both; the two add to the same ledger in one commit, in
-	// either order.
-	if err := markStep(tx, en, en.guid, 2); err != nil {
+	// The step digits go before the collation so the collation's answer
+	// carries them; they add to the same ledger in one commit, in either
+	// order.
+	if err := markStep(tx, en, en.guid, append(steps, 2)...); err != nil {
 		return false, err
 	}
 	return tx.Collate(semKey(job), ledger.SemaphoreDelta(len(children)), 0, en.guidKey(), ledger.JobClosed)
@@ -361,17 +360,21 @@ func (e *Engine) superseded(ctx context.Context, c *compiled, en *entry) (bool, 
 	return done, nil
 }
 
-// markStep adds the digit of step (1, 2 or 3) to the message's GUID
-// ledger, whose value was seen before the step ran. The guard refuses a
-// step that is already marked: the protocol never commits one twice (a
-// redelivered message reads the digit and skips the step), so a refusal is
-// a bug and aborts the commit rather than corrupt the ledger.
-func markStep(tx store.Tx, en *entry, seen ledger.GUID, step int) error {
-	d, err := seen.StepDelta(step)
-	if err != nil {
-		return fmt.Errorf("%s: step %d: %w", en.t.Act, step, err)
+// markStep adds the digits of steps (1, 2 or 3) to the message's GUID
+// ledger, whose value was seen before the steps ran, in one increment. The
+// guard refuses a step that is already marked: the protocol never commits
+// one twice (a redelivered message reads the digit and skips the step), so
+// a refusal is a bug and aborts the commit rather than corrupt the ledger.
+func markStep(tx store.Tx, en *entry, seen ledger.GUID, steps ...int) error {
+	var sum int64
+	for _, step := range steps {
+		d, err := seen.StepDelta(step)
+		if err != nil {
+			return fmt.Errorf("%s: step %d: %w", en.t.Act, step, err)
+		}
+		sum += d
 	}
-	return tx.Bump(en.guidKey(), d, ledger.MaxValue)
+	return tx.Bump(en.guidKey(), sum, ledger.MaxValue)
 }
 
 // ending is what step 3 reads of the job before it writes, in one read.
