@@ -189,7 +189,7 @@ func (r *rig) reopen() {
 
 func (r *rig) engine(owner string, crash func(string) error) *Engine {
 	r.t.Helper()
-	e := New(r.store, Options{Owner: owner, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash})
+	e := New(r.store, Options{Owner: owner, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash, Now: r.clock.Now})
 	if err := e.Register(orderFlow(r.sink)); err != nil {
 		r.t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ var errCrash = crashpoint.ErrCrash
 func crashEverywhere(t *testing.T, flows func(*sink) []*Flow, flow, input string, check func(t *testing.T, r *rig, job JobID)) {
 	t.Helper()
 	engine := func(r *rig, owner string, crash func(string) error) *Engine {
-		e := New(r.store, Options{Owner: owner, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash})
+		e := New(r.store, Options{Owner: owner, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash, Now: r.clock.Now})
 		for _, f := range flows(r.sink) {
 			if err := e.Register(f); err != nil {
 				r.t.Fatal(err)

@@ -153,6 +153,15 @@ type Notifier interface {
 	Notify(ctx context.Context, stream string) (<-chan struct{}, error)
 }
 
+// RowLocking is implemented by stores whose write transactions lock the
+// rows they touch, not the whole store (PostgreSQL; not bbolt, whose one
+// writer would hold up every other): a transaction may stay open while a
+// short computation runs without delaying the others' commits.
+type RowLocking interface {
+	// LocksRows is a marker; it does nothing.
+	LocksRows()
+}
+
 // Peeker is implemented by stores whose write transactions cost much more
 // than reads (an fsync each, as on bbolt): an idle worker looks before it
 // opens a write transaction to reserve.

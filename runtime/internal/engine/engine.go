@@ -44,6 +44,10 @@ type Engine struct {
 	// released when Run stops so other workers need not wait out the TTL.
 	held sync.Map
 
+	// rowLocking: the store's transactions lock rows, so deliveries of
+	// nodes without effects fold their entry into one commit (fold.go).
+	rowLocking bool
+
 	// The two contours: the processor runs one activation and returns its
 	// result; the router decides what follows from a committed result.
 	// The step protocol (step.go) carries one to the other and commits.
@@ -77,6 +81,7 @@ func New(s store.Store, opts Options) *Engine {
 		log = slog.Default()
 	}
 	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}}
+	_, e.rowLocking = s.(store.RowLocking)
 	e.proc = &processor{store: s, opts: &e.opts, log: e.log}
 	return e
 }
@@ -366,8 +371,9 @@ func (e *Engine) Step(ctx context.Context) (bool, error) {
 		}
 	}
 	var en *entry
-	empty := false
+	empty, folded, stepped, closed := false, false, false, false
 	err := e.store.Update(ctx, func(tx store.Tx) error {
+		folded, stepped, closed = false, false, false // fn may run again
 		m, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, e.opts.Visibility)
 		// An empty stream is not a failed transaction: failing would make a
 		// group-committing backend roll back and rerun its whole batch.
@@ -382,7 +388,15 @@ func (e *Engine) Step(ctx context.Context) (bool, error) {
 			en = nil
 			return ignoreStale(tx.DeadLetter(m.Receipt, err.Error()))
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
+			folded = true
+			stepped, closed, err = e.proceedFolded(ctx, tx, c, en)
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("reserve: %w", err)
@@ -392,6 +406,12 @@ func (e *Engine) Step(ctx context.Context) (bool, error) {
 	}
 	if en == nil {
 		return true, nil // dead-lettered
+	}
+	if folded { // the delivery is done, or handed back for a retry
+		if !stepped {
+			return true, nil
+		}
+		return true, e.stepsCommitted(closed)
 	}
 	if err := e.crash(runtype.CrashReserved); err != nil {
 		return true, err

@@ -102,7 +102,7 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		p.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", err)
 		log.add(p, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
 		raw, _ := json.Marshal(log)
-		err := p.store.Update(ctx, func(tx store.Tx) error {
+		err := p.write(ctx, en, func(tx store.Tx) error {
 			if err := tx.Put(attemptLogKey(job, t.Act, m.Attempt), raw); err != nil {
 				return err
 			}
@@ -157,9 +157,24 @@ func (p *processor) call(ctx context.Context, task Task, info runtype.NodeInfo, 
 	return out, err
 }
 
+// write runs fn in the delivery's own open transaction when it is folded,
+// else in a transaction of its own: the folded delivery's transaction
+// holds the message, and a second one would wait for it forever.
+func (p *processor) write(ctx context.Context, en *entry, fn func(store.Tx) error) error {
+	if en.folded != nil {
+		return fn(en.folded)
+	}
+	return p.store.Update(ctx, fn)
+}
+
 // keepLease renews the job lease while a node that heartbeats runs, so a
 // long call is not fenced out; it returns the function that stops it.
 func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
+	if en.folded != nil {
+		// A folded delivery runs within the lease its entry found fresh;
+		// its commit is fenced like any other.
+		return func() {}
+	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

@@ -66,6 +66,13 @@ type entry struct {
 	// deferred is set when another worker holds the job: the message was
 	// handed back and there is nothing more to do.
 	deferred bool
+	// acquired is set when the entry took or renewed the lease, writing
+	// its row.
+	acquired bool
+	// folded is the delivery's own transaction, still open, when the node
+	// runs inside it (see fold); the processor then writes a retry in it
+	// and renews no lease.
+	folded store.Tx
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
 	heartbeat atomic.Int64
@@ -100,7 +107,7 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		en.deferred = true
 		return en, ignoreStale(tx.Nack(m.Receipt, pausedRetry))
 	}
-	en.lease, err = e.lease(tx, m.Job)
+	en.lease, en.acquired, err = e.lease(tx, m.Job)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		en.deferred = true
 		return en, ignoreStale(tx.Nack(m.Receipt, leaseHeldRetry))
@@ -139,15 +146,15 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 // lease returns this worker's lease on job, renewing it only when more
 // than half of it has run out: a write to the lease row on every entry
 // would serialise all of a job's concurrent activations behind it.
-func (e *Engine) lease(tx store.Tx, job []byte) (store.Lease, error) {
+func (e *Engine) lease(tx store.Tx, job []byte) (l store.Lease, acquired bool, err error) {
 	if l, err := tx.Lease(job); err == nil && l.Owner == e.opts.Owner && l.Expires.After(e.now().Add(e.opts.LeaseTTL/2)) {
-		return l, nil
+		return l, false, nil
 	}
-	l, err := tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
+	l, err = tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
 	if err == nil {
 		e.held.Store(string(job), l)
 	}
-	return l, err
+	return l, true, err
 }
 
 // Process runs an already reserved message through the step protocol.
@@ -219,35 +226,14 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	}
 	if !en.guid.ChildrenSpawned() {
 		closed := false
-		err = e.store.Update(ctx, func(tx store.Tx) error {
-			if err := tx.Fence(en.lease); err != nil {
-				return err
-			}
-			// The ack commits with the steps or not at all; queued first,
-			// it travels with them (see store.Tx).
-			if err := tx.Settle(en.m.Receipt); err != nil {
-				return err
-			}
-			var err error
-			if closed, err = e.commitSteps(tx, c, en, res); err != nil || !closed {
-				return err
-			}
-			// The message that takes the semaphore to zero finishes the
-			// job in the same commit: step 3 needs none of its own.
-			return e.finish(tx, en, true)
+		err = e.store.Update(ctx, func(tx store.Tx) (err error) {
+			closed, err = e.commitResult(tx, c, en, res)
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 		}
-		if err := e.crash(runtype.CrashStep2); err != nil {
-			return err
-		}
-		if closed {
-			if err := e.crash(runtype.CrashStep3); err != nil {
-				return err
-			}
-		}
-		return e.crash(runtype.CrashAcked)
+		return e.stepsCommitted(closed)
 	}
 	// Steps 1 and 2 committed without step 3: a message that closed its job
 	// in a store written before step 3 joined their commit. Complete the
@@ -263,6 +249,40 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	}
 	if err := e.crash(runtype.CrashStep3); err != nil {
 		return err
+	}
+	return e.crash(runtype.CrashAcked)
+}
+
+// commitResult is the steps commit, fenced: steps 1 and 2, the ack and,
+// when this message closed the job, step 3. It reports whether it closed
+// the job.
+func (e *Engine) commitResult(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
+	if err := tx.Fence(en.lease); err != nil {
+		return false, err
+	}
+	// The ack commits with the steps or not at all; queued first, it
+	// travels with them (see store.Tx).
+	if err := tx.Settle(en.m.Receipt); err != nil {
+		return false, err
+	}
+	closed, err := e.commitSteps(tx, c, en, res)
+	if err != nil || !closed {
+		return false, err
+	}
+	// The message that takes the semaphore to zero finishes the job in the
+	// same commit: step 3 needs none of its own.
+	return true, e.finish(tx, en, true)
+}
+
+// stepsCommitted passes the crash points of a committed steps commit.
+func (e *Engine) stepsCommitted(closed bool) error {
+	if err := e.crash(runtype.CrashStep2); err != nil {
+		return err
+	}
+	if closed {
+		if err := e.crash(runtype.CrashStep3); err != nil {
+			return err
+		}
 	}
 	return e.crash(runtype.CrashAcked)
 }

@@ -39,7 +39,13 @@ type Store struct {
 	url  string // for LISTEN; empty when made with New
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.RowLocking = (*Store)(nil)
+)
+
+// LocksRows implements store.RowLocking: PostgreSQL transactions lock rows.
+func (s *Store) LocksRows() {}
 
 // Open connects to the database at url (a lib/pq connection string or
 // postgres:// URL) and checks that the schema is migrated. Parameters
