@@ -2,10 +2,9 @@ package pgcpu
 
 import (
 	"database/sql"
-	"os"
 	"testing"
 
-	_ "github.com/lib/pq"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
 
 func TestPostgresTicks(t *testing.T) {
@@ -31,10 +30,7 @@ func TestPostgresTicks(t *testing.T) {
 // TestUsedGrowsWithServerWork runs a query that costs the server some
 // CPU and expects the reading to grow by at least part of it.
 func TestUsedGrowsWithServerWork(t *testing.T) {
-	url := os.Getenv("FLOWGEN_TEST_DATABASE_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
+	url := pgtest.DatabaseURL()
 	db, err := sql.Open("postgres", url)
 	if err != nil {
 		t.Fatal(err)

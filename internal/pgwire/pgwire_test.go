@@ -23,18 +23,7 @@ func TestCounts(t *testing.T) {
 		binary     bool
 		roundTrips int64
 	}{{true, 4}, {false, 6}} {
-		cfg, err := pq.NewConfig(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.BinaryParameters = tc.binary
-		connector, err := pq.NewConnectorConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var counter pgwire.Counter
-		connector.Dialer(&counter)
-		db := sql.OpenDB(connector)
+		db, counter := counted(t, url, tc.binary)
 		db.SetMaxOpenConns(1)
 		ctx := context.Background()
 		if err := db.PingContext(ctx); err != nil { // connect outside the count
@@ -91,17 +80,7 @@ func TestStatements(t *testing.T) {
 // TestCountsSimpleQueries checks that one simple query of three statements
 // is one round trip, three statements and one commit.
 func TestCountsSimpleQueries(t *testing.T) {
-	cfg, err := pq.NewConfig(pgtest.DatabaseURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	connector, err := pq.NewConnectorConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var counter pgwire.Counter
-	connector.Dialer(&counter)
-	db := sql.OpenDB(connector)
+	db, counter := counted(t, pgtest.DatabaseURL(), false)
 	defer db.Close()
 	if err := db.Ping(); err != nil {
 		t.Fatal(err)
@@ -113,4 +92,22 @@ func TestCountsSimpleQueries(t *testing.T) {
 	if got, want := counter.Counts().Sub(before), (pgwire.Counts{RoundTrips: 1, Statements: 3, Commits: 1}); got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
+}
+
+// counted opens url with every connection counted, with or without
+// lib/pq's binary parameters.
+func counted(t *testing.T, url string, binary bool) (*sql.DB, *pgwire.Counter) {
+	t.Helper()
+	cfg, err := pq.NewConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.BinaryParameters = binary
+	connector, err := pq.NewConnectorConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := new(pgwire.Counter)
+	connector.Dialer(counter)
+	return sql.OpenDB(connector), counter
 }
