@@ -220,6 +220,16 @@ func BenchmarkPostgresLatency(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
 
+// BenchmarkPostgresOneJob runs jobs of the 3-node flow one at a time on
+// PostgreSQL (fsync and synchronous_commit on) with benchWorkers idle
+// workers of one in-process engine waiting on LISTEN, and reports job and
+// step latency p50 and p99 (start to completion commit, as the job records
+// it) next to fdatasync on this machine's disk. b.N is the number of jobs.
+func BenchmarkPostgresOneJob(b *testing.B) {
+	_, _, e := pgEngine(b, pgstore.Options{}, linearFlow())
+	reportLatency(b, oneAtATime(b, e, b.N))
+}
+
 // BenchmarkPostgresProtocol counts what the step protocol asks of
 // PostgreSQL per node activation, on the wire (internal/pgwire): round
 // trips, statements and commits, for jobs of the 3-node flow started and
