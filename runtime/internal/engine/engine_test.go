@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -96,4 +97,78 @@ func TestJobIndexBackfill(t *testing.T) {
 	if err != nil || len(l.Jobs) != 3 || l.Jobs[0].Job != jobs[2].String() {
 		t.Fatalf("after backfill: %+v %v", l, err)
 	}
+}
+
+// TestEntriesThatDoNotEnterCountNothing: a delivery at the leg 2 ceiling
+// (dead-lettered in the same commit, as Step does) and a delivery of a
+// paused job (handed back) leave the activity ledger as they found it,
+// though enter counts first and judges after.
+func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	e := New(s, Options{})
+	job, err := runtype.NewJobID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: "n@", Kind: runtype.Entry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		start int64
+		setup func(tx store.Tx) error
+	}{
+		{"at the ceiling", 99_999_999, func(store.Tx) error { return nil }},
+		{"paused", 3, func(tx store.Tx) error { return tx.Put(pausedKey(job), nil) }},
+	} {
+		act := activityKey(job, "n@")
+		m := store.Message{ID: messageID(job, tc.name), Stream: runtype.WorkStream, Job: job[:], Payload: payload}
+		err := s.Update(context.Background(), func(tx store.Tx) error {
+			if err := tx.Delete(pausedKey(job)); err != nil {
+				return err
+			}
+			if err := tx.Enqueue(m); err != nil {
+				return err
+			}
+			if _, err := tx.Add(act, tc.start-mustCounter(t, tx, act), 1<<50); err != nil {
+				return err
+			}
+			return tc.setup(tx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Update(context.Background(), func(tx store.Tx) error {
+			r, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, time.Minute)
+			if err != nil {
+				return err
+			}
+			if _, err := e.enter(tx, r); errors.Is(err, errPoison) {
+				return tx.DeadLetter(r.Receipt, err.Error())
+			} else if err != nil {
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		s.View(context.Background(), func(tx store.ReadTx) error {
+			if n, _ := tx.Counter(act); n != tc.start {
+				t.Errorf("%s: activity ledger %d after the delivery, want %d", tc.name, n, tc.start)
+			}
+			return nil
+		})
+	}
+}
+
+func mustCounter(t *testing.T, tx store.ReadTx, key []byte) int64 {
+	t.Helper()
+	n, err := tx.Counter(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -98,39 +98,39 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		en.t.Kind = id.Kind()
 	}
 	copy(en.job[:], m.Job)
-	control, _, err := tx.ReadMany([][]byte{pausedKey(en.job), tombKey(en.job)}, nil)
+	// The leg 2 entry is counted first and judged after, so one read
+	// answers everything the entry needs. Counting takes the activity
+	// ledger's row, so that read sees what any other delivery of this
+	// activation committed before; a delivery that does not enter (paused,
+	// leased elsewhere, at the ceiling) takes its count back in the same
+	// commit.
+	if err := tx.Bump(en.actKey(), ledger.Leg2Entry, ledger.MaxValue); err != nil {
+		return nil, err
+	}
+	values, counters, err := tx.ReadMany([][]byte{pausedKey(en.job), tombKey(en.job)}, [][]byte{en.actKey(), en.guidKey()})
 	if err != nil {
 		return nil, err
 	}
-	paused, killed := control[0] != nil, control[1] != nil
-	if paused {
-		en.deferred = true
-		return en, ignoreStale(tx.Nack(m.Receipt, pausedRetry))
+	a, cur := ledger.Activity(counters[0]), counters[1]
+	if values[0] != nil { // paused
+		return en, en.handBack(tx, pausedRetry)
 	}
 	en.lease, en.acquired, err = e.lease(tx, m.Job)
 	if errors.Is(err, store.ErrLeaseHeld) {
-		en.deferred = true
-		return en, ignoreStale(tx.Nack(m.Receipt, leaseHeldRetry))
+		return en, en.handBack(tx, leaseHeldRetry)
 	}
 	if err != nil {
 		return nil, err
 	}
-	en.killed = killed
-	// The entry is added first and judged after: an entry past the
-	// ceiling fails the transaction, so nothing of it commits.
-	a, err := tx.Add(en.actKey(), ledger.Leg2Entry, ledger.MaxValue)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := ledger.Activity(a - ledger.Leg2Entry).Leg2EntryDelta(); err != nil {
+	en.killed = values[1] != nil
+	if _, err := (a - ledger.Activity(ledger.Leg2Entry)).Leg2EntryDelta(); err != nil {
+		if err := en.uncount(tx); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: %v: %w", en.t.Act, err, errPoison)
 	}
-	cur, err := tx.Counter(en.guidKey())
-	if err != nil {
-		return nil, err
-	}
 	if cur == 0 {
-		seed, err := ledger.NewGUID(ledger.Activity(a).Leg2Entries())
+		seed, err := ledger.NewGUID(a.Leg2Entries())
 		if err != nil {
 			return nil, err
 		}
@@ -141,6 +141,22 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 	}
 	en.guid = ledger.GUID(cur)
 	return en, nil
+}
+
+// uncount takes back the leg 2 entry enter counted for a delivery that
+// does not enter; the two cancel out in one commit.
+func (en *entry) uncount(tx store.Tx) error {
+	return tx.Bump(en.actKey(), -ledger.Leg2Entry, ledger.MaxValue)
+}
+
+// handBack returns the message to the stream for a later delivery, after
+// delay, without entering: the job is paused, or another worker holds it.
+func (en *entry) handBack(tx store.Tx, delay time.Duration) error {
+	en.deferred = true
+	if err := en.uncount(tx); err != nil {
+		return err
+	}
+	return ignoreStale(tx.Nack(en.m.Receipt, delay))
 }
 
 // lease returns this worker's lease on job, renewing it only when more

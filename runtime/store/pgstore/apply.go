@@ -25,26 +25,37 @@ const (
 	opAck
 	opNack
 	opSettle
+	opGet
+	opCounter
 )
 
 // op is one operation of a batch, with the arguments flowgen_apply reads
 // for its kind.
 type op struct {
-	kind      opKind
-	k, k2, v  []byte
-	a, b, c   int64
-	t         string
-	answering bool // the caller waits for this operation's answer
+	kind     opKind
+	k, k2, v []byte
+	a, b, c  int64
+	t        string
+}
+
+// answered reports whether flowgen_apply answers the operation with a row.
+func (o op) answered() bool {
+	switch o.kind {
+	case opAdd, opCollate, opAck, opNack, opGet, opCounter:
+		return true
+	}
+	return false
 }
 
 // batch holds a transaction's writes that no caller has waited for yet,
-// in the order they were made, as flowgen_apply's column arrays.
+// in the order they were made, as flowgen_apply's column arrays, and how
+// many rows it will answer.
 type batch struct {
-	op        pq.Int64Array
-	k, k2, v  pq.ByteaArray
-	a, b, c   pq.Int64Array
-	t         pq.StringArray
-	answering bool
+	op       pq.Int64Array
+	k, k2, v pq.ByteaArray
+	a, b, c  pq.Int64Array
+	t        pq.StringArray
+	answers  int
 }
 
 func (b *batch) add(o op) {
@@ -52,18 +63,54 @@ func (b *batch) add(o op) {
 	b.k, b.k2, b.v = append(b.k, o.k), append(b.k2, o.k2), append(b.v, o.v)
 	b.a, b.b, b.c = append(b.a, o.a), append(b.b, o.b), append(b.c, o.c)
 	b.t = append(b.t, o.t)
-	b.answering = o.answering
+	if o.answered() {
+		b.answers++
+	}
+}
+
+// reply is flowgen_apply's answer to one operation.
+type reply struct {
+	value   int64
+	applied bool
+	data    []byte
 }
 
 func (b *batch) reset() { *b = batch{} }
+
+// readMany asks for values and counters with the queued writes, in the
+// same round trip.
+func (t *tx) readMany(keys, counters [][]byte) ([][]byte, []int64, error) {
+	ops := make([]op, 0, len(keys)+len(counters))
+	for _, k := range keys {
+		ops = append(ops, op{kind: opGet, k: k})
+	}
+	for _, k := range counters {
+		ops = append(ops, op{kind: opCounter, k: k})
+	}
+	replies, err := t.ask(ops...)
+	if err != nil {
+		return nil, nil, err
+	}
+	values, ns := make([][]byte, len(keys)), make([]int64, len(counters))
+	for i := range keys {
+		if r := replies[i]; r.applied {
+			values[i] = nonNil(r.data)
+		}
+	}
+	for i := range counters {
+		ns[i] = replies[len(keys)+i].value
+	}
+	return values, ns, nil
+}
 
 // args are flowgen_apply's arguments for the batch at now.
 func (b *batch) args(now time.Time) []any {
 	return []any{b.op, b.k, b.k2, b.v, b.a, b.b, b.c, b.t, now.UnixNano()}
 }
 
-// applySQL sends a batch; only answering operations return a row.
-const applySQL = `SELECT value, applied FROM flowgen_apply($1::smallint[], $2, $3, $4, $5, $6, $7, $8, $9)`
+// applySQL sends a batch; only answering operations return a row, in
+// order.
+const applySQL = `SELECT value, applied, data FROM flowgen_apply($1::smallint[], $2, $3, $4, $5, $6, $7, $8, $9)`
 
 // queue queues a write that needs no answer: it travels with the next
 // operation that does, or with the commit. Its error, if any, is returned
@@ -79,12 +126,27 @@ func (t *tx) queue(o op) error {
 // answer sends the queued writes with o, which needs an answer, in one
 // round trip and returns o's answer.
 func (t *tx) answer(o op) (value int64, applied bool, err error) {
-	if t.failed != nil {
-		return 0, false, t.failed
+	replies, err := t.ask(o)
+	if err != nil {
+		return 0, false, err
 	}
-	o.answering = true
-	t.pending.add(o)
-	return t.send()
+	return replies[0].value, replies[0].applied, nil
+}
+
+// ask sends the queued writes with ops, which all need answers, in one
+// round trip and returns their answers in order.
+func (t *tx) ask(ops ...op) ([]reply, error) {
+	if t.failed != nil {
+		return nil, t.failed
+	}
+	for _, o := range ops {
+		t.pending.add(o)
+	}
+	replies, err := t.send()
+	if err != nil {
+		return nil, err
+	}
+	return replies[len(replies)-len(ops):], nil
 }
 
 // flush sends the queued writes, if any, before a read or the commit, so
@@ -96,34 +158,36 @@ func (t *tx) flush() error {
 	if len(t.pending.op) == 0 {
 		return nil
 	}
-	_, _, err := t.send()
+	_, err := t.send()
 	return err
 }
 
-func (t *tx) send() (value int64, applied bool, err error) {
+// send sends the batch and returns every answer in order.
+func (t *tx) send() ([]reply, error) {
 	b := &t.pending
 	defer b.reset()
 	rows, err := t.query(applySQL, b.args(t.now)...)
 	if err != nil {
 		t.failed = applyError(err)
-		return 0, false, t.failed
+		return nil, t.failed
 	}
 	defer rows.Close()
-	answered := false
+	replies := make([]reply, 0, b.answers)
 	for rows.Next() {
-		if err := rows.Scan(&value, &applied); err != nil {
-			return 0, false, err
+		var r reply
+		if err := rows.Scan(&r.value, &r.applied, &r.data); err != nil {
+			return nil, err
 		}
-		answered = true
+		replies = append(replies, r)
 	}
 	if err := rows.Err(); err != nil {
 		t.failed = applyError(err)
-		return 0, false, t.failed
+		return nil, t.failed
 	}
-	if b.answering && !answered {
-		return 0, false, errors.New("flowgen_apply: no answer to the last operation")
+	if len(replies) != b.answers {
+		return nil, fmt.Errorf("flowgen_apply: %d answers to %d questions", len(replies), b.answers)
 	}
-	return value, applied, nil
+	return replies, nil
 }
 
 // applyError turns the SQLSTATEs flowgen_apply raises into the store's

@@ -203,8 +203,8 @@ func (t *tx) ReadMany(keys, counters [][]byte) ([][]byte, []int64, error) {
 	if len(keys)+len(counters) == 0 {
 		return values, ns, nil
 	}
-	if err := t.flush(); err != nil {
-		return nil, nil, err
+	if len(t.pending.op) > 0 || t.failed != nil {
+		return t.readMany(keys, counters) // with the queued writes
 	}
 	rows, err := t.query(readManySQL, pq.ByteaArray(keys), pq.ByteaArray(counters))
 	if err != nil {

@@ -1,9 +1,11 @@
 -- flowgen runtime store, version 2: one server-side call applies a batch
--- of a transaction's writes, in order, with at most one operation at the
--- end whose answer the client waits for. The client sends the writes it
--- needs no answer to with the next operation that needs one, or with the
--- commit, so a step of the protocol costs one round trip instead of one
--- per write. PL/pgSQL keeps each statement's plan for the session.
+-- of a transaction's writes, in order, with the operations at the end whose
+-- answers the client waits for (an add, a collation, an ack, or reads).
+-- The client sends the writes it needs no answer to with the next
+-- operation that needs one, or with the commit, so a step of the protocol
+-- costs one round trip instead of one per write. PL/pgSQL keeps each
+-- statement's plan for the session, and takes a fresh snapshot for each,
+-- so a read sees what was committed before the locks taken ahead of it.
 --
 -- Operation i is op[i] with its arguments in the other arrays at i:
 --   1 put       k, v
@@ -18,11 +20,13 @@
 --   9 ack       t=stream, k=id, a=token   answers (0, applied)
 --  10 nack      t=stream, k=id, a=token, b=visible at  answers (0, applied)
 --  11 settle    t=stream, k=id, a=token   ack, or nothing when stale
+--  12 get       k                answers (0, found, value)
+--  13 counter   k                answers (value or 0, found)
 -- now is the client's clock in unix nanoseconds.
 CREATE FUNCTION flowgen_apply(
     op smallint[], k bytea[], k2 bytea[], v bytea[],
     a bigint[], b bigint[], c bigint[], t text[], now bigint
-) RETURNS TABLE (at integer, value bigint, applied boolean)
+) RETURNS TABLE (at integer, value bigint, applied boolean, data bytea)
 LANGUAGE plpgsql AS $fn$
 #variable_conflict use_variable
 DECLARE
@@ -74,7 +78,7 @@ BEGIN
                 END IF;
             END IF;
             IF op[i] = 4 THEN
-                at := i; value := cur; applied := ok; RETURN NEXT;
+                at := i; value := cur; applied := ok; data := NULL; RETURN NEXT;
             END IF;
         WHEN 6 THEN
             INSERT INTO flowgen_counters AS ct (k, v) VALUES (k[i], a[i])
@@ -87,7 +91,7 @@ BEGIN
                 INSERT INTO flowgen_counters AS ct (k, v) VALUES (k2[i], c[i])
                 ON CONFLICT ON CONSTRAINT flowgen_counters_pkey DO UPDATE SET v = ct.v + EXCLUDED.v;
             END IF;
-            at := i; value := cur; applied := cur = b[i]; RETURN NEXT;
+            at := i; value := cur; applied := cur = b[i]; data := NULL; RETURN NEXT;
         WHEN 7 THEN
             INSERT INTO flowgen_messages AS m (stream, id, job, payload, visible_at)
             VALUES (t[i], k[i], k2[i], coalesce(v[i], ''::bytea), a[i])
@@ -104,12 +108,18 @@ BEGIN
             UPDATE flowgen_messages m SET done = true, payload = NULL
             WHERE m.stream = t[i] AND m.id = k[i] AND m.token = a[i] AND NOT m.done;
             IF op[i] = 9 THEN
-                at := i; value := 0; applied := FOUND; RETURN NEXT;
+                at := i; value := 0; applied := FOUND; data := NULL; RETURN NEXT;
             END IF;
         WHEN 10 THEN
             UPDATE flowgen_messages m SET token = m.token + 1, visible_at = b[i]
             WHERE m.stream = t[i] AND m.id = k[i] AND m.token = a[i] AND NOT m.done;
-            at := i; value := 0; applied := FOUND; RETURN NEXT;
+            at := i; value := 0; applied := FOUND; data := NULL; RETURN NEXT;
+        WHEN 12 THEN
+            SELECT kv.v INTO have FROM flowgen_kv kv WHERE kv.k = k[i];
+            at := i; value := 0; applied := FOUND; data := have; RETURN NEXT;
+        WHEN 13 THEN
+            SELECT ct.v INTO cur FROM flowgen_counters ct WHERE ct.k = k[i];
+            at := i; value := coalesce(cur, 0); applied := FOUND; data := NULL; RETURN NEXT;
         ELSE
             RAISE EXCEPTION 'flowgen_apply: unknown operation %', op[i];
         END CASE;
