@@ -35,7 +35,7 @@ type op struct {
 	kind     opKind
 	k, k2, v []byte
 	a, b, c  int64
-	t        string
+	t, u     string
 }
 
 // answered reports whether flowgen_apply answers the operation with a row.
@@ -54,7 +54,7 @@ type batch struct {
 	op       pq.Int64Array
 	k, k2, v pq.ByteaArray
 	a, b, c  pq.Int64Array
-	t        pq.StringArray
+	t, u     pq.StringArray
 	answers  int
 }
 
@@ -62,7 +62,7 @@ func (b *batch) add(o op) {
 	b.op = append(b.op, int64(o.kind))
 	b.k, b.k2, b.v = append(b.k, o.k), append(b.k2, o.k2), append(b.v, o.v)
 	b.a, b.b, b.c = append(b.a, o.a), append(b.b, o.b), append(b.c, o.c)
-	b.t = append(b.t, o.t)
+	b.t, b.u = append(b.t, o.t), append(b.u, o.u)
 	if o.answered() {
 		b.answers++
 	}
@@ -105,12 +105,12 @@ func (t *tx) readMany(keys, counters [][]byte) ([][]byte, []int64, error) {
 
 // args are flowgen_apply's arguments for the batch at now.
 func (b *batch) args(now time.Time) []any {
-	return []any{b.op, b.k, b.k2, b.v, b.a, b.b, b.c, b.t, now.UnixNano()}
+	return []any{b.op, b.k, b.k2, b.v, b.a, b.b, b.c, b.t, b.u, now.UnixNano()}
 }
 
 // applySQL sends a batch; only answering operations return a row, in
 // order.
-const applySQL = `SELECT value, applied, data FROM flowgen_apply($1::smallint[], $2, $3, $4, $5, $6, $7, $8, $9)`
+const applySQL = `SELECT value, applied, data FROM flowgen_apply($1::smallint[], $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 // queue queues a write that needs no answer: it travels with the next
 // operation that does, or with the commit. Its error, if any, is returned

@@ -179,6 +179,17 @@ type tx struct {
 	failed error
 	// leases holds lease rows read along with a reservation.
 	leases map[string]leaseRow
+	// holding is the leases this transaction acquired or fenced on, by
+	// job: what it publishes for those jobs is stamped with the holder.
+	holding map[string]store.Lease
+}
+
+// hold records that the transaction writes for l's job under l.
+func (t *tx) hold(l store.Lease) {
+	if t.holding == nil {
+		t.holding = map[string]store.Lease{}
+	}
+	t.holding[string(l.Job)] = l
 }
 
 func (t *tx) Get(key []byte) ([]byte, error) {

@@ -18,11 +18,23 @@ func (t *tx) Enqueue(m store.Message) error {
 	if at.IsZero() {
 		at = t.now
 	}
+	// A message published under the job's lease goes to the lease holder
+	// first: other workers may take it only once that lease, as it is now,
+	// has run out (see migration 2).
+	var holder string
+	open := at
+	if l, ok := t.holding[string(m.Job)]; ok {
+		holder = l.Owner
+		if l.Expires.After(open) {
+			open = l.Expires
+		}
+	}
 	// flowgen_apply notifies listeners when the insert added a message that
 	// is visible now; they hear it when (and only if) the transaction
 	// commits, and PostgreSQL folds identical notifications of one
 	// transaction.
-	return t.queue(op{kind: opEnqueue, t: m.Stream, k: m.ID[:], k2: m.Job, v: nonNil(m.Payload), a: at.UnixNano()})
+	return t.queue(op{kind: opEnqueue, t: m.Stream, k: m.ID[:], k2: m.Job, v: nonNil(m.Payload),
+		a: at.UnixNano(), u: holder, b: open.UnixNano()})
 }
 
 // notifyChannel carries publish notifications; the payload is the stream.
@@ -35,21 +47,32 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// reserveSQL claims the oldest visible message whose job no other owner
-// holds; SKIP LOCKED lets workers claim different messages concurrently
-// instead of queueing on one row. It also answers the job's lease, which
+// reserveSQL claims the oldest visible message published for this owner
+// (its own jobs' next steps), else the oldest one open to everyone, in
+// either case only when no other owner holds the job's lease. Each probe
+// reads its own index from where the claimable rows start, so a claim
+// does not walk other workers' ready messages. SKIP LOCKED lets workers
+// claim different messages concurrently instead of queueing on one row.
+// The claimant becomes the holder. It also answers the job's lease, which
 // the worker reads next.
 const reserveSQL = `
-UPDATE flowgen_messages m SET visible_at = $3, attempt = m.attempt + 1, token = m.token + 1
-FROM (
-	SELECT stream, id, job FROM flowgen_messages f
-	WHERE stream = $1 AND NOT done AND visible_at <= $2
+UPDATE flowgen_messages m SET visible_at = $3, open_at = $3, holder = $4, attempt = m.attempt + 1, token = m.token + 1
+FROM (SELECT COALESCE(
+	(SELECT id FROM flowgen_messages f
+	WHERE stream = $1 AND holder = $4 AND NOT done AND visible_at <= $2
 	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
 	ORDER BY visible_at, id LIMIT 1
-	FOR UPDATE SKIP LOCKED
-) pick LEFT JOIN flowgen_leases l ON l.job = pick.job
-WHERE m.stream = pick.stream AND m.id = pick.id
-RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason, l.owner, l.token, l.expires`
+	FOR UPDATE SKIP LOCKED),
+	(SELECT id FROM flowgen_messages f
+	WHERE stream = $1 AND NOT done AND open_at <= $2
+	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
+	ORDER BY open_at, id LIMIT 1
+	FOR UPDATE SKIP LOCKED)) AS id) pick
+WHERE m.stream = $1 AND m.id = pick.id
+RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason,
+	(SELECT l.owner FROM flowgen_leases l WHERE l.job = m.job),
+	(SELECT l.token FROM flowgen_leases l WHERE l.job = m.job),
+	(SELECT l.expires FROM flowgen_leases l WHERE l.job = m.job)`
 
 func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
 	if err := t.flush(); err != nil {
@@ -136,8 +159,8 @@ func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 	if err := t.Ack(rc); err != nil {
 		return err
 	}
-	err = t.exec(`INSERT INTO flowgen_messages (stream, id, job, payload, visible_at, attempt, reason)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (stream, id) DO NOTHING`,
+	err = t.exec(`INSERT INTO flowgen_messages (stream, id, job, payload, visible_at, open_at, attempt, reason)
+		VALUES ($1, $2, $3, $4, $5, $5, $6, $7) ON CONFLICT (stream, id) DO NOTHING`,
 		rc.Stream+store.DeadLetterSuffix, rc.ID[:], m.Job, nonNil(m.Payload), t.now.UnixNano(), m.Attempt, reason)
 	return err
 }
@@ -240,24 +263,35 @@ func (t *tx) AcquireLease(job []byte, owner string, ttl time.Duration) (store.Le
 	if err != nil {
 		return store.Lease{}, err
 	}
-	return store.Lease{Job: bytes.Clone(job), Owner: owner, Token: uint64(token), Expires: time.Unix(0, exp)}, nil
+	l := store.Lease{Job: bytes.Clone(job), Owner: owner, Token: uint64(token), Expires: time.Unix(0, exp)}
+	t.hold(l)
+	return l, nil
 }
 
 // Fence travels with the next operation or the commit; flowgen_apply
 // takes a share lock on the lease row, so no acquisition can slip in
 // between the check and the commit.
 func (t *tx) Fence(want store.Lease) error {
+	t.hold(want)
 	return t.queue(op{kind: opFence, k: want.Job, t: want.Owner, a: int64(want.Token)})
 }
 
-// ReleaseLease ends the lease only while it is current: a superseded one
-// has nothing to release.
+// releaseSQL ends a lease only while it is current (a superseded one has
+// nothing to release) and opens the messages published under it to every
+// worker at once, instead of when the lease would have run out.
+const releaseSQL = `
+WITH released AS (
+	UPDATE flowgen_leases SET expires = 0 WHERE job = $1 AND owner = $2 AND token = $3 AND expires > $4
+	RETURNING job
+)
+UPDATE flowgen_messages m SET open_at = m.visible_at
+FROM released WHERE m.job = released.job AND m.holder = $2 AND NOT m.done AND m.open_at > m.visible_at`
+
 func (t *tx) ReleaseLease(want store.Lease) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
 	delete(t.leases, string(want.Job))
-	err := t.exec(`UPDATE flowgen_leases SET expires = 0 WHERE job = $1 AND owner = $2 AND token = $3 AND expires > $4`,
-		want.Job, want.Owner, int64(want.Token), t.now.UnixNano())
-	return err
+	delete(t.holding, string(want.Job))
+	return t.exec(releaseSQL, want.Job, want.Owner, int64(want.Token), t.now.UnixNano())
 }

@@ -59,6 +59,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"Leases", testLeases},
 		{"FencedCommitIsRejected", testFencedCommit},
 		{"ReserveSkipsJobsLeasedByOthers", testReserveAffinity},
+		{"PublishedUnderALeaseOpensWhenItEnds", testPublishedUnderLease},
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"ConcurrentReserveDeliversOnce", testConcurrentReserve},
 		{"DurableAcrossReopen", testDurableAcrossReopen},
@@ -863,5 +864,35 @@ func testReserveAffinity(t *testing.T, h *harness) {
 	}
 	if m, err := reserve(h.s, "s", "other", time.Minute); err != nil || string(m.Payload) != "1" {
 		t.Fatalf("the holder could not reserve its job's message: %q %v", m.Payload, err)
+	}
+}
+
+// testPublishedUnderLease: what the lease holder publishes for its job in
+// the transaction that fences on the lease goes to the holder; another
+// owner gets it as soon as the lease is released, or once it runs out.
+func testPublishedUnderLease(t *testing.T, h *harness) {
+	for _, end := range []string{"released", "expired"} {
+		job := "job-" + end
+		l, err := acquire(h, job, "A", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.update(func(tx store.Tx) error {
+			if err := tx.Fence(l); err != nil {
+				return err
+			}
+			return tx.Enqueue(store.Message{ID: id(byte(len(end))), Stream: "s-" + end, Job: []byte(job), Payload: []byte(end)})
+		})
+		if _, err := reserve(h.s, "s-"+end, "B", time.Minute); !errors.Is(err, store.ErrEmpty) {
+			t.Fatalf("%s: B reserved a message A published under its live lease: %v", end, err)
+		}
+		if end == "released" {
+			h.update(func(tx store.Tx) error { return tx.ReleaseLease(l) })
+		} else {
+			h.clock.Advance(11 * time.Second)
+		}
+		if m, err := reserve(h.s, "s-"+end, "B", time.Minute); err != nil || string(m.Payload) != end {
+			t.Fatalf("%s: B could not take the message once A's lease %s: %q %v", end, end, m.Payload, err)
+		}
 	}
 }

@@ -15,7 +15,8 @@
 --   5 bump      k, a=delta, b=max  raises FGO01 when out of [0, max]
 --   6 collate   k=semaphore, a=delta, b=threshold, k2=guid, c=weight
 --                                answers (semaphore, hit); raises FGO01 below 0
---   7 enqueue   t=stream, k=id, k2=job, v=payload, a=visible at
+--   7 enqueue   t=stream, k=id, k2=job, v=payload, a=visible at,
+--               u=holder, b=open at
 --   8 fence     k=job, t=owner, a=token   raises FGF01 unless current
 --   9 ack       t=stream, k=id, a=token   answers (0, applied)
 --  10 nack      t=stream, k=id, a=token, b=visible at  answers (0, applied)
@@ -23,9 +24,23 @@
 --  12 get       k                answers (0, found, value)
 --  13 counter   k                answers (value or 0, found)
 -- now is the client's clock in unix nanoseconds.
+-- Where a worker finds its next message. holder is the owner that held
+-- the job's lease when the message was published or reserved ('' for
+-- none); the holder may take the message from visible_at, every other
+-- worker only from open_at, which waits out the holder's lease as it was
+-- then. A worker claims its own messages through the first index and
+-- everyone's open ones through the second, so a claim reads about as many
+-- rows as it takes, however many messages other workers' jobs have ready.
+ALTER TABLE flowgen_messages ADD COLUMN holder text NOT NULL DEFAULT '';
+ALTER TABLE flowgen_messages ADD COLUMN open_at bigint NOT NULL DEFAULT 0;
+UPDATE flowgen_messages SET open_at = visible_at;
+DROP INDEX flowgen_messages_ready;
+CREATE INDEX flowgen_messages_held ON flowgen_messages (stream, holder, visible_at, id) WHERE NOT done;
+CREATE INDEX flowgen_messages_open ON flowgen_messages (stream, open_at, id) WHERE NOT done;
+
 CREATE FUNCTION flowgen_apply(
     op smallint[], k bytea[], k2 bytea[], v bytea[],
-    a bigint[], b bigint[], c bigint[], t text[], now bigint
+    a bigint[], b bigint[], c bigint[], t text[], u text[], now bigint
 ) RETURNS TABLE (at integer, value bigint, applied boolean, data bytea)
 LANGUAGE plpgsql AS $fn$
 #variable_conflict use_variable
@@ -93,8 +108,8 @@ BEGIN
             END IF;
             at := i; value := cur; applied := cur = b[i]; data := NULL; RETURN NEXT;
         WHEN 7 THEN
-            INSERT INTO flowgen_messages AS m (stream, id, job, payload, visible_at)
-            VALUES (t[i], k[i], k2[i], coalesce(v[i], ''::bytea), a[i])
+            INSERT INTO flowgen_messages AS m (stream, id, job, payload, visible_at, holder, open_at)
+            VALUES (t[i], k[i], k2[i], coalesce(v[i], ''::bytea), a[i], u[i], b[i])
             ON CONFLICT ON CONSTRAINT flowgen_messages_pkey DO NOTHING;
             IF FOUND AND a[i] <= now THEN
                 PERFORM pg_notify('flowgen_messages', t[i]);
@@ -111,7 +126,7 @@ BEGIN
                 at := i; value := 0; applied := FOUND; data := NULL; RETURN NEXT;
             END IF;
         WHEN 10 THEN
-            UPDATE flowgen_messages m SET token = m.token + 1, visible_at = b[i]
+            UPDATE flowgen_messages m SET token = m.token + 1, visible_at = b[i], open_at = b[i]
             WHERE m.stream = t[i] AND m.id = k[i] AND m.token = a[i] AND NOT m.done;
             at := i; value := 0; applied := FOUND; data := NULL; RETURN NEXT;
         WHEN 12 THEN
