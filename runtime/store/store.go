@@ -148,8 +148,10 @@ type Tx interface {
 // message is published, so latency is not bounded by a poll interval.
 type Notifier interface {
 	// Notify returns a channel that receives a value soon after each commit
-	// that published on stream (several commits may share one value). The
-	// channel closes when ctx ends.
+	// that published on stream a message any worker may take now (several
+	// commits may share one value); a backend that keeps a job's new
+	// messages for its lease holder, busy with the job, may stay silent on
+	// those. The channel closes when ctx ends.
 	Notify(ctx context.Context, stream string) (<-chan struct{}, error)
 }
 

@@ -30,9 +30,9 @@ func (t *tx) Enqueue(m store.Message) error {
 		}
 	}
 	// flowgen_apply notifies listeners when the insert added a message that
-	// is visible now; they hear it when (and only if) the transaction
-	// commits, and PostgreSQL folds identical notifications of one
-	// transaction.
+	// is open to every worker now (not one kept for the lease holder);
+	// they hear it when (and only if) the transaction commits, and
+	// PostgreSQL folds identical notifications of one transaction.
 	return t.queue(op{kind: opEnqueue, t: m.Stream, k: m.ID[:], k2: m.Job, v: nonNil(m.Payload),
 		a: at.UnixNano(), u: holder, b: open.UnixNano()})
 }

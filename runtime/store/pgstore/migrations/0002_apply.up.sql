@@ -111,7 +111,12 @@ BEGIN
             INSERT INTO flowgen_messages AS m (stream, id, job, payload, visible_at, holder, open_at)
             VALUES (t[i], k[i], k2[i], coalesce(v[i], ''::bytea), a[i], u[i], b[i])
             ON CONFLICT ON CONSTRAINT flowgen_messages_pkey DO NOTHING;
-            IF FOUND AND a[i] <= now THEN
+            -- Only a message open to every worker now is news to idle ones:
+            -- one published under a lease is for its holder, who is at work.
+            -- Each notifying commit takes PostgreSQL's one notification
+            -- queue lock through its commit, so notifying less is what lets
+            -- commits of many workers proceed side by side.
+            IF FOUND AND b[i] <= now THEN
                 PERFORM pg_notify('flowgen_messages', t[i]);
             END IF;
         WHEN 8 THEN
