@@ -17,6 +17,17 @@ import (
 // The engine's own tests: what only the protocol's internals can show.
 // Behaviour through the node API is tested in package runtime.
 
+// newEngine is an engine on a fresh embedded store, with a job id to use.
+func newEngine(t *testing.T) (store.Store, *Engine, runtype.JobID) {
+	t.Helper()
+	s := openStore(t)
+	job, err := runtype.NewJobID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, New(s, Options{}), job
+}
+
 // openStore is a fresh embedded store for one test.
 func openStore(t *testing.T) store.Store {
 	t.Helper()
@@ -33,12 +44,7 @@ func openStore(t *testing.T) store.Store {
 // not parse is poison.
 func TestEnterDerivesTheKindOfOldMessages(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	e := New(s, Options{})
-	job, err := runtype.NewJobID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, e, job := newEngine(t)
 	for act, want := range map[string]runtype.Kind{"n@": runtype.Entry, "n@/2<m": runtype.Step, "e#join@": runtype.Join, "n@<m#undo": runtype.Undo, "garbage": 0} {
 		payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: act})
 		if err != nil {
@@ -105,12 +111,7 @@ func TestJobIndexBackfill(t *testing.T) {
 // though enter counts first and judges after.
 func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	e := New(s, Options{})
-	job, err := runtype.NewJobID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, e, job := newEngine(t)
 	payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: "n@", Kind: runtype.Entry})
 	if err != nil {
 		t.Fatal(err)

@@ -192,16 +192,16 @@ func (t *tx) hold(l store.Lease) {
 	t.holding[string(l.Job)] = l
 }
 
+// Get is ReadMany of one key: with queued writes, one round trip.
 func (t *tx) Get(key []byte) ([]byte, error) {
-	if err := t.flush(); err != nil {
+	values, _, err := t.ReadMany([][]byte{key}, nil)
+	if err != nil {
 		return nil, err
 	}
-	var v []byte
-	err := t.queryRow(`SELECT v FROM flowgen_kv WHERE k = $1`, key).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
+	if values[0] == nil {
 		return nil, fmt.Errorf("get %q: %w", key, store.ErrNotFound)
 	}
-	return v, err
+	return values[0], nil
 }
 
 // readManySQL reads values and counters in one statement.
@@ -319,16 +319,13 @@ func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	}, func() any { return new([]byte) })
 }
 
+// Counter is ReadMany of one counter: with queued writes, one round trip.
 func (t *tx) Counter(key []byte) (int64, error) {
-	if err := t.flush(); err != nil {
+	_, ns, err := t.ReadMany(nil, [][]byte{key})
+	if err != nil {
 		return 0, err
 	}
-	var v int64
-	err := t.queryRow(`SELECT v FROM flowgen_counters WHERE k = $1`, key).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return v, err
+	return ns[0], nil
 }
 
 func (t *tx) ScanCounters(prefix []byte, fn func(key []byte, value int64) error) error {

@@ -209,12 +209,12 @@ func (t *tx) rememberLease(job []byte, r leaseRow) {
 	t.leases[string(job)] = r
 }
 
-func (t *tx) readLease(job []byte, lock string) (leaseRow, error) {
+func (t *tx) readLease(job []byte) (leaseRow, error) {
 	if err := t.flush(); err != nil {
 		return leaseRow{}, err
 	}
 	var r leaseRow
-	err := t.queryRow(`SELECT owner, token, expires FROM flowgen_leases WHERE job = $1 `+lock, job).
+	err := t.queryRow(`SELECT owner, token, expires FROM flowgen_leases WHERE job = $1`, job).
 		Scan(&r.owner, &r.token, &r.expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leaseRow{}, nil
@@ -226,7 +226,7 @@ func (t *tx) Lease(job []byte) (store.Lease, error) {
 	r, known := t.leases[string(job)]
 	if !known {
 		var err error
-		if r, err = t.readLease(job, ""); err != nil {
+		if r, err = t.readLease(job); err != nil {
 			return store.Lease{}, err
 		}
 	}
@@ -257,7 +257,7 @@ func (t *tx) AcquireLease(job []byte, owner string, ttl time.Duration) (store.Le
 	err := t.queryRow(acquireSQL, job, owner, t.now.UnixNano(), exp).Scan(&token)
 	delete(t.leases, string(job))
 	if errors.Is(err, sql.ErrNoRows) {
-		holder, _ := t.readLease(job, "")
+		holder, _ := t.readLease(job)
 		return store.Lease{}, fmt.Errorf("lease of %x held by %s: %w", job, holder.owner.String, store.ErrLeaseHeld)
 	}
 	if err != nil {
