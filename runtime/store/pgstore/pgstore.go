@@ -31,6 +31,10 @@ type Options struct {
 	Dialer pq.Dialer
 }
 
+// idleConns is how many idle connections Open keeps: enough for a busy
+// worker process's workers and their batches.
+const idleConns = 32
+
 // Store is a store.Store on PostgreSQL.
 type Store struct {
 	db   *sql.DB
@@ -42,6 +46,7 @@ type Store struct {
 var (
 	_ store.Store      = (*Store)(nil)
 	_ store.RowLocking = (*Store)(nil)
+	_ store.Savepoints = (*tx)(nil)
 )
 
 // LocksRows implements store.RowLocking: PostgreSQL transactions lock rows.
@@ -66,6 +71,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		connector.Dialer(opts.Dialer)
 	}
 	db := sql.OpenDB(connector)
+	// A session compiles flowgen_apply and plans its statements once; a
+	// pool that closes connections after each burst of work (database/sql
+	// keeps 2 idle by default) pays that again on every new one.
+	db.SetMaxIdleConns(idleConns)
 	s, err := New(ctx, db, opts)
 	if err != nil {
 		db.Close()
@@ -147,7 +156,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(*tx) error) erro
 	if readOnly {
 		begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 	}
-	t := &tx{session: session{ctx: ctx, conn: conn, begin: begin}, now: s.now()}
+	t := &tx{session: session{ctx: ctx, conn: conn, prefix: []string{begin}}, now: s.now()}
 	defer t.release()
 	if err := fn(t); err != nil {
 		return err
@@ -182,6 +191,8 @@ type tx struct {
 	// holding is the leases this transaction acquired or fenced on, by
 	// job: what it publishes for those jobs is stamped with the holder.
 	holding map[string]store.Lease
+	// savepoints counts the units Atomically has begun, to name them.
+	savepoints int
 }
 
 // hold records that the transaction writes for l's job under l.
