@@ -164,8 +164,10 @@ func TestParkedActivationDeliveredAgain(t *testing.T) {
 			t.Helper()
 			var m store.Message
 			err := r.store.Update(ctx, func(tx store.Tx) error {
-				var err error
-				m, err = tx.Reserve(WorkStream, "w1", time.Hour)
+				ms, err := tx.Reserve(WorkStream, "w1", time.Hour, 1)
+				if err == nil {
+					m = ms[0]
+				}
 				return err
 			})
 			if err != nil {

@@ -31,6 +31,11 @@ type Options struct {
 	// protocol with the point's name; a non-nil error aborts processing
 	// there as if the process died. Fault-injection tests use it.
 	CrashPoint func(point string) error
+	// Batch is how many ready messages a worker of Run claims at once
+	// (default 16): one transaction reserves and enters them all and, on
+	// PostgreSQL, also commits the steps of those whose nodes have no
+	// effects. A worker may run up to Batch activations at a time.
+	Batch int
 	// Logger receives structured logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// Now is the engine's clock for dedupe expiry and budget deadlines;
@@ -78,6 +83,7 @@ func New(s store.Store, opts Options) *Engine {
 			LeaseTTL:   opts.LeaseTTL,
 			Timeout:    opts.Timeout,
 			CrashPoint: opts.CrashPoint,
+			Batch:      opts.Batch,
 			Logger:     opts.Logger,
 			Now:        opts.Now,
 			After:      opts.After,
@@ -148,6 +154,16 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 // reservation, the job lease and the entry count commit together.
 func (e *Engine) Step(ctx context.Context) (bool, error) {
 	return e.engine.Step(ctx)
+}
+
+// StepBatch claims up to max ready messages and processes them, and
+// reports how many it claimed. The reservations, job leases and entry
+// counts of all of them commit together; on PostgreSQL the nodes without
+// effects (Pure, ReadOnly) among them also run and commit their steps in
+// that one commit, each undone alone if its steps fail, and the others go
+// on concurrently with commits of their own. Run's workers use it.
+func (e *Engine) StepBatch(ctx context.Context, max int) (int, error) {
+	return e.engine.StepBatch(ctx, max)
 }
 
 // Jobs lists the jobs of the engine's store that match q, newest first.

@@ -1,10 +1,16 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // TestEntryFoldsOnlyWithoutEffects looks, from another connection, at a
@@ -68,6 +74,96 @@ func TestEntryFoldsOnlyWithoutEffects(t *testing.T) {
 				if v%100_000_000 != 1 {
 					t.Errorf("%s: activity ledger %d after the job, want one leg 2 entry", act, v)
 				}
+			}
+		})
+	}
+}
+
+// TestBatchUndoesOnlyTheDeliveryThatFails claims the second node of three
+// jobs in one batch, after planting a different result where one of them
+// will write its own, so that delivery's steps are refused. On PostgreSQL
+// the three run folded in one transaction: the refused one is undone
+// alone and goes on by itself (and fails again, reporting the conflict),
+// while the other two finish in the batch's commit. On bbolt nothing
+// folds and each delivery commits alone after the batch's entry commit;
+// the outcome is the same.
+func TestBatchUndoesOnlyTheDeliveryThatFails(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRigOn(t, b)
+			ctx := context.Background()
+			flow := &Flow{
+				Name:  "two",
+				Nodes: []*FlowNode{{Alias: "a", Runner: noop}, {Alias: "b", Runner: noop}},
+				Edges: []Edge{{From: "a", FromPort: "out", To: "b"}},
+			}
+			var logged bytes.Buffer
+			e := New(r.store, Options{Owner: "w", Now: r.clock.Now, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			if err := e.Register(flow); err != nil {
+				t.Fatal(err)
+			}
+			var jobs []JobID
+			for range 3 {
+				job, err := e.Start(ctx, "two", json.RawMessage(`{}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs = append(jobs, job)
+			}
+			if n, err := e.StepBatch(ctx, 3); n != 3 || err != nil {
+				t.Fatalf("first batch: %d claimed, %v", n, err)
+			}
+			doomed := jobs[1]
+			var act string
+			for a := range activityLedgers(t, r.store, doomed) {
+				if strings.HasPrefix(a, "b@") {
+					act = a
+				}
+			}
+			if act == "" {
+				t.Fatalf("no activation of b in %v", activityLedgers(t, r.store, doomed))
+			}
+			err := r.store.Update(ctx, func(tx store.Tx) error {
+				return tx.Put([]byte("pid/"+doomed.String()+"/res/"+act), []byte(`{"planted":true}`))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := e.StepBatch(ctx, 3)
+			if n != 3 || !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("second batch: %d claimed, %v; want 3, and the planted result's conflict", n, err)
+			}
+			undone := strings.Count(logged.String(), "did not commit with its batch")
+			if want := map[string]int{"postgres": 1, "bolt": 0}[b.name]; undone != want {
+				t.Errorf("%d folded deliveries undone alone, want %d; log:\n%s", undone, want, &logged)
+			}
+			for _, job := range jobs {
+				st, err := e.Status(ctx, job)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if job == doomed {
+					if st.Done() {
+						t.Errorf("the refused job finished: %+v", st)
+					}
+					if got := activityLedgers(t, r.store, job)[act] % 100_000_000; got != 1 {
+						t.Errorf("the refused delivery's entry: %d leg 2 entries committed, want 1", got)
+					}
+					continue
+				}
+				if st.State != StateSucceeded {
+					t.Errorf("job %s beside the refused one: %+v", job, st)
+				}
+			}
+			err = r.store.View(ctx, func(tx store.ReadTx) error {
+				pending, err := tx.Pending(WorkStream)
+				if err == nil && (len(pending) != 1 || !bytes.Equal(pending[0].Job, doomed[:])) {
+					err = fmt.Errorf("%d messages pending, want only the refused job's", len(pending))
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

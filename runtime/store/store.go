@@ -9,8 +9,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -106,14 +108,16 @@ type Tx interface {
 	// to the guid counter, reporting whether the threshold was hit. Both
 	// changes commit with the rest of the transaction.
 	Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error)
-	// Reserve makes the oldest visible message of stream invisible for
-	// visibility and returns it with a receipt; ErrEmpty when none is
-	// visible. Messages of a job whose lease another owner holds are
-	// skipped, so a job's work stays with its current worker. Each
-	// reservation increments the message's attempt count.
-	// Reserving in the same transaction as the first writes for the message
-	// saves a commit per message.
-	Reserve(stream, owner string, visibility time.Duration) (Message, error)
+	// Reserve makes up to max of the oldest visible messages of stream
+	// invisible for visibility and returns them, each with a receipt,
+	// ordered by job and then ID (so that transactions reserving several
+	// take their jobs' rows in one order); ErrEmpty when none is visible.
+	// Messages of a job whose lease another owner holds are skipped, so a
+	// job's work stays with its current worker. Each reservation
+	// increments the message's attempt count. Reserving in the same
+	// transaction as the first writes for the messages saves a commit per
+	// message.
+	Reserve(stream, owner string, visibility time.Duration, max int) ([]Message, error)
 	// Enqueue adds m to its stream, visible from m.NotBefore (or now).
 	// Enqueueing an ID that is already pending or was acknowledged is a
 	// no-op, so publishing is idempotent per message ID.
@@ -142,6 +146,21 @@ type Tx interface {
 	Fence(l Lease) error
 	// ReleaseLease ends l early if it is still current.
 	ReleaseLease(l Lease) error
+}
+
+// Savepoints is implemented by transactions that can undo part of their
+// work and go on (PostgreSQL's savepoints; not bbolt). A batch of
+// unrelated units of work shares one transaction and one commit this way,
+// and a unit that fails takes nothing of the others with it.
+type Savepoints interface {
+	// Atomically runs fn inside the transaction as one unit. When fn
+	// returns nil, its writes have reached the backend and been accepted:
+	// a held-back write's error (see Tx) is returned here, and fn's work
+	// is undone. When fn fails, everything it did is undone, its error is
+	// returned and the transaction goes on as it was before fn. fn must
+	// not call Atomically. An error the transaction itself cannot survive
+	// (a lost connection) fails every later operation and the Update.
+	Atomically(fn func(Tx) error) error
 }
 
 // Notifier is implemented by stores that can tell idle workers when a
@@ -193,6 +212,17 @@ type Message struct {
 	Reason string
 	// Receipt identifies this reservation; zero on messages not reserved.
 	Receipt Receipt
+}
+
+// SortByJob orders reserved messages as Reserve returns them: by job, then
+// by ID.
+func SortByJob(ms []Message) {
+	slices.SortFunc(ms, func(a, b Message) int {
+		if c := bytes.Compare(a.Job, b.Job); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
 }
 
 // Receipt proves a reservation; only the latest reservation's receipt can

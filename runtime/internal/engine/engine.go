@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -25,6 +24,7 @@ type Options struct {
 	LeaseTTL   time.Duration
 	Timeout    time.Duration
 	CrashPoint func(point string) error
+	Batch      int
 	Logger     *slog.Logger
 	Now        func() time.Time
 	After      func(time.Duration) <-chan time.Time
@@ -47,6 +47,10 @@ type Engine struct {
 	// rowLocking: the store's transactions lock rows, so deliveries of
 	// nodes without effects fold their entry into one commit (fold.go).
 	rowLocking bool
+
+	// crashMu serialises calls of the crash hook, which deliveries of one
+	// batch reach concurrently.
+	crashMu sync.Mutex
 
 	// The two contours: the processor runs one activation and returns its
 	// result; the router decides what follows from a committed result.
@@ -75,6 +79,9 @@ func New(s store.Store, opts Options) *Engine {
 	}
 	if opts.After == nil {
 		opts.After = time.After
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 16
 	}
 	log := opts.Logger
 	if log == nil {
@@ -258,6 +265,7 @@ func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
 // (store.Notifier), and poll with a short backoff otherwise.
 func (e *Engine) Run(ctx context.Context, workers int) error {
 	wake, maxIdle := e.wakeups(ctx)
+	slots := make(chan struct{}, max(workers, 1)) // see proceedAll
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Add(1)
@@ -265,7 +273,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 			defer wg.Done()
 			idle, failed := time.Millisecond, 10*time.Millisecond
 			for ctx.Err() == nil {
-				did, err := e.Step(ctx)
+				n, err := e.stepBatch(ctx, e.opts.Batch, slots)
 				if err != nil {
 					if ctx.Err() != nil {
 						return
@@ -276,9 +284,11 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 					continue
 				}
 				failed = 10 * time.Millisecond
-				if did {
+				if n > 0 {
 					idle = time.Millisecond
-					wake.pass() // there may be more
+					if n == e.opts.Batch {
+						wake.pass() // a full batch: there is likely more
+					}
 					continue
 				}
 				select {
@@ -356,65 +366,4 @@ func (b *baton) pass() {
 	case b.ch <- struct{}{}:
 	default:
 	}
-}
-
-// Step processes at most one message and reports whether it found one. The
-// reservation, the job lease and the entry count commit together.
-func (e *Engine) Step(ctx context.Context) (bool, error) {
-	if p, ok := e.store.(store.Peeker); ok {
-		ready, err := p.Ready(ctx, runtype.WorkStream)
-		if err != nil {
-			return false, fmt.Errorf("peek: %w", err)
-		}
-		if !ready {
-			return false, nil // no write transaction to learn there is no work
-		}
-	}
-	var en *entry
-	empty, folded, stepped, closed := false, false, false, false
-	err := e.store.Update(ctx, func(tx store.Tx) error {
-		folded, stepped, closed = false, false, false // fn may run again
-		m, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, e.opts.Visibility)
-		// An empty stream is not a failed transaction: failing would make a
-		// group-committing backend roll back and rerun its whole batch.
-		if empty = errors.Is(err, store.ErrEmpty); empty {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		en, err = e.enter(tx, m)
-		if errors.Is(err, errPoison) {
-			en = nil
-			return ignoreStale(tx.DeadLetter(m.Receipt, err.Error()))
-		}
-		if err != nil {
-			return err
-		}
-		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
-			folded = true
-			stepped, closed, err = e.proceedFolded(ctx, tx, c, en)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("reserve: %w", err)
-	}
-	if empty {
-		return false, nil
-	}
-	if en == nil {
-		return true, nil // dead-lettered
-	}
-	if folded { // the delivery is done, or handed back for a retry
-		if !stepped {
-			return true, nil
-		}
-		return true, e.stepsCommitted(closed)
-	}
-	if err := e.crash(runtype.CrashReserved); err != nil {
-		return true, err
-	}
-	return true, e.proceed(ctx, en)
 }

@@ -142,10 +142,11 @@ func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.Update(context.Background(), func(tx store.Tx) error {
-			r, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, time.Minute)
+			ms, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, time.Minute, 1)
 			if err != nil {
 				return err
 			}
+			r := ms[0]
 			if _, err := e.enter(tx, r); errors.Is(err, errPoison) {
 				return tx.DeadLetter(r.Receipt, err.Error())
 			} else if err != nil {

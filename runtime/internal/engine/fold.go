@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
+	"sync"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -41,28 +41,73 @@ func (e *Engine) fold(c *compiled, en *entry) bool {
 	return effects == flowtype.Pure || effects == flowtype.ReadOnly
 }
 
-// proceedFolded is proceed inside the entry transaction tx, for a delivery
-// that fold accepted. It reports whether the steps committed with the
-// entry and closed the job; a retry leaves only its hand-back in tx.
-func (e *Engine) proceedFolded(ctx context.Context, tx store.Tx, c *compiled, en *entry) (stepped, closed bool, err error) {
-	if err := e.crash(runtype.CrashEntered); err != nil {
-		return false, false, err
+// runFolded runs the folded deliveries of a batch inside tx, the
+// transaction that reserved them: their calls run concurrently, then each
+// commits its steps (or the hand-back of a retry) as a unit of its own. A
+// unit that fails is undone alone, and its delivery goes on unfolded after
+// the batch commits, like those that never folded. Only a crash point or
+// the end of ctx fails the whole batch.
+func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []*entry) error {
+	for _, en := range folded {
+		if err := e.crash(runtype.CrashEntered); err != nil {
+			return err
+		}
+		en.folding = true
 	}
-	en.folded = tx
-	defer func() { en.folded = nil }()
-	res, err := e.proc.work(ctx, c, en)
-	if errors.Is(err, errRetryLater) {
-		return false, false, nil // the hand-back commits with the entry
+	type outcome struct {
+		res result
+		err error
 	}
-	if errors.Is(err, errParked) || errors.Is(err, errStartChild) {
-		return false, false, fmt.Errorf("%s: a folded node cannot park", en.t.Act)
+	outcomes := make([]outcome, len(folded))
+	call := func(i int) {
+		en := folded[i]
+		c, err := e.flow(en.t.Flow)
+		if err == nil {
+			outcomes[i].res, err = e.proc.work(ctx, c, en)
+		}
+		outcomes[i].err = err
 	}
-	if err != nil {
-		return false, false, err
+	if len(folded) == 1 {
+		call(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range folded {
+			wg.Go(func() { call(i) })
+		}
+		wg.Wait()
 	}
-	if err := e.crash(runtype.CrashWorked); err != nil {
-		return false, false, err
+	for i, en := range folded {
+		en.folding = false
+		o := outcomes[i]
+		var unit func(store.Tx) error
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(o.err, errRetryLater) && en.later != nil:
+			unit = en.later
+		case o.err != nil:
+			e.log.Warn("a folded delivery goes on alone", "act", en.t.Act, "err", o.err)
+			continue
+		default:
+			if err := e.crash(runtype.CrashWorked); err != nil {
+				return err
+			}
+			c, err := e.flow(en.t.Flow)
+			if err != nil {
+				return err
+			}
+			unit = func(tx store.Tx) (err error) {
+				en.closed, err = e.commitResult(tx, c, en, &o.res)
+				en.stepped = err == nil
+				return err
+			}
+		}
+		if err := tx.Atomically(unit); err != nil {
+			en.stepped, en.closed = false, false
+			e.log.Warn("a folded delivery did not commit with its batch; it goes on alone", "act", en.t.Act, "err", err)
+			continue
+		}
+		en.later, en.deferred = nil, !en.stepped // a hand-back needs nothing more
 	}
-	closed, err = e.commitResult(tx, c, en, &res)
-	return err == nil, closed, err
+	return nil
 }

@@ -157,12 +157,13 @@ func (p *processor) call(ctx context.Context, task Task, info runtype.NodeInfo, 
 	return out, err
 }
 
-// write runs fn in the delivery's own open transaction when it is folded,
-// else in a transaction of its own: the folded delivery's transaction
-// holds the message, and a second one would wait for it forever.
+// write runs fn in a transaction of its own, or, for a folded delivery,
+// leaves it for the transaction that reserved the message to commit: that
+// one holds the message, and a second would wait for it forever.
 func (p *processor) write(ctx context.Context, en *entry, fn func(store.Tx) error) error {
-	if en.folded != nil {
-		return fn(en.folded)
+	if en.folding {
+		en.later = fn
+		return nil
 	}
 	return p.store.Update(ctx, fn)
 }
@@ -170,7 +171,7 @@ func (p *processor) write(ctx context.Context, en *entry, fn func(store.Tx) erro
 // keepLease renews the job lease while a node that heartbeats runs, so a
 // long call is not fenced out; it returns the function that stops it.
 func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
-	if en.folded != nil {
+	if en.folding {
 		// A folded delivery runs within the lease its entry found fresh;
 		// its commit is fenced like any other.
 		return func() {}

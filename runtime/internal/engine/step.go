@@ -69,10 +69,15 @@ type entry struct {
 	// acquired is set when the entry took or renewed the lease, writing
 	// its row.
 	acquired bool
-	// folded is the delivery's own transaction, still open, when the node
-	// runs inside it (see fold); the processor then writes a retry in it
-	// and renews no lease.
-	folded store.Tx
+	// folding is set while the node runs inside the transaction that
+	// reserved its message (see fold): the processor then renews no lease
+	// and leaves the hand-back of a retry in later, which that
+	// transaction commits.
+	folding bool
+	later   func(store.Tx) error
+	// stepped and closed tell what a folded delivery committed with its
+	// batch: its steps (closing its job), or only its hand-back.
+	stepped, closed bool
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
 	heartbeat atomic.Int64
@@ -483,6 +488,8 @@ func (e *Engine) crash(point string) error {
 	if e.opts.CrashPoint == nil {
 		return nil
 	}
+	e.crashMu.Lock()
+	defer e.crashMu.Unlock()
 	return e.opts.CrashPoint(point)
 }
 

@@ -82,10 +82,15 @@ func (t *tx) Enqueue(m store.Message) error {
 	return t.putRecord(m.Stream, m.ID, record{Job: m.Job, Payload: m.Payload, VisibleAt: at.UnixNano()})
 }
 
-func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
+func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
+	type found struct {
+		id [16]byte
+		r  record
+	}
+	var picked []found
 	prefix := append([]byte(stream), 0)
 	c := t.b(bucketReady).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(picked) < max; k, _ = c.Next() {
 		if len(k) != len(prefix)+24 {
 			continue
 		}
@@ -96,28 +101,37 @@ func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Mess
 		copy(id[:], k[len(prefix)+8:])
 		r, ok, err := t.loadRecord(stream, id)
 		if err != nil {
-			return store.Message{}, err
+			return nil, err
 		}
 		if !ok {
-			return store.Message{}, fmt.Errorf("reserve: ready index names missing message %x", id)
+			return nil, fmt.Errorf("reserve: ready index names missing message %x", id)
 		}
 		if held, err := t.heldByOther(r.Job, owner); err != nil {
-			return store.Message{}, err
+			return nil, err
 		} else if held {
 			continue
 		}
-		if err := t.unindex(stream, id, r); err != nil {
-			return store.Message{}, err
-		}
-		r.Attempt++
-		r.Token++
-		r.VisibleAt = t.now.Add(visibility).UnixNano()
-		if err := t.putRecord(stream, id, r); err != nil {
-			return store.Message{}, err
-		}
-		return message(stream, id, r), nil
+		picked = append(picked, found{id, r})
 	}
-	return store.Message{}, store.ErrEmpty
+	if len(picked) == 0 {
+		return nil, store.ErrEmpty
+	}
+	// The index changes only after the cursor is done with it.
+	ms := make([]store.Message, 0, len(picked))
+	for _, p := range picked {
+		if err := t.unindex(stream, p.id, p.r); err != nil {
+			return nil, err
+		}
+		p.r.Attempt++
+		p.r.Token++
+		p.r.VisibleAt = t.now.Add(visibility).UnixNano()
+		if err := t.putRecord(stream, p.id, p.r); err != nil {
+			return nil, err
+		}
+		ms = append(ms, message(stream, p.id, p.r))
+	}
+	store.SortByJob(ms)
+	return ms, nil
 }
 
 // heldByOther reports whether another owner holds a live lease on job.

@@ -17,31 +17,36 @@ import (
 // A transaction runs on one connection taken from the pool, and its BEGIN
 // costs no round trip of its own: it travels in front of the first
 // statement, and the queued writes of the end travel in front of the
-// COMMIT. lib/pq cannot send two extended-protocol statements without
-// waiting in between, so these pairs go as one simple-protocol query, with
-// the parameters written into the text as typed literals (quoted by
+// COMMIT. Savepoints travel the same way, in front of the statement that
+// follows them. lib/pq cannot send two extended-protocol statements
+// without waiting in between, so these go as one simple-protocol query,
+// with the parameters written into the text as typed literals (quoted by
 // pq.QuoteLiteral, never spliced). A transaction that never reached the
 // server commits without a word.
 
 // session is a transaction in progress on one connection.
 type session struct {
-	ctx   context.Context
-	conn  *sql.Conn
-	begin string // the BEGIN statement, sent with the first statement
-	open  bool   // BEGIN has been sent
+	ctx  context.Context
+	conn *sql.Conn
+	// prefix holds statements without rows (BEGIN, SAVEPOINT, RELEASE)
+	// that travel in front of the next statement.
+	prefix []string
+	open   bool // BEGIN has been sent
 }
 
-// query runs one statement of the transaction; the first carries BEGIN.
+// query runs one statement of the transaction, behind the statements
+// waiting in prefix.
 func (s *session) query(q string, args ...any) (*sql.Rows, error) {
-	if s.open {
+	if len(s.prefix) == 0 {
 		return s.conn.QueryContext(s.ctx, q, args...)
 	}
 	text, err := inline(q, args)
 	if err != nil {
 		return nil, err
 	}
-	s.open = true
-	return s.conn.QueryContext(s.ctx, s.begin+"; "+text)
+	text = strings.Join(append(s.prefix, text), "; ")
+	s.prefix, s.open = nil, true
+	return s.conn.QueryContext(s.ctx, text)
 }
 
 // exec is query for a statement whose rows do not matter.
@@ -59,24 +64,22 @@ func (s *session) queryRow(q string, args ...any) scanner {
 	return &firstRow{rows: rows, err: err}
 }
 
-// commit ends the transaction, sending q (with args) in front of COMMIT
-// when q is not empty.
+// commit ends the transaction, sending what waits in prefix and q (with
+// args), when q is not empty, in front of COMMIT.
 func (s *session) commit(q string, args ...any) error {
-	if q == "" && !s.open {
-		return nil // nothing reached the server
+	if q == "" && !s.open && len(s.prefix) <= 1 {
+		return nil // nothing but BEGIN would reach the server
 	}
-	text := "COMMIT"
+	parts := s.prefix
 	if q != "" {
 		stmt, err := inline(q, args)
 		if err != nil {
 			return err
 		}
-		text = stmt + "; COMMIT"
-		if !s.open {
-			text = s.begin + "; " + text
-		}
+		parts = append(parts, stmt)
 	}
-	s.open = true // an error leaves the transaction open: rollback ends it
+	text := strings.Join(append(parts, "COMMIT"), "; ")
+	s.prefix, s.open = nil, true // an error leaves the transaction open: rollback ends it
 	if _, err := s.conn.ExecContext(s.ctx, text); err != nil {
 		return err
 	}

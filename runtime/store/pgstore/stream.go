@@ -47,48 +47,65 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// reserveSQL claims the oldest visible message published for this owner
-// (its own jobs' next steps), else the oldest one open to everyone, in
-// either case only when no other owner holds the job's lease. Each probe
-// reads its own index from where the claimable rows start, so a claim
-// does not walk other workers' ready messages. SKIP LOCKED lets workers
-// claim different messages concurrently instead of queueing on one row.
-// The claimant becomes the holder. It also answers the job's lease, which
-// the worker reads next.
+// reserveSQL claims up to $5 of the oldest visible messages published for
+// this owner (its own jobs' next steps), then as many of the oldest ones
+// open to everyone as that left room for, in either case only when no
+// other owner holds the job's lease. Each probe reads its own index from
+// where the claimable rows start, so a claim reads about as many rows as
+// it takes and does not walk other workers' ready messages. SKIP LOCKED
+// lets workers claim different messages concurrently instead of queueing
+// on one row; a message both probes find is claimed once. The claimant
+// becomes the holder. It also answers each job's lease, which the worker
+// reads next.
 const reserveSQL = `
-UPDATE flowgen_messages m SET visible_at = $3, open_at = $3, holder = $4, attempt = m.attempt + 1, token = m.token + 1
-FROM (SELECT COALESCE(
-	(SELECT id FROM flowgen_messages f
+WITH mine AS MATERIALIZED (
+	SELECT id FROM flowgen_messages f
 	WHERE stream = $1 AND holder = $4 AND NOT done AND visible_at <= $2
 	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
-	ORDER BY visible_at, id LIMIT 1
-	FOR UPDATE SKIP LOCKED),
-	(SELECT id FROM flowgen_messages f
+	ORDER BY visible_at, id LIMIT $5
+	FOR UPDATE SKIP LOCKED
+), others AS MATERIALIZED (
+	SELECT id FROM flowgen_messages f
 	WHERE stream = $1 AND NOT done AND open_at <= $2
 	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
-	ORDER BY open_at, id LIMIT 1
-	FOR UPDATE SKIP LOCKED)) AS id) pick
+	ORDER BY open_at, id LIMIT (SELECT $5 - count(*) FROM mine)
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE flowgen_messages m SET visible_at = $3, open_at = $3, holder = $4, attempt = m.attempt + 1, token = m.token + 1
+FROM (SELECT id FROM mine UNION SELECT id FROM others) pick
 WHERE m.stream = $1 AND m.id = pick.id
 RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason,
 	(SELECT l.owner FROM flowgen_leases l WHERE l.job = m.job),
 	(SELECT l.token FROM flowgen_leases l WHERE l.job = m.job),
 	(SELECT l.expires FROM flowgen_leases l WHERE l.job = m.job)`
 
-func (t *tx) Reserve(stream, owner string, visibility time.Duration) (store.Message, error) {
+func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
 	if err := t.flush(); err != nil {
-		return store.Message{}, err
+		return nil, err
 	}
-	row := t.queryRow(reserveSQL, stream, t.now.UnixNano(), t.now.Add(visibility).UnixNano(), owner)
-	var l leaseRow
-	m, err := scanMessage(stream, row, &l.owner, &l.token, &l.expires)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Message{}, store.ErrEmpty
-	}
+	rows, err := t.query(reserveSQL, stream, t.now.UnixNano(), t.now.Add(visibility).UnixNano(), owner, int64(max))
 	if err != nil {
-		return m, err
+		return nil, err
 	}
-	t.rememberLease(m.Job, l)
-	return m, nil
+	defer rows.Close()
+	var ms []store.Message
+	for rows.Next() {
+		var l leaseRow
+		m, err := scanMessage(stream, rows, &l.owner, &l.token, &l.expires)
+		if err != nil {
+			return nil, err
+		}
+		t.rememberLease(m.Job, l)
+		ms = append(ms, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, store.ErrEmpty
+	}
+	store.SortByJob(ms)
+	return ms, nil
 }
 
 type scanner interface{ Scan(...any) error }
@@ -265,6 +282,8 @@ func (t *tx) AcquireLease(job []byte, owner string, ttl time.Duration) (store.Le
 	}
 	l := store.Lease{Job: bytes.Clone(job), Owner: owner, Token: uint64(token), Expires: time.Unix(0, exp)}
 	t.hold(l)
+	t.rememberLease(job, leaseRow{owner: sql.NullString{String: owner, Valid: true},
+		token: sql.NullInt64{Int64: token, Valid: true}, expires: sql.NullInt64{Int64: exp, Valid: true}})
 	return l, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -62,6 +63,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"PublishedUnderALeaseOpensWhenItEnds", testPublishedUnderLease},
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"ConcurrentReserveDeliversOnce", testConcurrentReserve},
+		{"ReserveTakesSeveral", testReserveSeveral},
+		{"AtomicallyUndoesOnlyItsUnit", testAtomically},
 		{"DurableAcrossReopen", testDurableAcrossReopen},
 		{"NotifiesOnCommittedPublish", testNotify},
 		{"PeekSeesVisibleMessages", testPeek},
@@ -134,13 +137,26 @@ func (h *harness) reserve(stream string, vis time.Duration) (store.Message, erro
 }
 
 func reserve(s store.Store, stream, owner string, vis time.Duration) (store.Message, error) {
-	var m store.Message
+	ms, err := reserveUpTo(s, stream, owner, vis, 1)
+	if err != nil {
+		return store.Message{}, err
+	}
+	return ms[0], nil
+}
+
+// reserveUpTo reserves up to max messages in one Update and checks that
+// Reserve kept its word on their number.
+func reserveUpTo(s store.Store, stream, owner string, vis time.Duration, max int) ([]store.Message, error) {
+	var ms []store.Message
 	err := s.Update(context.Background(), func(tx store.Tx) error {
 		var err error
-		m, err = tx.Reserve(stream, owner, vis)
+		ms, err = tx.Reserve(stream, owner, vis, max)
+		if err == nil && (len(ms) == 0 || len(ms) > max) {
+			return fmt.Errorf("reserve up to %d: got %d messages", max, len(ms))
+		}
 		return err
 	})
-	return m, err
+	return ms, err
 }
 
 func id(n byte) [16]byte { return [16]byte{15: n} }
@@ -651,7 +667,7 @@ func testConcurrentReserve(t *testing.T, h *harness) {
 		go func() {
 			defer wg.Done()
 			for {
-				m, err := reserve(h.s, "s", fmt.Sprintf("w%d", w), time.Hour)
+				ms, err := reserveUpTo(h.s, "s", fmt.Sprintf("w%d", w), time.Hour, 1+w*3) // 1, 4, 7, 10 at a time
 				if errors.Is(err, store.ErrEmpty) {
 					return
 				}
@@ -660,7 +676,9 @@ func testConcurrentReserve(t *testing.T, h *harness) {
 					return
 				}
 				mu.Lock()
-				seen[m.ID]++
+				for _, m := range ms {
+					seen[m.ID]++
+				}
 				mu.Unlock()
 			}
 		}()
@@ -894,5 +912,141 @@ func testPublishedUnderLease(t *testing.T, h *harness) {
 		if m, err := reserve(h.s, "s-"+end, "B", time.Minute); err != nil || string(m.Payload) != end {
 			t.Fatalf("%s: B could not take the message once A's lease %s: %q %v", end, end, m.Payload, err)
 		}
+	}
+}
+
+// testReserveSeveral: one Reserve takes up to its maximum of the visible
+// messages, ordered by job and then ID, each with its own receipt, and
+// skips jobs another owner holds and messages not yet visible.
+func testReserveSeveral(t *testing.T, h *harness) {
+	later := h.clock.Now().Add(time.Hour)
+	h.update(func(tx store.Tx) error {
+		for _, m := range []store.Message{
+			{ID: id(1), Job: []byte("b"), Payload: []byte("b1")},
+			{ID: id(2), Job: []byte("a"), Payload: []byte("a2")},
+			{ID: id(3), Job: []byte("held"), Payload: []byte("held")},
+			{ID: id(4), Job: []byte("a"), Payload: []byte("a4")},
+			{ID: id(5), Job: []byte("c"), Payload: []byte("later"), NotBefore: later},
+			{ID: id(6), Job: []byte("c"), Payload: []byte("c6")},
+		} {
+			m.Stream = "s"
+			if err := tx.Enqueue(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if _, err := acquire(h, "held", "other", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	first, err := reserveUpTo(h.s, "s", "w1", time.Minute, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := reserveUpTo(h.s, "s", "w1", time.Minute, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 3 || len(second) != 1 {
+		t.Fatalf("took %d then %d messages, want 3 (the maximum) then 1 (the rest visible to w1)", len(first), len(second))
+	}
+	all := append(first, second...)
+	var got []string
+	receipts := map[store.Receipt]bool{}
+	for _, m := range all {
+		got = append(got, string(m.Payload))
+		receipts[m.Receipt] = true
+		if m.Attempt != 1 {
+			t.Errorf("%s: attempt %d, want 1", m.Payload, m.Attempt)
+		}
+	}
+	for i := 1; i < len(first); i++ {
+		if a, b := first[i-1], first[i]; string(a.Job) > string(b.Job) || (string(a.Job) == string(b.Job) && string(a.ID[:]) > string(b.ID[:])) {
+			t.Errorf("reserved %s before %s: not ordered by job and ID", a.Payload, b.Payload)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"a2", "a4", "b1", "c6"}; !slices.Equal(got, want) || len(receipts) != 4 {
+		t.Fatalf("reserved %q with %d receipts, want %q, each its own", got, len(receipts), want)
+	}
+	if _, err := reserveUpTo(h.s, "s", "w1", time.Minute, 10); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("a third reserve: %v, want ErrEmpty", err)
+	}
+	h.update(func(tx store.Tx) error {
+		for _, m := range all {
+			if err := tx.Ack(m.Receipt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// testAtomically: on a store whose transactions have savepoints, a unit
+// that fails (by its own error, a held-back write the backend refuses, or
+// an answered operation) leaves nothing behind, and the units around it
+// and the transaction itself commit.
+func testAtomically(t *testing.T, h *harness) {
+	errUnit := errors.New("the unit gives up")
+	h.update(func(tx store.Tx) error { return tx.PutOnce([]byte("once"), []byte("first")) })
+	hasSavepoints := false
+	h.update(func(tx store.Tx) error { _, hasSavepoints = tx.(store.Savepoints); return nil })
+	if !hasSavepoints {
+		t.Skip("this store's transactions have no savepoints")
+	}
+	var outcomes []error
+	h.update(func(tx store.Tx) error {
+		sp := tx.(store.Savepoints)
+		outcomes = nil
+		if err := tx.Put([]byte("outer/before"), []byte("1")); err != nil {
+			return err
+		}
+		units := []func(tx store.Tx) error{
+			func(tx store.Tx) error { // refused when sent, at the unit's end
+				tx.Put([]byte("unit/refused"), []byte("x"))
+				return tx.PutOnce([]byte("once"), []byte("second"))
+			},
+			func(tx store.Tx) error { // commits
+				if err := tx.Bump([]byte("unit/counter"), 2, 10); err != nil {
+					return err
+				}
+				return tx.Put([]byte("unit/kept"), []byte("y"))
+			},
+			func(tx store.Tx) error { // fails after the server saw its writes
+				tx.Put([]byte("unit/abandoned"), []byte("z"))
+				if _, err := tx.Add([]byte("unit/counter"), 1, 10); err != nil {
+					return err
+				}
+				return errUnit
+			},
+			func(tx store.Tx) error { // an answered operation refused
+				_, err := tx.Add([]byte("unit/counter"), 100, 10)
+				return err
+			},
+			func(tx store.Tx) error { return nil }, // does nothing
+		}
+		for _, u := range units {
+			outcomes = append(outcomes, sp.Atomically(u))
+		}
+		return tx.Put([]byte("outer/after"), []byte("2"))
+	})
+	want := []error{store.ErrConflict, nil, errUnit, store.ErrOverflow, nil}
+	for i, err := range outcomes {
+		if !errors.Is(err, want[i]) || (want[i] == nil) != (err == nil) {
+			t.Errorf("unit %d: %v, want %v", i, err, want[i])
+		}
+	}
+	for k, want := range map[string]string{"outer/before": "1", "outer/after": "2", "unit/kept": "y", "once": "first"} {
+		if v, err := h.get(k); err != nil || v != want {
+			t.Errorf("%s: %q %v, want %q", k, v, err, want)
+		}
+	}
+	for _, k := range []string{"unit/refused", "unit/abandoned"} {
+		if _, err := h.get(k); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: %v, want it undone with its unit", k, err)
+		}
+	}
+	if n := h.counter("unit/counter"); n != 2 {
+		t.Errorf("counter %d, want 2: only the committed unit's bump", n)
 	}
 }

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Step processes at most one message and reports whether it found one: a
+// batch of one (see StepBatch).
+func (e *Engine) Step(ctx context.Context) (bool, error) {
+	n, err := e.StepBatch(ctx, 1)
+	return n > 0, err
+}
+
+// StepBatch claims up to max ready messages in one transaction, takes
+// each through the step protocol and reports how many it claimed. The
+// reservations, job leases and entry counts of the whole batch are one
+// commit. On a store whose transactions lock rows and have savepoints,
+// the deliveries that may fold (fold.go) also run their nodes and commit
+// their steps in that transaction, each as a unit of its own, so one that
+// fails undoes nothing of the others: one commit for the whole batch. The
+// other deliveries go on after the commit, concurrently, each with its own
+// commits.
+func (e *Engine) StepBatch(ctx context.Context, max int) (int, error) {
+	return e.stepBatch(ctx, max, nil)
+}
+
+// stepBatch is StepBatch with the deliveries that go on after the commit
+// taking slots (see proceedAll); nil slots bound nothing.
+func (e *Engine) stepBatch(ctx context.Context, max int, slots chan struct{}) (int, error) {
+	if p, ok := e.store.(store.Peeker); ok {
+		ready, err := p.Ready(ctx, runtype.WorkStream)
+		if err != nil {
+			return 0, fmt.Errorf("peek: %w", err)
+		}
+		if !ready {
+			return 0, nil // no write transaction to learn there is no work
+		}
+	}
+	var claimed int
+	var entered []*entry
+	err := e.store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		claimed, entered, err = e.claim(ctx, tx, max) // fn may run again
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reserve: %w", err)
+	}
+	var alone []*entry
+	for _, en := range entered {
+		switch {
+		case en.stepped:
+			if err := e.stepsCommitted(en.closed); err != nil {
+				return claimed, err
+			}
+		case !en.deferred:
+			alone = append(alone, en)
+		}
+	}
+	return claimed, e.proceedAll(ctx, alone, slots)
+}
+
+// claim reserves up to max messages in tx, enters each and runs the
+// deliveries that fold; it returns how many it reserved and the entries
+// made. An empty stream is not a failed transaction: failing would make a
+// group-committing backend roll back and rerun its whole batch.
+func (e *Engine) claim(ctx context.Context, tx store.Tx, max int) (int, []*entry, error) {
+	ms, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, e.opts.Visibility, max)
+	if errors.Is(err, store.ErrEmpty) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	var entered, folded []*entry
+	for _, m := range ms {
+		en, err := e.enter(tx, m)
+		if errors.Is(err, errPoison) {
+			if err := ignoreStale(tx.DeadLetter(m.Receipt, err.Error())); err != nil {
+				return 0, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		entered = append(entered, en)
+		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
+			folded = append(folded, en)
+		}
+	}
+	if sp, ok := tx.(store.Savepoints); ok && len(folded) > 0 {
+		if err := e.runFolded(ctx, sp, folded); err != nil {
+			return 0, nil, err
+		}
+	}
+	return len(ms), entered, nil
+}
+
+// proceedAll takes entered deliveries on from their committed entry,
+// concurrently, and returns their errors joined. Each takes one of slots
+// while it runs: Run gives all its workers one set, one slot per worker,
+// so a process never has more deliveries in flight outside their batches
+// than it has workers, however many each worker claimed (and PostgreSQL
+// does not drown in concurrent transactions).
+func (e *Engine) proceedAll(ctx context.Context, entered []*entry, slots chan struct{}) error {
+	one := func(en *entry) error {
+		if err := e.crash(runtype.CrashReserved); err != nil {
+			return err
+		}
+		return e.proceed(ctx, en)
+	}
+	if len(entered) == 1 && slots == nil {
+		return one(entered[0])
+	}
+	errs := make([]error, len(entered))
+	var wg sync.WaitGroup
+	for i, en := range entered {
+		if slots != nil {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err() // redelivered once its visibility runs out
+				continue
+			}
+		}
+		wg.Go(func() {
+			errs[i] = one(en)
+			if slots != nil {
+				<-slots
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
