@@ -14,7 +14,10 @@ import (
 // TestStaleWorkerCannotCommit races two workers for one activation: A
 // stalls inside the node past its visibility timeout and lease, B takes the
 // message over and finishes the job, then A wakes and tries to commit. A
-// must be fenced out, and the job's state must be B's alone.
+// must be fenced out, and the job's state must be B's alone. The node is
+// Effectful, so its entry commits before the call; a node without effects
+// folds on PostgreSQL, and then no one can take its message over at all
+// (TestFoldedStallKeepsItsMessage).
 func TestStaleWorkerCannotCommit(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
@@ -25,7 +28,7 @@ func TestStaleWorkerCannotCommit(t *testing.T) {
 			var mu sync.Mutex
 			var outputs []string
 			node := func(owner string) Runner {
-				return Typed(NodeInfo{ID: "t.node"}, func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {
+				return Typed(NodeInfo{ID: "t.node", Effects: Effectful}, func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {
 					if owner == "A" {
 						entered <- struct{}{}
 						<-stall
@@ -64,5 +67,47 @@ func TestStaleWorkerCannotCommit(t *testing.T) {
 				t.Fatalf("%+v %v", st, err)
 			}
 		})
+	}
+}
+
+// TestFoldedStallKeepsItsMessage: a Pure node runs inside the transaction
+// that reserved its message, so while it stalls past its visibility
+// timeout and lease, the message stays locked and another worker finds
+// nothing to take; when the node returns, its steps commit and the job
+// finishes as if it had been quick.
+func TestFoldedStallKeepsItsMessage(t *testing.T) {
+	t.Parallel()
+	r := newRigOn(t, postgresBackend)
+	stall, entered := make(chan struct{}), make(chan struct{}, 1)
+	node := Typed(NodeInfo{ID: "t.node"}, func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {
+		entered <- struct{}{}
+		<-stall
+		return in, nil
+	})
+	a := New(r.store, Options{Owner: "A", Visibility: 5 * time.Second, LeaseTTL: 5 * time.Second, Now: r.clock.Now})
+	bw := New(r.store, Options{Owner: "B", Visibility: 5 * time.Second, LeaseTTL: 5 * time.Second, Now: r.clock.Now})
+	for _, e := range []*Engine{a, bw} {
+		if err := e.Register(&Flow{Name: "race", Nodes: []*FlowNode{{Alias: "n", Runner: node}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := a.Start(context.Background(), "race", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	aErr := make(chan error, 1)
+	go func() { _, err := a.Step(context.Background()); aErr <- err }()
+	<-entered
+	r.clock.Advance(6 * time.Second)
+	did, err := bw.Step(context.Background())
+	close(stall)
+	if did || err != nil {
+		t.Fatalf("B took the message of a folded delivery still running: %v %v", did, err)
+	}
+	if err := <-aErr; err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	if st, err := a.Status(context.Background(), job); err != nil || st.State != StateSucceeded {
+		t.Fatalf("%+v %v", st, err)
 	}
 }

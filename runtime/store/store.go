@@ -66,6 +66,11 @@ type ReadTx interface {
 	// read and write through the same transaction; writes under the prefix
 	// do not change what the scan visits.
 	Scan(prefix []byte, fn func(key, value []byte) error) error
+	// ScanMany is Scan over several prefixes in one read: fn gets each
+	// value with the index of its prefix, prefix by prefix in the order
+	// given, in key order within each (a key under two prefixes comes
+	// twice).
+	ScanMany(prefixes [][]byte, fn func(prefix int, key, value []byte) error) error
 	// Counter returns the counter under key; absent counters are 0.
 	// Counters are a keyspace of their own, separate from values.
 	Counter(key []byte) (int64, error)

@@ -79,15 +79,14 @@ func (e *Engine) claim(ctx context.Context, tx store.Tx, max int) (int, []*entry
 		return 0, nil, err
 	}
 	var entered, folded []*entry
-	for _, m := range ms {
-		en, err := e.enter(tx, m)
-		if errors.Is(err, errPoison) {
-			if err := ignoreStale(tx.DeadLetter(m.Receipt, err.Error())); err != nil {
+	ens, errs := e.enterAll(tx, ms)
+	for i, en := range ens {
+		if err := errs[i]; errors.Is(err, errPoison) {
+			if err := ignoreStale(tx.DeadLetter(ms[i].Receipt, err.Error())); err != nil {
 				return 0, nil, err
 			}
 			continue
-		}
-		if err != nil {
+		} else if err != nil {
 			return 0, nil, err
 		}
 		entered = append(entered, en)

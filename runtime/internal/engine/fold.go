@@ -19,15 +19,16 @@ import (
 // a crash rolls everything back and the message is delivered again, as if
 // it had never been reserved.
 //
-// A delivery folds only on its first pass (no step done yet), only when
-// the entry did not have to write the lease row (a heartbeat renewal in
-// its own transaction would wait on that row until this one commits), and
-// never for a killed job, an undo, a join or a node that parks or fans out.
+// A delivery folds only on its first pass (no step done yet), and never
+// for a killed job, an undo, a join or a node that parks or fans out. When
+// its entry took or renewed the job's lease, that row stays locked until
+// the batch commits: the job's other deliveries in flight wait at their
+// fence until then, before they lock anything the batch needs.
 
 // fold reports whether the delivery en may run inside its own entry
 // transaction.
 func (e *Engine) fold(c *compiled, en *entry) bool {
-	if !e.rowLocking || en.deferred || en.acquired || en.killed || en.guid.WorkDone() || en.guid.ChildrenSpawned() {
+	if !e.rowLocking || en.deferred || en.killed || en.guid.WorkDone() || en.guid.ChildrenSpawned() {
 		return false
 	}
 	if en.t.Kind == runtype.Undo || en.t.Kind == runtype.Join {

@@ -26,18 +26,13 @@ func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *res
 // not started: when compensable activations completed, it reopens the job
 // (semaphore +1) and publishes the first undo, newest first. It reports
 // whether it did, in which case the job is not complete yet.
-func (e *Engine) startCompensation(tx store.Tx, en *entry) (bool, error) {
+func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, error) {
 	job := en.job
-	failed := false
-	err := tx.Scan(jobPrefix(job, "fail"), func(k, v []byte) error {
-		failed = true
-		return nil
-	})
-	if err != nil || !failed {
-		return false, err
+	if !failed {
+		return false, nil
 	}
 	var acts []string
-	err = tx.Scan(jobPrefix(job, "done"), func(k, v []byte) error {
+	err := tx.Scan(jobPrefix(job, "done"), func(k, v []byte) error {
 		acts = append(acts, string(v))
 		return nil
 	})

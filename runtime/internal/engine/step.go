@@ -66,9 +66,6 @@ type entry struct {
 	// deferred is set when another worker holds the job: the message was
 	// handed back and there is nothing more to do.
 	deferred bool
-	// acquired is set when the entry took or renewed the lease, writing
-	// its row.
-	acquired bool
 	// folding is set while the node runs inside the transaction that
 	// reserved its message (see fold): the processor then renews no lease
 	// and leaves the hand-back of a retry in later, which that
@@ -91,6 +88,64 @@ func (en *entry) actKey() []byte  { return activityKey(en.job, en.t.Act) }
 // leg 2 entry on the activity ledger and seed the GUID ordinal once. When
 // another worker holds the job, the message is handed back instead.
 func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
+	ens, errs := e.enterAll(tx, []store.Message{m})
+	return ens[0], errs[0]
+}
+
+// enterAll enters every message of a batch, with one read for all of
+// them. A message that cannot enter has its error at its index: errPoison
+// for one to dead-letter, or an error of the transaction.
+//
+// The leg 2 entries are counted first and judged after, so one read
+// answers everything the entries need. Counting takes each activity
+// ledger's row, so that read sees what any other delivery of the same
+// activation committed before; a delivery that does not enter (paused,
+// leased elsewhere, at the ceiling) takes its count back in the same
+// commit.
+func (e *Engine) enterAll(tx store.Tx, ms []store.Message) ([]*entry, []error) {
+	ens, errs := make([]*entry, len(ms)), make([]error, len(ms))
+	var keys, counters [][]byte
+	var at []int // at[j] is the message of the j-th pair of keys and counters
+	for i, m := range ms {
+		en, err := decodeEntry(m)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if err := tx.Bump(en.actKey(), ledger.Leg2Entry, ledger.MaxValue); err != nil {
+			return ens, fill(errs, err)
+		}
+		ens[i] = en
+		keys = append(keys, pausedKey(en.job), tombKey(en.job))
+		counters = append(counters, en.actKey(), en.guidKey())
+		at = append(at, i)
+	}
+	if len(at) == 0 {
+		return ens, errs
+	}
+	values, ns, err := tx.ReadMany(keys, counters)
+	if err != nil {
+		return ens, fill(errs, err)
+	}
+	for j, i := range at {
+		errs[i] = e.judge(tx, ens[i], values[2*j] != nil, values[2*j+1] != nil, ns[2*j], ns[2*j+1])
+		if errs[i] != nil && !errors.Is(errs[i], errPoison) {
+			return ens, fill(errs, errs[i]) // the transaction failed
+		}
+	}
+	return ens, errs
+}
+
+// fill sets every error of a batch to err, the transaction's failure.
+func fill(errs []error, err error) []error {
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// decodeEntry reads the task a message carries.
+func decodeEntry(m store.Message) (*entry, error) {
 	en := &entry{m: m}
 	if err := cbor.Unmarshal(m.Payload, &en.t); err != nil {
 		return nil, fmt.Errorf("message %x: undecodable task: %v: %w", m.ID, err, errPoison)
@@ -103,49 +158,44 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 		en.t.Kind = id.Kind()
 	}
 	copy(en.job[:], m.Job)
-	// The leg 2 entry is counted first and judged after, so one read
-	// answers everything the entry needs. Counting takes the activity
-	// ledger's row, so that read sees what any other delivery of this
-	// activation committed before; a delivery that does not enter (paused,
-	// leased elsewhere, at the ceiling) takes its count back in the same
-	// commit.
-	if err := tx.Bump(en.actKey(), ledger.Leg2Entry, ledger.MaxValue); err != nil {
-		return nil, err
+	return en, nil
+}
+
+// judge decides an entry whose leg 2 entry was counted, from what the
+// entry read: whether the job is paused or killed, the activity ledger
+// with the count and the message's GUID ledger.
+func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int64) error {
+	if paused {
+		return en.handBack(tx, pausedRetry)
 	}
-	values, counters, err := tx.ReadMany([][]byte{pausedKey(en.job), tombKey(en.job)}, [][]byte{en.actKey(), en.guidKey()})
-	if err != nil {
-		return nil, err
-	}
-	a, cur := ledger.Activity(counters[0]), counters[1]
-	if values[0] != nil { // paused
-		return en, en.handBack(tx, pausedRetry)
-	}
-	en.lease, en.acquired, err = e.lease(tx, m.Job)
+	var err error
+	en.lease, err = e.lease(tx, en.m.Job)
 	if errors.Is(err, store.ErrLeaseHeld) {
-		return en, en.handBack(tx, leaseHeldRetry)
+		return en.handBack(tx, leaseHeldRetry)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	en.killed = values[1] != nil
+	en.killed = killed
+	a := ledger.Activity(act)
 	if _, err := (a - ledger.Activity(ledger.Leg2Entry)).Leg2EntryDelta(); err != nil {
 		if err := en.uncount(tx); err != nil {
-			return nil, err
+			return err
 		}
-		return nil, fmt.Errorf("%s: %v: %w", en.t.Act, err, errPoison)
+		return fmt.Errorf("%s: %v: %w", en.t.Act, err, errPoison)
 	}
 	if cur == 0 {
 		seed, err := ledger.NewGUID(a.Leg2Entries())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := tx.Bump(en.guidKey(), int64(seed), ledger.MaxValue); err != nil {
-			return nil, err
+			return err
 		}
 		cur = int64(seed)
 	}
 	en.guid = ledger.GUID(cur)
-	return en, nil
+	return nil
 }
 
 // uncount takes back the leg 2 entry enter counted for a delivery that
@@ -167,15 +217,15 @@ func (en *entry) handBack(tx store.Tx, delay time.Duration) error {
 // lease returns this worker's lease on job, renewing it only when more
 // than half of it has run out: a write to the lease row on every entry
 // would serialise all of a job's concurrent activations behind it.
-func (e *Engine) lease(tx store.Tx, job []byte) (l store.Lease, acquired bool, err error) {
+func (e *Engine) lease(tx store.Tx, job []byte) (store.Lease, error) {
 	if l, err := tx.Lease(job); err == nil && l.Owner == e.opts.Owner && l.Expires.After(e.now().Add(e.opts.LeaseTTL/2)) {
-		return l, false, nil
+		return l, nil
 	}
-	l, err = tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
+	l, err := tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
 	if err == nil {
 		e.held.Store(string(job), l)
 	}
-	return l, true, err
+	return l, err
 }
 
 // Process runs an already reserved message through the step protocol.
@@ -454,15 +504,18 @@ func (e *Engine) finish(tx store.Tx, en *entry, fenced bool) error {
 // completeStep is step 3: the job's final status, the GUID marker and the
 // activity's finalize digit, in the current transaction.
 func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
+	out, err := readOutcome(tx, en.job)
+	if err != nil {
+		return err
+	}
 	started := false
 	if !end.compensating { // once the chain has run, this is the real end
-		var err error
-		if started, err = e.startCompensation(tx, en); err != nil {
+		if started, err = e.startCompensation(tx, en, len(out.errors) > 0); err != nil {
 			return err
 		}
 	}
 	if !started {
-		if err := e.complete(tx, en.job, end); err != nil {
+		if err := e.complete(tx, en.job, end, out); err != nil {
 			return err
 		}
 	}
@@ -473,6 +526,34 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		return tx.Bump(en.actKey(), d, ledger.MaxValue)
 	}
 	return nil
+}
+
+// outcome is what step 3 reads of how the job's activations ended, in one
+// read: the failures, the terminal activations (node and result key) and
+// the compensated ones.
+type outcome struct {
+	errors      []string
+	nodes       []string
+	results     [][]byte
+	compensated []string
+}
+
+func readOutcome(tx store.Tx, job runtype.JobID) (outcome, error) {
+	var out outcome
+	termPrefix := jobPrefix(job, "term")
+	err := tx.ScanMany([][]byte{jobPrefix(job, "fail"), termPrefix, jobPrefix(job, "comp")}, func(i int, k, v []byte) error {
+		switch i {
+		case 0:
+			out.errors = append(out.errors, string(v))
+		case 1:
+			out.nodes = append(out.nodes, string(v))
+			out.results = append(out.results, resultKey(job, strings.TrimPrefix(string(k), string(termPrefix))))
+		case 2:
+			out.compensated = append(out.compensated, string(v))
+		}
+		return nil
+	})
+	return out, err
 }
 
 // ignoreStale treats a stale receipt as done: another delivery of the same
@@ -494,54 +575,32 @@ func (e *Engine) crash(point string) error {
 }
 
 // complete writes the job's final status from its activations' results.
-func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending) error {
-	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC()}
+func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcome) error {
+	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC(),
+		Errors: out.errors, Compensated: out.compensated}
 	var meta jobMeta
 	if err := json.Unmarshal(end.meta, &meta); err != nil {
 		return fmt.Errorf("job %s: record: %w", job, err)
 	}
 	st.Started = meta.Started
-	err := tx.Scan(jobPrefix(job, "fail"), func(k, v []byte) error {
+	if len(out.errors) > 0 {
 		st.State = runtype.StateFailed
-		st.Errors = append(st.Errors, string(v))
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	termPrefix := jobPrefix(job, "term")
-	var nodes []string
-	var results [][]byte
-	err = tx.Scan(termPrefix, func(k, v []byte) error {
-		nodes = append(nodes, string(v))
-		results = append(results, resultKey(job, strings.TrimPrefix(string(k), string(termPrefix))))
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	raws, _, err := tx.ReadMany(results, nil) // every terminal result in one read
+	raws, _, err := tx.ReadMany(out.results, nil) // every terminal result in one read
 	if err != nil {
 		return err
 	}
 	for i, raw := range raws {
 		if raw == nil {
-			return fmt.Errorf("job %s: terminal result %q: %w", job, results[i], store.ErrNotFound)
+			return fmt.Errorf("job %s: terminal result %q: %w", job, out.results[i], store.ErrNotFound)
 		}
 		var r result
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err
 		}
 		if !r.failed() && r.Output != nil {
-			st.Result[nodes[i]] = r.Output
+			st.Result[out.nodes[i]] = r.Output
 		}
-	}
-	err = tx.Scan(jobPrefix(job, "comp"), func(k, v []byte) error {
-		st.Compensated = append(st.Compensated, string(v))
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	if end.killed {
 		st.State = runtype.StateKilled

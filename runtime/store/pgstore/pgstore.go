@@ -330,6 +330,58 @@ func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	}, func() any { return new([]byte) })
 }
 
+// scanManySQL reads the values under several prefixes in one statement;
+// an empty end bound stands for none (a prefix of 0xff bytes, or the empty
+// prefix): lib/pq's arrays carry no nulls.
+const scanManySQL = `SELECT p.i, kv.k, kv.v
+	FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS p(lo, hi, i)
+	CROSS JOIN LATERAL (SELECT k, v FROM flowgen_kv WHERE k >= p.lo AND (octet_length(p.hi) = 0 OR k < p.hi)) kv
+	ORDER BY p.i, kv.k`
+
+// ScanMany is one statement whatever the number of prefixes; like Scan,
+// it reads every row before calling fn.
+func (t *tx) ScanMany(prefixes [][]byte, fn func(prefix int, key, value []byte) error) error {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	lo, hi := make(pq.ByteaArray, len(prefixes)), make(pq.ByteaArray, len(prefixes))
+	for i, p := range prefixes {
+		lo[i], hi[i] = prefixRange(p)
+	}
+	rows, err := t.query(scanManySQL, lo, hi)
+	if err != nil {
+		return err
+	}
+	type hit struct {
+		i    int
+		k, v []byte
+	}
+	var hits []hit
+	for rows.Next() {
+		var h hit
+		if err := rows.Scan(&h.i, &h.k, &h.v); err != nil {
+			rows.Close()
+			return err
+		}
+		hits = append(hits, h)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, h := range hits {
+		if err := fn(h.i-1, h.k, nonNil(h.v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Counter is ReadMany of one counter: with queued writes, one round trip.
 func (t *tx) Counter(key []byte) (int64, error) {
 	_, ns, err := t.ReadMany(nil, [][]byte{key})

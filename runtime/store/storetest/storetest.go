@@ -47,6 +47,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	}{
 		{"ValuesAndScan", testValuesAndScan},
 		{"ReadMany", testReadMany},
+		{"ScanMany", testScanMany},
 		{"FailedUpdateCommitsNothing", testFailedUpdateCommitsNothing},
 		{"PutOnce", testPutOnce},
 		{"Counters", testCounters},
@@ -1049,4 +1050,40 @@ func testAtomically(t *testing.T, h *harness) {
 	if n := h.counter("unit/counter"); n != 2 {
 		t.Errorf("counter %d, want 2: only the committed unit's bump", n)
 	}
+}
+
+// testScanMany: one read over several prefixes gives each prefix's values
+// in key order, prefix by prefix as asked, sees the transaction's own
+// writes, and handles prefixes with no finite end.
+func testScanMany(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		for _, k := range []string{"j/term/b", "j/fail/x", "j/term/a", "j/comp/1", "j/termination", "\xff\xffz", "k/term/a"} {
+			if err := tx.Put([]byte(k), []byte("v:"+k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	h.update(func(tx store.Tx) error {
+		if err := tx.Put([]byte("j/term/c"), []byte("v:j/term/c")); err != nil { // held back on PostgreSQL
+			return err
+		}
+		var got []string
+		err := tx.ScanMany([][]byte{[]byte("j/term/"), []byte("j/none/"), []byte("j/fail/"), []byte("\xff\xff"), []byte("j/term/")},
+			func(i int, k, v []byte) error {
+				if string(v) != "v:"+string(k) {
+					return fmt.Errorf("%s: value %q", k, v)
+				}
+				got = append(got, fmt.Sprintf("%d:%s", i, k))
+				return nil
+			})
+		if err != nil {
+			return err
+		}
+		want := []string{"0:j/term/a", "0:j/term/b", "0:j/term/c", "2:j/fail/x", "3:\xff\xffz", "4:j/term/a", "4:j/term/b", "4:j/term/c"}
+		if !slices.Equal(got, want) {
+			t.Errorf("scanned %q, want %q", got, want)
+		}
+		return nil
+	})
 }
