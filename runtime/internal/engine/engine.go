@@ -40,8 +40,9 @@ type Engine struct {
 	mu    sync.RWMutex
 	flows map[string]*compiled
 
-	// held is the last lease taken per job (string(job) -> store.Lease),
-	// released when Run stops so other workers need not wait out the TTL.
+	// held is the last lease taken per job (string(job) -> store.Lease) of
+	// the jobs not finished yet, released when Run stops so other workers
+	// need not wait out the TTL.
 	held sync.Map
 
 	// rowLocking: the store's transactions lock rows, so deliveries of

@@ -174,3 +174,44 @@ func mustCounter(t *testing.T, tx store.ReadTx, key []byte) int64 {
 	}
 	return n
 }
+
+// echo is a Pure task that returns its input.
+type echo struct{}
+
+func (echo) Info() runtype.NodeInfo { return runtype.NodeInfo{ID: "t.echo"} }
+func (echo) Call(_ context.Context, c Call) (json.RawMessage, error) {
+	return c.Input, nil
+}
+
+// TestFinishedJobsLeaveNoLeaseBehind: the engine keeps the leases of the
+// jobs it works on to release them at shutdown, and forgets a job's lease
+// when the job finishes, so a worker that runs for months does not grow
+// with every job it ever ran.
+func TestFinishedJobsLeaveNoLeaseBehind(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	e := New(s, Options{})
+	if err := e.Register(&Flow{Name: "one", Nodes: []*Node{{Alias: "n", Task: echo{}}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 5 {
+		if _, err := e.Start(ctx, "one", json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		n, err := e.StepBatch(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	held := 0
+	e.held.Range(func(_, _ any) bool { held++; return true })
+	if held != 0 {
+		t.Fatalf("%d leases kept after every job finished, want 0", held)
+	}
+}

@@ -518,6 +518,10 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		if err := e.complete(tx, en.job, end, out); err != nil {
 			return err
 		}
+		// A finished job's lease has nothing left to hand over at
+		// shutdown; it runs out by itself. (Should this commit fail, the
+		// job's next delivery takes the lease again.)
+		e.held.Delete(string(en.job[:]))
 	}
 	if err := markStep(tx, en, end.guid, 3); err != nil {
 		return err
