@@ -332,10 +332,16 @@ func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
 
 // scanManySQL reads the values under several prefixes in one statement;
 // an empty end bound stands for none (a prefix of 0xff bytes, or the empty
-// prefix): lib/pq's arrays carry no nulls.
+// prefix): lib/pq's arrays carry no nulls. The two cases are two branches,
+// each gated by a condition on the bound alone, so each reads the key
+// index from its start to its end: a bound that may be absent, written
+// with OR, would read the index from the start to its very end.
 const scanManySQL = `SELECT p.i, kv.k, kv.v
 	FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS p(lo, hi, i)
-	CROSS JOIN LATERAL (SELECT k, v FROM flowgen_kv WHERE k >= p.lo AND (octet_length(p.hi) = 0 OR k < p.hi)) kv
+	CROSS JOIN LATERAL (
+		SELECT k, v FROM flowgen_kv WHERE octet_length(p.hi) > 0 AND k >= p.lo AND k < p.hi
+		UNION ALL
+		SELECT k, v FROM flowgen_kv WHERE octet_length(p.hi) = 0 AND k >= p.lo) kv
 	ORDER BY p.i, kv.k`
 
 // ScanMany is one statement whatever the number of prefixes; like Scan,
