@@ -27,12 +27,28 @@ func (e *Engine) Step(ctx context.Context) (bool, error) {
 // other deliveries go on after the commit, concurrently, each with its own
 // commits.
 func (e *Engine) StepBatch(ctx context.Context, max int) (int, error) {
-	return e.stepBatch(ctx, max, nil)
+	return e.stepBatch(ctx, max, limits{})
 }
 
-// stepBatch is StepBatch with the deliveries that go on after the commit
-// taking slots (see proceedAll); nil slots bound nothing.
-func (e *Engine) stepBatch(ctx context.Context, max int, slots chan struct{}) (int, error) {
+// limits bound what the workers of one Run do at once; nil channels bound
+// nothing.
+type limits struct {
+	// claims is taken by a batch from its claim to its commit: a few
+	// claiming transactions at a time per process keep PostgreSQL from
+	// walking the same ready rows, locked by each other, for every worker
+	// (River's single fetcher per process, with room for one batch to
+	// claim while another runs its nodes).
+	claims chan struct{}
+	// slots is taken by each delivery that goes on after its batch's
+	// commit (see proceedAll).
+	slots chan struct{}
+}
+
+// claimers is how many workers of a process claim at once.
+const claimers = 2
+
+// stepBatch is StepBatch under lim.
+func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error) {
 	if p, ok := e.store.(store.Peeker); ok {
 		ready, err := p.Ready(ctx, runtype.WorkStream)
 		if err != nil {
@@ -42,6 +58,13 @@ func (e *Engine) stepBatch(ctx context.Context, max int, slots chan struct{}) (i
 			return 0, nil // no write transaction to learn there is no work
 		}
 	}
+	if lim.claims != nil {
+		select {
+		case lim.claims <- struct{}{}:
+		case <-ctx.Done():
+			return 0, nil
+		}
+	}
 	var claimed int
 	var entered []*entry
 	err := e.store.Update(ctx, func(tx store.Tx) error {
@@ -49,6 +72,9 @@ func (e *Engine) stepBatch(ctx context.Context, max int, slots chan struct{}) (i
 		claimed, entered, err = e.claim(ctx, tx, max) // fn may run again
 		return err
 	})
+	if lim.claims != nil {
+		<-lim.claims
+	}
 	if err != nil {
 		return 0, fmt.Errorf("reserve: %w", err)
 	}
@@ -63,7 +89,7 @@ func (e *Engine) stepBatch(ctx context.Context, max int, slots chan struct{}) (i
 			alone = append(alone, en)
 		}
 	}
-	return claimed, e.proceedAll(ctx, alone, slots)
+	return claimed, e.proceedAll(ctx, alone, lim.slots)
 }
 
 // claim reserves up to max messages in tx, enters each and runs the

@@ -266,7 +266,7 @@ func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
 // (store.Notifier), and poll with a short backoff otherwise.
 func (e *Engine) Run(ctx context.Context, workers int) error {
 	wake, maxIdle := e.wakeups(ctx)
-	slots := make(chan struct{}, max(workers, 1)) // see proceedAll
+	lim := limits{claims: make(chan struct{}, claimers), slots: make(chan struct{}, max(workers, 1))}
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Add(1)
@@ -274,7 +274,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 			defer wg.Done()
 			idle, failed := time.Millisecond, 10*time.Millisecond
 			for ctx.Err() == nil {
-				n, err := e.stepBatch(ctx, e.opts.Batch, slots)
+				n, err := e.stepBatch(ctx, e.opts.Batch, lim)
 				if err != nil {
 					if ctx.Err() != nil {
 						return
