@@ -156,7 +156,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(*tx) error) erro
 	if readOnly {
 		begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 	}
-	t := &tx{session: session{ctx: ctx, conn: conn, prefix: []string{begin}}, now: s.now()}
+	t := &tx{session: session{ctx: ctx, conn: conn, prefix: []ahead{{text: begin}}}, now: s.now()}
 	defer t.release()
 	if err := fn(t); err != nil {
 		return err

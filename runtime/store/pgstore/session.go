@@ -28,10 +28,17 @@ import (
 type session struct {
 	ctx  context.Context
 	conn *sql.Conn
-	// prefix holds statements without rows (BEGIN, SAVEPOINT, RELEASE)
+	// prefix holds statements (BEGIN, SAVEPOINT, RELEASE, queued writes)
 	// that travel in front of the next statement.
-	prefix []string
+	prefix []ahead
 	open   bool // BEGIN has been sent
+}
+
+// ahead is a statement waiting in a session's prefix; rows says it answers
+// with rows (zero of them), which the statement behind it skips.
+type ahead struct {
+	text string
+	rows bool
 }
 
 // query runs one statement of the transaction, behind the statements
@@ -44,9 +51,32 @@ func (s *session) query(q string, args ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	text = strings.Join(append(s.prefix, text), "; ")
+	skip := 0
+	parts := make([]string, 0, len(s.prefix)+1)
+	for _, a := range s.prefix {
+		parts = append(parts, a.text)
+		if a.rows {
+			skip++
+		}
+	}
 	s.prefix, s.open = nil, true
-	return s.conn.QueryContext(s.ctx, text)
+	rows, err := s.conn.QueryContext(s.ctx, strings.Join(append(parts, text), "; "))
+	if err != nil {
+		return nil, err
+	}
+	for range skip {
+		for rows.Next() {
+		}
+		if !rows.NextResultSet() {
+			err := rows.Err()
+			rows.Close()
+			if err == nil {
+				err = errors.New("pgstore: a statement sent ahead left no answer for the next")
+			}
+			return nil, err
+		}
+	}
+	return rows, nil
 }
 
 // exec is query for a statement whose rows do not matter.
@@ -70,7 +100,10 @@ func (s *session) commit(q string, args ...any) error {
 	if q == "" && !s.open && len(s.prefix) <= 1 {
 		return nil // nothing but BEGIN would reach the server
 	}
-	parts := s.prefix
+	parts := make([]string, 0, len(s.prefix)+2)
+	for _, a := range s.prefix {
+		parts = append(parts, a.text)
+	}
 	if q != "" {
 		stmt, err := inline(q, args)
 		if err != nil {

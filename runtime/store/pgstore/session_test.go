@@ -29,7 +29,7 @@ func TestInlinedParametersRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PostgreSQL at %s: %v", url, err)
 	}
-	s := &session{ctx: ctx, conn: conn, prefix: []string{"BEGIN READ WRITE"}}
+	s := &session{ctx: ctx, conn: conn, prefix: []ahead{{text: "BEGIN READ WRITE"}}}
 	defer s.release()
 	text := "it's; a \\ 'test' $1 \"q\" -- not a comment\n\x01é"
 	blob := []byte{0, '\'', '\\', ';', 0xff}

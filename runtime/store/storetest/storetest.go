@@ -1031,6 +1031,27 @@ func testAtomically(t *testing.T, h *harness) {
 		}
 		return tx.Put([]byte("outer/after"), []byte("2"))
 	})
+	// A write queued before a unit, refused when the unit's first
+	// statement carries it, fails the transaction, not just the unit.
+	err := h.s.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.PutOnce([]byte("once"), []byte("third")); err != nil {
+			return err
+		}
+		unitErr := tx.(store.Savepoints).Atomically(func(tx store.Tx) error {
+			_, err := tx.Add([]byte("unit/after-refusal"), 1, 10)
+			return err
+		})
+		if !errors.Is(unitErr, store.ErrConflict) {
+			t.Errorf("the unit after a refused write: %v, want its ErrConflict", unitErr)
+		}
+		return tx.Put([]byte("outer/after-refusal"), []byte("3"))
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("the transaction with a refused write before its unit: %v, want ErrConflict", err)
+	}
+	if n := h.counter("unit/after-refusal"); n != 0 {
+		t.Errorf("the unit after a refused write committed (counter %d)", n)
+	}
 	want := []error{store.ErrConflict, nil, errUnit, store.ErrOverflow, nil}
 	for i, err := range outcomes {
 		if !errors.Is(err, want[i]) || (want[i] == nil) != (err == nil) {
