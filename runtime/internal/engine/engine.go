@@ -50,8 +50,10 @@ type Engine struct {
 	rowLocking bool
 
 	// crashMu serialises calls of the crash hook, which deliveries of one
-	// batch reach concurrently.
+	// batch reach concurrently; crashed is the hook's error once it
+	// crashed the engine.
 	crashMu sync.Mutex
+	crashed error
 
 	// The two contours: the processor runs one activation and returns its
 	// result; the router decides what follows from a committed result.

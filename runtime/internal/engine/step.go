@@ -569,13 +569,21 @@ func ignoreStale(err error) error {
 	return err
 }
 
+// crash passes a crash point. Once the hook has crashed the engine, every
+// later point fails with the same error, as in a process that died: a
+// backend may run a failed Update's function again (bbolt's group commit
+// runs it alone, PostgreSQL reruns a deadlock's victim), and a crashed
+// engine must not carry on there.
 func (e *Engine) crash(point string) error {
 	if e.opts.CrashPoint == nil {
 		return nil
 	}
 	e.crashMu.Lock()
 	defer e.crashMu.Unlock()
-	return e.opts.CrashPoint(point)
+	if e.crashed == nil {
+		e.crashed = e.opts.CrashPoint(point)
+	}
+	return e.crashed
 }
 
 // complete writes the job's final status from its activations' results.
