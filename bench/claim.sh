@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # EXPLAIN ANALYZE of the work-stream claim before and after migration 2, on
 # the database the tests use: rows read and buffers touched to claim one
-# free message behind 5,000 ready messages of jobs another worker holds.
+# free message behind 5,000 ready messages of jobs another worker holds
+# (the claim now takes a batch of up to 16; there is one to take).
 # Usage: bench/claim.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
