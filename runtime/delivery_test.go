@@ -146,3 +146,48 @@ func TestAtMostOnceEdgeDoesNotRetryAnUncommittedAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestAtMostOnceSurvivesAPause: a delivery handed back untried (its job
+// paused) is not an attempt, so the at-most-once node runs once the job
+// is resumed instead of failing as "not delivered".
+func TestAtMostOnceSurvivesAPause(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRigOn(t, b)
+			ctx := context.Background()
+			e := New(r.store, Options{Owner: "w", Now: r.clock.Now})
+			flow := &Flow{
+				Name:  "once",
+				Nodes: []*FlowNode{{Alias: "a", Runner: noop}, {Alias: "b", Runner: noop}},
+				Edges: []Edge{{From: "a", FromPort: "out", To: "b", Delivery: AtMostOnce}},
+			}
+			if err := e.Register(flow); err != nil {
+				t.Fatal(err)
+			}
+			job, err := e.Start(ctx, "once", json.RawMessage(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if did, err := e.Step(ctx); !did || err != nil { // a runs, b is published
+				t.Fatalf("a: %v %v", did, err)
+			}
+			if err := e.Pause(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			if did, err := e.Step(ctx); !did || err != nil { // b is handed back
+				t.Fatalf("b while paused: %v %v", did, err)
+			}
+			if err := e.Resume(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			r.clock.Advance(time.Second)
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := e.Status(ctx, job); err != nil || st.State != StateSucceeded {
+				t.Fatalf("%+v %v", st, err)
+			}
+		})
+	}
+}

@@ -138,6 +138,11 @@ type Tx interface {
 	Settle(r Receipt) error
 	// Nack makes the reserved message visible again after delay.
 	Nack(r Receipt, delay time.Duration) error
+	// Return is Nack for a message its worker did not try at all (its job
+	// is paused, or another worker holds it): the reservation's attempt
+	// is taken back, so the next delivery counts as the attempt this one
+	// would have been.
+	Return(r Receipt, delay time.Duration) error
 	// DeadLetter moves the reserved message to the stream's dead-letter
 	// stream (stream + DeadLetterSuffix) with the reason recorded.
 	DeadLetter(r Receipt, reason string) error

@@ -205,13 +205,15 @@ func (en *entry) uncount(tx store.Tx) error {
 }
 
 // handBack returns the message to the stream for a later delivery, after
-// delay, without entering: the job is paused, or another worker holds it.
+// delay, without entering and without counting an attempt (an at-most-once
+// node would take a second attempt for a failed one): the job is paused,
+// or another worker holds it.
 func (en *entry) handBack(tx store.Tx, delay time.Duration) error {
 	en.deferred = true
 	if err := en.uncount(tx); err != nil {
 		return err
 	}
-	return ignoreStale(tx.Nack(en.m.Receipt, delay))
+	return ignoreStale(tx.Return(en.m.Receipt, delay))
 }
 
 // lease returns this worker's lease on job, renewing it only when more

@@ -190,6 +190,16 @@ func (t *tx) Settle(rc store.Receipt) error {
 }
 
 func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {
+	return t.requeue(rc, delay, 0)
+}
+
+func (t *tx) Return(rc store.Receipt, delay time.Duration) error {
+	return t.requeue(rc, delay, 1)
+}
+
+// requeue makes the reserved message visible again after delay, with
+// takeBack attempts taken back.
+func (t *tx) requeue(rc store.Receipt, delay time.Duration, takeBack int) error {
 	r, err := t.current(rc)
 	if err != nil {
 		return err
@@ -198,6 +208,7 @@ func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {
 		return err
 	}
 	r.Token++ // the old receipt is spent
+	r.Attempt = max(r.Attempt-takeBack, 0)
 	r.VisibleAt = t.now.Add(delay).UnixNano()
 	return t.putRecord(rc.Stream, rc.ID, r)
 }

@@ -168,6 +168,23 @@ func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {
 	return t.onReceipt(op{kind: opNack, b: t.now.Add(delay).UnixNano()}, rc)
 }
 
+// returnSQL is nack with the reservation's attempt taken back.
+const returnSQL = `UPDATE flowgen_messages m SET token = m.token + 1, visible_at = $4, open_at = $4, attempt = greatest(m.attempt - 1, 0)
+	WHERE m.stream = $1 AND m.id = $2 AND m.token = $3 AND NOT m.done RETURNING 1`
+
+func (t *tx) Return(rc store.Receipt, delay time.Duration) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
+	at := t.now.Add(delay).UnixNano()
+	var one int
+	err := t.queryRow(returnSQL, rc.Stream, rc.ID[:], int64(rc.Token), at).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+	}
+	return err
+}
+
 func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 	m, err := t.current(rc)
 	if err != nil {

@@ -65,6 +65,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"ConcurrentReserveDeliversOnce", testConcurrentReserve},
 		{"ReserveTakesSeveral", testReserveSeveral},
+		{"ReturnTakesBackTheAttempt", testReturn},
 		{"AtomicallyUndoesOnlyItsUnit", testAtomically},
 		{"DurableAcrossReopen", testDurableAcrossReopen},
 		{"NotifiesOnCommittedPublish", testNotify},
@@ -1107,4 +1108,30 @@ func testScanMany(t *testing.T, h *harness) {
 		}
 		return nil
 	})
+}
+
+// testReturn: a message given back untried is delivered again, after the
+// delay, as the same attempt; its old receipt is spent.
+func testReturn(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		return tx.Enqueue(store.Message{ID: id(1), Stream: "s", Payload: []byte("x")})
+	})
+	m, err := h.reserve("s", time.Minute)
+	if err != nil || m.Attempt != 1 {
+		t.Fatalf("first delivery: attempt %d, %v", m.Attempt, err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Return(m.Receipt, time.Second) })
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("reserved a returned message before its delay: %v", err)
+	}
+	h.clock.Advance(2 * time.Second)
+	again, err := h.reserve("s", time.Minute)
+	if err != nil || again.Attempt != 1 {
+		t.Fatalf("after Return: attempt %d (%v), want 1 again", again.Attempt, err)
+	}
+	err = h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Return(m.Receipt, 0) })
+	if !errors.Is(err, store.ErrStaleReceipt) {
+		t.Fatalf("Return with a spent receipt: %v, want ErrStaleReceipt", err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Ack(again.Receipt) })
 }
