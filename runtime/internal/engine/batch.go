@@ -104,7 +104,8 @@ func (e *Engine) claim(ctx context.Context, tx store.Tx, max int) (int, []*entry
 	if err != nil {
 		return 0, nil, err
 	}
-	var entered, folded []*entry
+	var entered []*entry
+	var folded []foldable
 	ens, errs := e.enterAll(tx, ms)
 	for i, en := range ens {
 		if err := errs[i]; errors.Is(err, errPoison) {
@@ -117,7 +118,7 @@ func (e *Engine) claim(ctx context.Context, tx store.Tx, max int) (int, []*entry
 		}
 		entered = append(entered, en)
 		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
-			folded = append(folded, en)
+			folded = append(folded, foldable{en, c})
 		}
 	}
 	if sp, ok := tx.(store.Savepoints); ok && len(folded) > 0 {

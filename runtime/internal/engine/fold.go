@@ -42,18 +42,24 @@ func (e *Engine) fold(c *compiled, en *entry) bool {
 	return effects == flowtype.Pure || effects == flowtype.ReadOnly
 }
 
+// foldable is a delivery that fold accepted, with its flow.
+type foldable struct {
+	en *entry
+	c  *compiled
+}
+
 // runFolded runs the folded deliveries of a batch inside tx, the
 // transaction that reserved them: their calls run concurrently, then each
 // commits its steps (or the hand-back of a retry) as a unit of its own. A
 // unit that fails is undone alone, and its delivery goes on unfolded after
 // the batch commits, like those that never folded. Only a crash point or
 // the end of ctx fails the whole batch.
-func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []*entry) error {
-	for _, en := range folded {
+func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []foldable) error {
+	for _, f := range folded {
 		if err := e.crash(runtype.CrashEntered); err != nil {
 			return err
 		}
-		en.folding = true
+		f.en.folding = true
 	}
 	type outcome struct {
 		res result
@@ -61,12 +67,7 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []*e
 	}
 	outcomes := make([]outcome, len(folded))
 	call := func(i int) {
-		en := folded[i]
-		c, err := e.flow(en.t.Flow)
-		if err == nil {
-			outcomes[i].res, err = e.proc.work(ctx, c, en)
-		}
-		outcomes[i].err = err
+		outcomes[i].res, outcomes[i].err = e.proc.work(ctx, folded[i].c, folded[i].en)
 	}
 	if len(folded) == 1 {
 		call(0)
@@ -77,7 +78,8 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []*e
 		}
 		wg.Wait()
 	}
-	for i, en := range folded {
+	for i, f := range folded {
+		en := f.en
 		en.folding = false
 		o := outcomes[i]
 		var unit func(store.Tx) error
@@ -93,12 +95,8 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []*e
 			if err := e.crash(runtype.CrashWorked); err != nil {
 				return err
 			}
-			c, err := e.flow(en.t.Flow)
-			if err != nil {
-				return err
-			}
 			unit = func(tx store.Tx) (err error) {
-				en.closed, err = e.commitResult(tx, c, en, &o.res)
+				en.closed, err = e.commitResult(tx, f.c, en, &o.res)
 				en.stepped = err == nil
 				return err
 			}

@@ -59,25 +59,23 @@ func nonNil(b []byte) []byte {
 // reads next.
 const reserveSQL = `
 WITH mine AS MATERIALIZED (
-	SELECT id FROM flowgen_messages f
+	SELECT id, job FROM flowgen_messages f
 	WHERE stream = $1 AND holder = $4 AND NOT done AND visible_at <= $2
 	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
 	ORDER BY visible_at, id LIMIT $5
 	FOR UPDATE SKIP LOCKED
 ), others AS MATERIALIZED (
-	SELECT id FROM flowgen_messages f
+	SELECT id, job FROM flowgen_messages f
 	WHERE stream = $1 AND NOT done AND open_at <= $2
 	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
 	ORDER BY open_at, id LIMIT (SELECT $5 - count(*) FROM mine)
 	FOR UPDATE SKIP LOCKED
 )
 UPDATE flowgen_messages m SET visible_at = $3, open_at = $3, holder = $4, attempt = m.attempt + 1, token = m.token + 1
-FROM (SELECT id FROM mine UNION SELECT id FROM others) pick
+FROM (SELECT id, job FROM mine UNION SELECT id, job FROM others) pick
+	LEFT JOIN flowgen_leases l ON l.job = pick.job
 WHERE m.stream = $1 AND m.id = pick.id
-RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason,
-	(SELECT l.owner FROM flowgen_leases l WHERE l.job = m.job),
-	(SELECT l.token FROM flowgen_leases l WHERE l.job = m.job),
-	(SELECT l.expires FROM flowgen_leases l WHERE l.job = m.job)`
+RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason, l.owner, l.token, l.expires`
 
 func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
 	if err := t.flush(); err != nil {
@@ -125,6 +123,12 @@ func scanMessage(stream string, row scanner, more ...any) (store.Message, error)
 	return m, nil
 }
 
+// stale is the error of an operation on a receipt that is not the
+// message's latest reservation.
+func stale(rc store.Receipt) error {
+	return fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+}
+
 // current locks the message a receipt names, failing with ErrStaleReceipt
 // (and changing nothing) unless the receipt is its latest reservation.
 func (t *tx) current(rc store.Receipt) (store.Message, error) {
@@ -136,7 +140,7 @@ func (t *tx) current(rc store.Receipt) (store.Message, error) {
 		rc.Stream, rc.ID[:], int64(rc.Token))
 	m, err := scanMessage(rc.Stream, row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return m, fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+		return m, stale(rc)
 	}
 	return m, err
 }
@@ -151,7 +155,7 @@ func (t *tx) onReceipt(o op, rc store.Receipt) error {
 		return err
 	}
 	if !applied {
-		return fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+		return stale(rc)
 	}
 	return nil
 }
@@ -180,7 +184,7 @@ func (t *tx) Return(rc store.Receipt, delay time.Duration) error {
 	var one int
 	err := t.queryRow(returnSQL, rc.Stream, rc.ID[:], int64(rc.Token), at).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+		return stale(rc)
 	}
 	return err
 }
