@@ -67,16 +67,19 @@ func boltEngine(b *testing.B, flow *Flow) (*boltstore.Store, *Engine) {
 	return s, e
 }
 
-// runJobs starts jobs of flow and works them to completion with
-// benchWorkers workers, fsync on every commit; it returns the elapsed time.
+// runJobs starts jobs of flow from benchWorkers goroutines while
+// benchWorkers workers already run, as producers and workers meet in
+// production (and as the raw baseline's benchWorkers callers share its
+// batches), fsync on every commit, and waits for all to finish; it returns
+// the elapsed time.
 func runJobs(b *testing.B, flow *Flow, input string, jobs int) (time.Duration, *boltstore.Store) {
 	b.Helper()
 	s, e := boltEngine(b, flow)
-	start := time.Now()
-	ids := startConcurrently(b, e, flow.Name, input, jobs)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	start := time.Now()
 	go func() { done <- e.Run(ctx, benchWorkers) }()
+	ids := startConcurrently(b, e, flow.Name, input, jobs, benchWorkers)
 	for _, id := range ids {
 		st, err := e.Wait(context.Background(), id)
 		if err != nil || st.State != StateSucceeded {
@@ -176,7 +179,7 @@ func BenchmarkJobsInFlight(b *testing.B) {
 	const jobs = 100_000
 	s, e := boltEngine(b, linearFlow())
 	for range b.N {
-		startConcurrently(b, e, "linear", `{"n":1}`, jobs)
+		startConcurrently(b, e, "linear", `{"n":1}`, jobs, 8)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if err := e.Run(ctx, benchWorkers); err != nil {
 			b.Fatal(err)

@@ -66,7 +66,7 @@ func pgRun(b *testing.B, flow *Flow, input string, jobs, procs int) (elapsed, cp
 	url, s, e := pgEngine(b, pgstore.Options{}, flow)
 	defer spawnWorkers(b, url, procs)()
 	cpuBefore, start := serverCPU(b), time.Now()
-	ids := startConcurrently(b, e, flow.Name, input, jobs)
+	ids := startConcurrently(b, e, flow.Name, input, jobs, 8)
 	waitAll(b, s.DB(), len(ids))
 	return time.Since(start), serverCPU(b) - cpuBefore
 }
@@ -110,14 +110,16 @@ func spawnWorkers(b *testing.B, url string, n int) (stop func()) {
 	return stop
 }
 
-func startConcurrently(b *testing.B, e *Engine, flow, input string, jobs int) []JobID {
+// startConcurrently starts jobs of flow from starters goroutines and
+// returns their ids in start order.
+func startConcurrently(b *testing.B, e *Engine, flow, input string, jobs, starters int) []JobID {
 	ids := make([]JobID, jobs)
 	var wg sync.WaitGroup
-	for w := range 8 {
+	for w := range starters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < jobs; i += 8 {
+			for i := w; i < jobs; i += starters {
 				id, err := e.Start(context.Background(), flow, json.RawMessage(input))
 				if err != nil {
 					b.Error(err)
@@ -249,7 +251,7 @@ func BenchmarkPostgresProtocol(b *testing.B) {
 	var elapsed, cpu time.Duration
 	for range b.N {
 		before, start, cpuBefore := counter.Counts(), time.Now(), serverCPU(b)
-		startConcurrently(b, e, "linear", `{"n":1}`, jobs)
+		startConcurrently(b, e, "linear", `{"n":1}`, jobs, 8)
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- e.Run(runCtx, 8) }()

@@ -47,6 +47,20 @@ type limits struct {
 // claimers is how many workers of a process claim at once.
 const claimers = 2
 
+// limits are the bounds of a Run with the given number of workers. Only
+// a store whose transactions lock rows needs them: there, concurrent
+// transactions contend for rows and connections. A store with one writer
+// (bbolt) queues concurrent Updates and commits each queue as one
+// transaction (group commit), so the more deliveries are in flight the
+// more each commit carries: its workers claim at will, and every claimed
+// delivery goes on at once (at most workers × Options.Batch in flight).
+func (e *Engine) limits(workers int) limits {
+	if !e.rowLocking {
+		return limits{}
+	}
+	return limits{claims: make(chan struct{}, claimers), slots: make(chan struct{}, max(workers, 1))}
+}
+
 // stepBatch is StepBatch under lim.
 func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error) {
 	if p, ok := e.store.(store.Peeker); ok {

@@ -268,7 +268,7 @@ func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
 // (store.Notifier), and poll with a short backoff otherwise.
 func (e *Engine) Run(ctx context.Context, workers int) error {
 	wake, maxIdle := e.wakeups(ctx)
-	lim := limits{claims: make(chan struct{}, claimers), slots: make(chan struct{}, max(workers, 1))}
+	lim := e.limits(workers)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Add(1)
