@@ -11,6 +11,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -104,9 +106,11 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	var streams []string
 	err := s.commit.update(func(btx *bolt.Tx) error {
 		t := &tx{btx: btx, now: s.now()}
-		err := fn(t)
+		if err := fn(t); err != nil {
+			return err
+		}
 		streams = t.streams // of the run that committed, when fn ran twice
-		return err
+		return t.flushCounters()
 	})
 	if err == nil && len(streams) > 0 {
 		s.listeners.publish(streams)
@@ -131,6 +135,11 @@ type tx struct {
 	// streams are the streams this transaction published on, for the
 	// listeners (notify.go) once it commits.
 	streams []string
+	// counters are the counters this Update's function changed, written
+	// to the bucket when it returns (flushCounters): a step adds to the
+	// same ledger several times, and each write to a bbolt bucket walks
+	// its tree again.
+	counters map[string]int64
 }
 
 func (t *tx) b(name []byte) *bolt.Bucket { return t.btx.Bucket(name) }
@@ -152,7 +161,7 @@ func (t *tx) ReadMany(keys, counters [][]byte) ([][]byte, []int64, error) {
 		}
 	}
 	for i, k := range counters {
-		ns[i] = decodeCounter(cs.Get(k))
+		ns[i] = t.counter(cs, k)
 	}
 	return values, ns, nil
 }
@@ -178,10 +187,38 @@ func (t *tx) ScanMany(prefixes [][]byte, fn func(prefix int, key, value []byte) 
 }
 
 func (t *tx) Counter(key []byte) (int64, error) {
-	return decodeCounter(t.b(bucketCounters).Get(key)), nil
+	return t.counter(t.b(bucketCounters), key), nil
+}
+
+// counter is key's value as this transaction left it.
+func (t *tx) counter(b *bolt.Bucket, key []byte) int64 {
+	if v, ok := t.counters[string(key)]; ok {
+		return v
+	}
+	return decodeCounter(b.Get(key))
+}
+
+// flushCounters writes the counters changed since the last flush, in key
+// order (bbolt's cheapest).
+func (t *tx) flushCounters() error {
+	if len(t.counters) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(t.counters))
+	b := t.b(bucketCounters)
+	for _, k := range keys {
+		if err := b.Put([]byte(k), encodeCounter(t.counters[k])); err != nil {
+			return err
+		}
+	}
+	clear(t.counters)
+	return nil
 }
 
 func (t *tx) ScanCounters(prefix []byte, fn func(key []byte, value int64) error) error {
+	if err := t.flushCounters(); err != nil {
+		return err
+	}
 	c := t.b(bucketCounters).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if err := fn(k, decodeCounter(v)); err != nil {
@@ -211,12 +248,19 @@ func (t *tx) PutOnce(key, value []byte) error {
 func (t *tx) Delete(key []byte) error { return t.b(bucketKV).Delete(key) }
 
 func (t *tx) Add(key []byte, delta, max int64) (int64, error) {
-	cur := decodeCounter(t.b(bucketCounters).Get(key))
+	if len(key) == 0 {
+		return 0, errors.New("add: empty key")
+	}
+	cur := t.counter(t.b(bucketCounters), key)
 	next := cur + delta
 	if (delta > 0 && next < cur) || next < 0 || next > max {
 		return cur, fmt.Errorf("add %d to %q (%d, max %d): %w", delta, key, cur, max, store.ErrOverflow)
 	}
-	return next, t.b(bucketCounters).Put(key, encodeCounter(next))
+	if t.counters == nil {
+		t.counters = map[string]int64{}
+	}
+	t.counters[string(key)] = next
+	return next, nil
 }
 
 // Bump adds at once: bbolt has no round trips to save.
