@@ -344,10 +344,11 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 	for _, step := range []struct{ args, want string }{
 		{"status", "0001 init                 applied"},
 		{"status", "0002 apply                applied"},
-		{"down", "reverted 2"},
-		{"status", "0002 apply                pending"},
-		{"status", "0001 init                 applied"},
-		{"up", "applied 2"},
+		{"status", "0003 ack_by_key           applied"},
+		{"down", "reverted 3"},
+		{"status", "0003 ack_by_key           pending"},
+		{"status", "0002 apply                applied"},
+		{"up", "applied 3"},
 		{"up", "schema is up to date"},
 	} {
 		r := run(t, "", "migrate", step.args, "--database-url", url)

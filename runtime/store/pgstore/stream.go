@@ -131,12 +131,14 @@ func stale(rc store.Receipt) error {
 
 // current locks the message a receipt names, failing with ErrStaleReceipt
 // (and changing nothing) unless the receipt is its latest reservation.
+// Lookups by key say "done IS NOT TRUE", not "NOT done", so that no partial
+// index of ready messages looks usable to the planner (migration 3).
 func (t *tx) current(rc store.Receipt) (store.Message, error) {
 	if err := t.flush(); err != nil {
 		return store.Message{}, err
 	}
 	row := t.queryRow(`SELECT id, job, payload, visible_at, attempt, token, reason
-		FROM flowgen_messages WHERE stream = $1 AND id = $2 AND token = $3 AND NOT done FOR UPDATE`,
+		FROM flowgen_messages WHERE stream = $1 AND id = $2 AND token = $3 AND done IS NOT TRUE FOR UPDATE`,
 		rc.Stream, rc.ID[:], int64(rc.Token))
 	m, err := scanMessage(rc.Stream, row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -174,7 +176,7 @@ func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {
 
 // returnSQL is nack with the reservation's attempt taken back.
 const returnSQL = `UPDATE flowgen_messages m SET token = m.token + 1, visible_at = $4, open_at = $4, attempt = greatest(m.attempt - 1, 0)
-	WHERE m.stream = $1 AND m.id = $2 AND m.token = $3 AND NOT m.done RETURNING 1`
+	WHERE m.stream = $1 AND m.id = $2 AND m.token = $3 AND m.done IS NOT TRUE RETURNING 1`
 
 func (t *tx) Return(rc store.Receipt, delay time.Duration) error {
 	if err := t.flush(); err != nil {
