@@ -250,6 +250,12 @@ type task struct {
 	// carried by every task so it is enforced without reading the meta.
 	MaxActivations int64 `cbor:"18,keyasint,omitempty"`
 	Deadline       int64 `cbor:"19,keyasint,omitempty"`
+	// Grouped is set on the forEach bodies of a fan-out: they hold no
+	// count on the job semaphore between them. The forEach's count stays
+	// with the group and passes to the join (see semaphoreDelta), so no
+	// body's commit locks the job's semaphore. Bodies published before it
+	// existed hold a count each, and the bodies they start do too.
+	Grouped bool `cbor:"21,keyasint,omitempty"`
 }
 
 func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {

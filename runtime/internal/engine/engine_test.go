@@ -215,3 +215,107 @@ func TestFinishedJobsLeaveNoLeaseBehind(t *testing.T) {
 		t.Fatalf("%d leases kept after every job finished, want 0", held)
 	}
 }
+
+// semaphoreWatcher is a task that records its job's semaphore each time
+// it runs.
+type semaphoreWatcher struct {
+	s    store.Store
+	job  *runtype.JobID
+	seen *[]int64
+}
+
+func (semaphoreWatcher) Info() runtype.NodeInfo { return runtype.NodeInfo{ID: "t.watch"} }
+func (w semaphoreWatcher) Call(ctx context.Context, c Call) (json.RawMessage, error) {
+	err := w.s.View(ctx, func(tx store.ReadTx) error {
+		n, err := tx.Counter(semKey(*w.job))
+		*w.seen = append(*w.seen, n)
+		return err
+	})
+	return c.Input, err
+}
+
+// TestFanOutLeavesTheSemaphoreAlone: the bodies of a fan-out hold one
+// count on the job semaphore between them, so the semaphore reads 1 in
+// every body however many have finished (with all elements at once and
+// with a concurrency limit), and the job still finishes after its join.
+func TestFanOutLeavesTheSemaphoreAlone(t *testing.T) {
+	t.Parallel()
+	for _, window := range []int{0, 2} {
+		s := openStore(t)
+		e := New(s, Options{})
+		var job runtype.JobID
+		var seen []int64
+		flow := &Flow{
+			Name: "fan",
+			Nodes: []*Node{
+				{Alias: "each", ForEach: &runtype.ForEach{Items: "items", Do: "work", Concurrency: window}},
+				{Alias: "work", Task: semaphoreWatcher{s, &job, &seen}},
+				{Alias: "after", Task: echo{}},
+			},
+			Edges: []runtype.Edge{{From: "each", FromPort: "out", To: "after"}},
+		}
+		if err := e.Register(flow); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var err error
+		job, err = e.Start(ctx, "fan", json.RawMessage(`{"items":[1,2,3,4,5]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			n, err := e.Step(ctx) // one at a time: seen needs no lock
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !n {
+				break
+			}
+		}
+		st, err := e.Status(ctx, job)
+		if err != nil || st.State != runtype.StateSucceeded {
+			t.Fatalf("window %d: job %+v %v", window, st, err)
+		}
+		if len(seen) != 5 {
+			t.Fatalf("window %d: %d bodies ran, want 5", window, len(seen))
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("window %d: body %d saw the semaphore at %d, want 1 (%v)", window, i, n, seen)
+			}
+		}
+	}
+}
+
+// TestSemaphoreDeltaKeepsEveryCount: each kind of activation moves the
+// semaphore by the counts it opens less the one it closes, and bodies
+// published before they were grouped keep a count each, so a job in
+// flight across the upgrade still closes exactly once.
+func TestSemaphoreDeltaKeepsEveryCount(t *testing.T) {
+	t.Parallel()
+	body := func(grouped bool) task { return task{Join: "each", Grouped: grouped} }
+	join := task{Kind: runtype.Join}
+	step := task{Kind: runtype.Step}
+	for _, c := range []struct {
+		name     string
+		t        task
+		children []task
+		want     int64
+	}{
+		{"last node", step, nil, -1},
+		{"linear step", step, []task{step}, 0},
+		{"branch of two", step, []task{step, step}, 1},
+		{"fan-out of three", step, []task{body(true), body(true), body(true)}, 0},
+		{"empty fan-out", step, []task{join}, 0},
+		{"grouped body", body(true), nil, 0},
+		{"grouped body starts the next", body(true), []task{body(true)}, 0},
+		{"grouped body publishes the join", body(true), []task{join}, 0},
+		{"older body", body(false), nil, -1},
+		{"older body starts the next", body(false), []task{body(false)}, 0},
+		{"older body publishes the join", body(false), []task{join}, 0},
+	} {
+		if got := semaphoreDelta(c.t, c.children); got != c.want {
+			t.Errorf("%s: delta %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -79,6 +79,7 @@ func fanOut(tx store.Tx, job runtype.JobID, t task, fe *runtype.ForEach, input j
 	out := make([]task, len(items))
 	for i, item := range items {
 		out[i] = bodyTask(t.Flow, t.Act, t.Dim, t.Node, fe.Do, i, item, total, window)
+		out[i].Grouped = true
 	}
 	return out, nil
 }
@@ -120,7 +121,9 @@ func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, er
 			if err := json.Unmarshal(raw, &items); err != nil || next >= len(items) {
 				return nil, fmt.Errorf("forEach %s: element %d of %d: %v", t.Join, next, len(items), err)
 			}
-			return []task{bodyTask(t.Flow, t.Join, t.Dim.Parent(), forEachAct.Node(), t.Node, next, items[next], t.Expect, t.Window)}, nil
+			body := bodyTask(t.Flow, t.Join, t.Dim.Parent(), forEachAct.Node(), t.Node, next, items[next], t.Expect, t.Window)
+			body.Grouped = t.Grouped // counted as the fan-out that started the group counts
+			return []task{body}, nil
 		}
 		return nil, nil
 	}

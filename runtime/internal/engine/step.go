@@ -424,7 +424,39 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err := markStep(tx, en, en.guid, append(steps, 2)...); err != nil {
 		return false, err
 	}
-	return tx.Collate(semKey(job), ledger.SemaphoreDelta(len(children)), 0, en.guidKey(), ledger.JobClosed)
+	delta := semaphoreDelta(t, children)
+	if delta == 0 {
+		// One child takes this activation's obligation over: the
+		// semaphore would not move, and it cannot be at zero while this
+		// activation still holds its count. Nothing to collate, and no
+		// row of the job to lock: the steps of a linear flow, and of many
+		// activations of one job at once, do not queue on its semaphore.
+		return false, nil
+	}
+	return tx.Collate(semKey(job), delta, 0, en.guidKey(), ledger.JobClosed)
+}
+
+// semaphoreDelta is what an activation's steps commit adds to the job
+// semaphore: every child it publishes opens a count and its own count
+// closes. Grouped forEach bodies are the exception: between them they hold
+// the one count of their group, which the forEach keeps open when it fans
+// out and the body that publishes the join hands to it. A fan-out thus
+// moves the semaphore only if the forEach publishes other children too,
+// and its bodies never do.
+func semaphoreDelta(t task, children []task) int64 {
+	if t.Grouped {
+		return 0 // its child, if any, is the next body or the join
+	}
+	counted := 0
+	for _, c := range children {
+		if !c.Grouped {
+			counted++
+		}
+	}
+	if counted < len(children) {
+		counted++ // the group's count
+	}
+	return ledger.SemaphoreDelta(counted)
 }
 
 // superseded reports a delivery whose activation another message already
