@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -136,7 +137,14 @@ func (e *Engine) claim(ctx context.Context, tx store.Tx, max int) (int, []*entry
 		}
 	}
 	if sp, ok := tx.(store.Savepoints); ok && len(folded) > 0 {
-		if err := e.runFolded(ctx, sp, folded); err != nil {
+		slices.SortStableFunc(folded, lockOrder)
+		gathers, err := e.runFolded(ctx, sp, folded)
+		if err != nil {
+			return 0, nil, err
+		}
+		// The completed shards count last, in one order (see gather); a
+		// failure here fails the batch, whose units counted them.
+		if err := e.gatherAll(tx, gathers); err != nil {
 			return 0, nil, err
 		}
 	}

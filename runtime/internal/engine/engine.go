@@ -220,7 +220,9 @@ type task struct {
 	Dim   runtype.Dim  `cbor:"4,keyasint,omitempty"`
 	Input []byte       `cbor:"5,keyasint,omitempty"`
 	// Join is set on forEach body activations: the forEach activation they
-	// report to, their element index and the fan-out size.
+	// report to, their element index and the fan-out size. A join carries
+	// the fan-out size in Expect too (joins published before it did read it
+	// from the forEach's counter).
 	Join   string `cbor:"6,keyasint,omitempty"`
 	Index  int    `cbor:"7,keyasint,omitempty"`
 	Expect int    `cbor:"8,keyasint,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -317,5 +318,100 @@ func TestSemaphoreDeltaKeepsEveryCount(t *testing.T) {
 		if got := semaphoreDelta(c.t, c.children); got != c.want {
 			t.Errorf("%s: delta %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// TestShardOfCoversEveryElementOnce: the shards of a fan-out hold each
+// element exactly once, their sizes add up to it, and no shard, nor the
+// forEach's counter of shards, takes more than about √n commits.
+func TestShardOfCoversEveryElementOnce(t *testing.T) {
+	t.Parallel()
+	for n := minShardedFanOut; n <= 1000; n++ {
+		count := map[int]int{}
+		sizes := map[int]int{}
+		var shards int
+		for i := range n {
+			shard, size, all := shardOf(task{Grouped: true, Index: i, Expect: n})
+			if all == 0 || shard < 0 || shard >= all || (shards != 0 && all != shards) {
+				t.Fatalf("n=%d element %d: shard %d of %d (%d before)", n, i, shard, all, shards)
+			}
+			shards = all
+			count[shard]++
+			sizes[shard] = size
+		}
+		limit := int(math.Ceil(math.Sqrt(float64(n))))
+		if shards > limit {
+			t.Fatalf("n=%d: %d shards, more than %d", n, shards, limit)
+		}
+		for s := range shards {
+			if count[s] != sizes[s] || sizes[s] < 1 || sizes[s] > limit {
+				t.Fatalf("n=%d shard %d: %d elements, size %d", n, s, count[s], sizes[s])
+			}
+		}
+	}
+	for _, small := range []task{
+		{Grouped: true, Expect: minShardedFanOut - 1},
+		{Grouped: true, Expect: 100, Window: 4},
+		{Grouped: false, Expect: 100},
+	} {
+		if _, _, shards := shardOf(small); shards != 0 {
+			t.Errorf("%+v: %d shards, want the forEach's counter alone", small, shards)
+		}
+	}
+}
+
+// TestShardedFanOutCountsInShards: a fan-out of 40 (shards of ⌈√40⌉ = 7
+// elements) finishes with its six shard counters at 7, 7, 7, 7, 7 and 5
+// and the forEach's counter at 6.
+func TestShardedFanOutCountsInShards(t *testing.T) {
+	t.Parallel()
+	s, e, _ := newEngine(t)
+	flow := &Flow{
+		Name: "fan",
+		Nodes: []*Node{
+			{Alias: "each", ForEach: &runtype.ForEach{Items: "items", Do: "work"}},
+			{Alias: "work", Task: echo{}},
+		},
+	}
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]int, 40)
+	in, _ := json.Marshal(map[string][]int{"items": items})
+	ctx := context.Background()
+	job, err := e.Start(ctx, "fan", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		n, err := e.StepBatch(ctx, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if st, err := e.Status(ctx, job); err != nil || st.State != runtype.StateSucceeded {
+		t.Fatalf("job %+v %v", st, err)
+	}
+	forEach := runtype.EntryOf("each").String()
+	err = s.View(ctx, func(tx store.ReadTx) error {
+		if n := mustCounter(t, tx, aggregateKey(job, forEach)); n != 6 {
+			t.Errorf("forEach counter %d, want 6 shards", n)
+		}
+		for shard := range 6 {
+			want := int64(7)
+			if shard == 5 {
+				want = 5
+			}
+			if n := mustCounter(t, tx, aggregateShardKey(job, forEach, shard)); n != want {
+				t.Errorf("shard %d counted %d, want %d", shard, n, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

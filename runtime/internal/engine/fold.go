@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
@@ -53,11 +55,12 @@ type foldable struct {
 // commits its steps (or the hand-back of a retry) as a unit of its own. A
 // unit that fails is undone alone, and its delivery goes on unfolded after
 // the batch commits, like those that never folded. Only a crash point or
-// the end of ctx fails the whole batch.
-func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []foldable) error {
+// the end of ctx fails the whole batch. It returns the fan-out shards the
+// units completed, for the transaction to count last (gatherAll).
+func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []foldable) ([]*gather, error) {
 	for _, f := range folded {
 		if err := e.crash(runtype.CrashEntered); err != nil {
-			return err
+			return nil, err
 		}
 		f.en.folding = true
 	}
@@ -78,6 +81,7 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []fo
 		}
 		wg.Wait()
 	}
+	var gathers []*gather
 	for i, f := range folded {
 		en := f.en
 		en.folding = false
@@ -85,7 +89,7 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []fo
 		var unit func(store.Tx) error
 		switch {
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return nil, ctx.Err()
 		case errors.Is(o.err, errRetryLater) && en.later != nil:
 			unit = en.later
 		case o.err != nil:
@@ -93,7 +97,7 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []fo
 			continue
 		default:
 			if err := e.crash(runtype.CrashWorked); err != nil {
-				return err
+				return nil, err
 			}
 			unit = func(tx store.Tx) (err error) {
 				en.closed, err = e.commitResult(tx, f.c, en, &o.res)
@@ -102,11 +106,35 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []fo
 			}
 		}
 		if err := tx.Atomically(unit); err != nil {
-			en.stepped, en.closed = false, false
+			en.stepped, en.closed, en.gather = false, false, nil
 			e.log.Warn("a folded delivery did not commit with its batch; it goes on alone", "act", en.t.Act, "err", err)
 			continue
 		}
 		en.later, en.deferred = nil, !en.stepped // a hand-back needs nothing more
+		if en.gather != nil {
+			gathers = append(gathers, en.gather)
+		}
 	}
-	return nil
+	return gathers, nil
+}
+
+// lockOrder sorts the folded deliveries of a batch so that its units lock
+// the rows of a fan-out in the one order every transaction takes them
+// (see gather): by job, the job's forEach bodies first, by forEach and
+// element, then its other deliveries as they came.
+func lockOrder(a, b foldable) int {
+	if c := bytes.Compare(a.en.job[:], b.en.job[:]); c != 0 {
+		return c
+	}
+	ta, tb := a.en.t, b.en.t
+	if (ta.Join == "") != (tb.Join == "") {
+		if ta.Join != "" {
+			return -1
+		}
+		return 1
+	}
+	if c := strings.Compare(ta.Join, tb.Join); c != 0 {
+		return c
+	}
+	return ta.Index - tb.Index
 }

@@ -30,7 +30,8 @@ import (
 //	pid/<root>/signal/<act>       decision recorded for a checkpoint      value
 //	pid/<root>/act/<act>          activity ledger                         counter
 //	pid/<root>/guid/<msg>         GUID ledger of one message              counter
-//	pid/<root>/agg/<act>          finished elements of a forEach          counter
+//	pid/<root>/agg/<act>          finished elements (or shards), forEach  counter
+//	pid/<root>/agg/<act>/<shard>  finished elements of one shard          counter
 //	pid/<root>/items/<act>        elements a windowed forEach still owes  value
 //	pid/<root>/sub/<act>          child job a subflow activation started  value
 //	pid/<root>/child/<act>        final status of that child job          value
@@ -68,6 +69,9 @@ func signalKey(j runtype.JobID, act string) []byte        { return jobKey(j, "si
 func activityKey(j runtype.JobID, act string) []byte      { return jobKey(j, "act", act) }
 func guidKey(j runtype.JobID, msg [16]byte) []byte        { return jobKey(j, "guid", fmt.Sprintf("%x", msg)) }
 func aggregateKey(j runtype.JobID, forEach string) []byte { return jobKey(j, "agg", forEach) }
+func aggregateShardKey(j runtype.JobID, forEach string, shard int) []byte {
+	return jobKey(j, "agg", forEach, padded(int64(shard)))
+}
 func itemsKey(j runtype.JobID, forEach string) []byte     { return jobKey(j, "items", forEach) }
 func subflowChildKey(j runtype.JobID, act string) []byte  { return jobKey(j, "sub", act) }
 func subflowStatusKey(j runtype.JobID, act string) []byte { return jobKey(j, "child", act) }

@@ -294,9 +294,15 @@ func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *run
 	var outputs []json.RawMessage
 	var failed []string
 	err := p.store.View(ctx, func(tx store.ReadTx) error {
-		n, err := tx.Counter(aggregateKey(job, t.JoinOf))
-		if err != nil {
-			return err
+		// The join knows its fan-out's size; one published before joins
+		// carried it read it from the forEach's counter, which then
+		// counted elements.
+		n := int64(t.Expect)
+		if n == 0 {
+			var err error
+			if n, err = tx.Counter(aggregateKey(job, t.JoinOf)); err != nil {
+				return err
+			}
 		}
 		outputs = make([]json.RawMessage, n)
 		keys := make([][]byte, n)

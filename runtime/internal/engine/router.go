@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -19,10 +21,21 @@ type router struct{}
 // route is the router contour: from a finished activation and its
 // committed result it decides the activations that follow. It reads only
 // committed state, so replaying it gives the same answer.
-func (r router) route(tx store.Tx, c *compiled, job runtype.JobID, t task, res result) ([]task, error) {
+//
+// A body that completes a shard of its fan-out returns it as a gather
+// instead of counting it on the forEach's counter: the caller counts every
+// gather of its transaction last (gatherAll).
+func (r router) route(tx store.Tx, c *compiled, job runtype.JobID, t task, res result) ([]task, *gather, error) {
 	if t.Join != "" {
 		return r.reportToJoin(tx, job, t)
 	}
+	children, err := r.follow(tx, c, job, t, res)
+	return children, nil, err
+}
+
+// follow decides the activations that follow a finished activation that
+// is not a forEach body.
+func (r router) follow(tx store.Tx, c *compiled, job runtype.JobID, t task, res result) ([]task, error) {
 	if t.Kind == runtype.Undo {
 		return nextCompensation(tx, job, t)
 	}
@@ -62,7 +75,7 @@ func fanOut(tx store.Tx, job runtype.JobID, t task, fe *runtype.ForEach, input j
 		return nil, err
 	}
 	if len(items) == 0 {
-		return []task{joinTask(t)}, nil
+		return []task{joinTask(t, 0)}, nil
 	}
 	total, window := len(items), 0
 	if fe.Concurrency > 0 && fe.Concurrency < total {
@@ -94,20 +107,61 @@ func bodyTask(flow, forEachAct string, dim runtype.Dim, forEachNode, do string, 
 	}
 }
 
-func joinTask(forEach task) task {
-	return task{Kind: runtype.Join, Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: runtype.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act}
+// joinTask is the join of forEach, a fan-out of expect elements.
+func joinTask(forEach task, expect int) task {
+	return task{Kind: runtype.Join, Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: runtype.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act, Expect: expect}
+}
+
+// minShardedFanOut is the smallest fan-out whose bodies count their
+// finished elements in shards (see shardOf).
+const minShardedFanOut = 16
+
+// shardOf places body t in the shards its fan-out counts finished elements
+// in: about √Expect shards of about √Expect elements, so no counter row
+// takes more than that many of the fan-out's commits (which lock it until
+// they commit), and the bodies that complete a shard count it on the
+// forEach's own counter. It returns the body's shard, that shard's size and
+// the number of shards, or 0 shards when the fan-out counts elements on
+// the forEach's counter alone: a small one, a windowed one (each finished
+// body learns how many finished, to start the next) and one published
+// before bodies were grouped.
+func shardOf(t task) (shard, size, shards int) {
+	if !t.Grouped || t.Window > 0 || t.Expect < minShardedFanOut {
+		return 0, 0, 0
+	}
+	per := int(math.Ceil(math.Sqrt(float64(t.Expect))))
+	shard, shards = t.Index/per, (t.Expect+per-1)/per
+	return shard, min(per, t.Expect-shard*per), shards
+}
+
+// forEachOf is the forEach activation body t reports to.
+func forEachOf(t task) (task, error) {
+	forEachAct, err := runtype.Parse(t.Join)
+	if err != nil {
+		return task{}, fmt.Errorf("forEach element %s: %w", t.Act, err)
+	}
+	return task{Flow: t.Flow, Node: forEachAct.Node(), Dim: t.Dim.Parent(), Act: t.Join}, nil
 }
 
 // reportToJoin counts a finished body activation on its forEach; the one
-// that completes the count publishes the join, in the same commit.
-func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, error) {
-	forEachAct, err := runtype.Parse(t.Join)
+// that completes the count publishes the join, in the same commit. A body
+// of a sharded fan-out counts on its shard, and one that completes the
+// shard returns it as a gather.
+func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, *gather, error) {
+	forEach, err := forEachOf(t)
 	if err != nil {
-		return nil, fmt.Errorf("forEach element %s: %w", t.Act, err)
+		return nil, nil, err
+	}
+	if shard, size, shards := shardOf(t); shards > 0 {
+		n, err := tx.Add(aggregateShardKey(job, t.Join, shard), 1, int64(size))
+		if err != nil || n < int64(size) {
+			return nil, nil, err
+		}
+		return nil, &gather{job: job, body: t}, nil
 	}
 	n, err := tx.Add(aggregateKey(job, t.Join), 1, int64(t.Expect))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n < int64(t.Expect) {
 		// Under a concurrency limit each finished body starts the next
@@ -115,20 +169,67 @@ func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, er
 		if next := t.Window + int(n) - 1; t.Window > 0 && next < t.Expect {
 			raw, err := tx.Get(itemsKey(job, t.Join))
 			if err != nil {
-				return nil, fmt.Errorf("forEach %s: elements: %w", t.Join, err)
+				return nil, nil, fmt.Errorf("forEach %s: elements: %w", t.Join, err)
 			}
 			var items []json.RawMessage
 			if err := json.Unmarshal(raw, &items); err != nil || next >= len(items) {
-				return nil, fmt.Errorf("forEach %s: element %d of %d: %v", t.Join, next, len(items), err)
+				return nil, nil, fmt.Errorf("forEach %s: element %d of %d: %v", t.Join, next, len(items), err)
 			}
-			body := bodyTask(t.Flow, t.Join, t.Dim.Parent(), forEachAct.Node(), t.Node, next, items[next], t.Expect, t.Window)
+			body := bodyTask(t.Flow, t.Join, t.Dim.Parent(), forEach.Node, t.Node, next, items[next], t.Expect, t.Window)
 			body.Grouped = t.Grouped // counted as the fan-out that started the group counts
-			return []task{body}, nil
+			return []task{body}, nil, nil
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
-	forEach := task{Flow: t.Flow, Node: forEachAct.Node(), Dim: t.Dim.Parent(), Act: t.Join}
-	return []task{joinTask(forEach)}, nil
+	return []task{joinTask(forEach, t.Expect)}, nil, nil
+}
+
+// gather is a shard of a fan-out that body completed. The transaction
+// that commits the body counts it on the forEach's counter after every
+// other write (gatherAll), so that the rows of a fan-out are locked in one
+// order by every transaction: its shards in ascending order, each job's in
+// turn, then the forEach counters. A transaction that counted a shard on
+// the forEach's counter at once, in the middle of a batch, would hold that
+// counter while it went on to lock a later shard, and one that holds the
+// later shard would wait for the counter: deadlocks, each costing
+// PostgreSQL's deadlock timeout.
+type gather struct {
+	job  runtype.JobID
+	body task
+}
+
+// gatherAll counts the shards gs completed on their forEach counters, in
+// job and forEach order, and publishes the join of each fan-out whose last
+// shard this is. Grouped bodies hold the group's count on the semaphore,
+// which passes to the join: the semaphore does not move.
+func (e *Engine) gatherAll(tx store.Tx, gs []*gather) error {
+	slices.SortFunc(gs, func(a, b *gather) int {
+		if c := bytes.Compare(a.job[:], b.job[:]); c != 0 {
+			return c
+		}
+		return strings.Compare(a.body.Join, b.body.Join)
+	})
+	for _, g := range gs {
+		t := g.body
+		_, _, shards := shardOf(t)
+		n, err := tx.Add(aggregateKey(g.job, t.Join), 1, int64(shards))
+		if err != nil || n < int64(shards) {
+			return err
+		}
+		forEach, err := forEachOf(t)
+		if err != nil {
+			return err
+		}
+		join := []task{joinTask(forEach, t.Expect)}
+		t.budget().stamp(join)
+		if err := spend(tx, g.job, t.budget(), join); err != nil {
+			return err
+		}
+		if err := e.publish(tx, g.job, join[0]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lookup returns the value at a dotted path of a JSON object.

@@ -75,6 +75,9 @@ type entry struct {
 	// stepped and closed tell what a folded delivery committed with its
 	// batch: its steps (closing its job), or only its hand-back.
 	stepped, closed bool
+	// gather is the fan-out shard the delivery's steps completed, which
+	// its transaction counts last (gatherAll).
+	gather *gather
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
 	heartbeat atomic.Int64
@@ -300,8 +303,10 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 	if !en.guid.ChildrenSpawned() {
 		closed := false
 		err = e.store.Update(ctx, func(tx store.Tx) (err error) {
-			closed, err = e.commitResult(tx, c, en, res)
-			return err
+			if closed, err = e.commitResult(tx, c, en, res); err != nil || en.gather == nil {
+				return err
+			}
+			return e.gatherAll(tx, []*gather{en.gather})
 		})
 		if err != nil {
 			return fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
@@ -400,10 +405,11 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 	}
-	children, err := e.router.route(tx, c, job, t, *res)
+	children, g, err := e.router.route(tx, c, job, t, *res)
 	if err != nil {
 		return false, err
 	}
+	en.gather = g
 	t.budget().stamp(children)
 	if err := spend(tx, job, t.budget(), children); err != nil {
 		return false, err
