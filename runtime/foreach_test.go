@@ -1,10 +1,13 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,5 +201,67 @@ func TestShardedFanOutUnderDuplicateDelivery(t *testing.T) {
 				t.Fatalf("outputs out of element order or missing: %s", got)
 			}
 		})
+	}
+}
+
+// TestFanOutBatchesDoNotDeadlock: three engines on one PostgreSQL store,
+// as three worker processes, each claiming 16 messages a batch, work three
+// 200-element fan-outs at once. Their batches take many bodies of one
+// fan-out each and commit their shard counters concurrently; every job
+// finishes, and no batch is ever chosen as a deadlock victim. Batches
+// whose units ran in message order, locking shards in no common order,
+// were chosen 139 times in three runs; batches that counted a shard on the
+// forEach counter between two bodies, hundreds of times a run.
+func TestFanOutBatchesDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer // the handler writes one record at a time
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	items := make([]item, 200)
+	for i := range items {
+		items[i].N = i
+	}
+	input, err := json.Marshal(batch{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := postgresBackend.open(t)
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var engines []*Engine
+	for i := range 3 {
+		s, err := open(time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		e := New(s, Options{Owner: fmt.Sprintf("w%d", i), Batch: 16, Logger: log})
+		if err := e.Register(fanFlow()); err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+		wg.Go(func() { e.Run(ctx, 4) })
+	}
+	var jobs []JobID
+	for _, e := range engines {
+		job, err := e.Start(ctx, "fan", input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, job)
+	}
+	for _, job := range jobs {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		st, err := engines[0].Wait(wctx, job)
+		cancel()
+		if err != nil || st.State != StateSucceeded {
+			t.Errorf("job %s: %+v %v", job, st, err)
+		}
+	}
+	stop()
+	wg.Wait()
+	for _, l := range strings.Split(logged.String(), "\n") {
+		if strings.Contains(l, "deadlock") {
+			t.Errorf("a batch deadlocked: %s", l)
+		}
 	}
 }

@@ -213,8 +213,11 @@ func (e *Engine) gatherAll(tx store.Tx, gs []*gather) error {
 		t := g.body
 		_, _, shards := shardOf(t)
 		n, err := tx.Add(aggregateKey(g.job, t.Join), 1, int64(shards))
-		if err != nil || n < int64(shards) {
+		if err != nil {
 			return err
+		}
+		if n < int64(shards) {
+			continue
 		}
 		forEach, err := forEachOf(t)
 		if err != nil {
