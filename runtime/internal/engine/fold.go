@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"strings"
 	"sync"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
@@ -116,25 +114,4 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []fo
 		}
 	}
 	return gathers, nil
-}
-
-// lockOrder sorts the folded deliveries of a batch so that its units lock
-// the rows of a fan-out in the one order every transaction takes them
-// (see gather): by job, the job's forEach bodies first, by forEach and
-// element, then its other deliveries as they came.
-func lockOrder(a, b foldable) int {
-	if c := bytes.Compare(a.en.job[:], b.en.job[:]); c != 0 {
-		return c
-	}
-	ta, tb := a.en.t, b.en.t
-	if (ta.Join == "") != (tb.Join == "") {
-		if ta.Join != "" {
-			return -1
-		}
-		return 1
-	}
-	if c := strings.Compare(ta.Join, tb.Join); c != 0 {
-		return c
-	}
-	return ta.Index - tb.Index
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
-	"slices"
 	"strings"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -112,28 +110,6 @@ func joinTask(forEach task, expect int) task {
 	return task{Kind: runtype.Join, Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: runtype.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act, Expect: expect}
 }
 
-// minShardedFanOut is the smallest fan-out whose bodies count their
-// finished elements in shards (see shardOf).
-const minShardedFanOut = 16
-
-// shardOf places body t in the shards its fan-out counts finished elements
-// in: about √Expect shards of about √Expect elements, so no counter row
-// takes more than that many of the fan-out's commits (which lock it until
-// they commit), and the bodies that complete a shard count it on the
-// forEach's own counter. It returns the body's shard, that shard's size and
-// the number of shards, or 0 shards when the fan-out counts elements on
-// the forEach's counter alone: a small one, a windowed one (each finished
-// body learns how many finished, to start the next) and one published
-// before bodies were grouped.
-func shardOf(t task) (shard, size, shards int) {
-	if !t.Grouped || t.Window > 0 || t.Expect < minShardedFanOut {
-		return 0, 0, 0
-	}
-	per := int(math.Ceil(math.Sqrt(float64(t.Expect))))
-	shard, shards = t.Index/per, (t.Expect+per-1)/per
-	return shard, min(per, t.Expect-shard*per), shards
-}
-
 // forEachOf is the forEach activation body t reports to.
 func forEachOf(t task) (task, error) {
 	forEachAct, err := runtype.Parse(t.Join)
@@ -182,57 +158,6 @@ func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, *g
 		return nil, nil, nil
 	}
 	return []task{joinTask(forEach, t.Expect)}, nil, nil
-}
-
-// gather is a shard of a fan-out that body completed. The transaction
-// that commits the body counts it on the forEach's counter after every
-// other write (gatherAll), so that the rows of a fan-out are locked in one
-// order by every transaction: its shards in ascending order, each job's in
-// turn, then the forEach counters. A transaction that counted a shard on
-// the forEach's counter at once, in the middle of a batch, would hold that
-// counter while it went on to lock a later shard, and one that holds the
-// later shard would wait for the counter: deadlocks, each costing
-// PostgreSQL's deadlock timeout.
-type gather struct {
-	job  runtype.JobID
-	body task
-}
-
-// gatherAll counts the shards gs completed on their forEach counters, in
-// job and forEach order, and publishes the join of each fan-out whose last
-// shard this is. Grouped bodies hold the group's count on the semaphore,
-// which passes to the join: the semaphore does not move.
-func (e *Engine) gatherAll(tx store.Tx, gs []*gather) error {
-	slices.SortFunc(gs, func(a, b *gather) int {
-		if c := bytes.Compare(a.job[:], b.job[:]); c != 0 {
-			return c
-		}
-		return strings.Compare(a.body.Join, b.body.Join)
-	})
-	for _, g := range gs {
-		t := g.body
-		_, _, shards := shardOf(t)
-		n, err := tx.Add(aggregateKey(g.job, t.Join), 1, int64(shards))
-		if err != nil {
-			return err
-		}
-		if n < int64(shards) {
-			continue
-		}
-		forEach, err := forEachOf(t)
-		if err != nil {
-			return err
-		}
-		join := []task{joinTask(forEach, t.Expect)}
-		t.budget().stamp(join)
-		if err := spend(tx, g.job, t.budget(), join); err != nil {
-			return err
-		}
-		if err := e.publish(tx, g.job, join[0]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // lookup returns the value at a dotted path of a JSON object.
