@@ -176,6 +176,21 @@ func mustCounter(t *testing.T, tx store.ReadTx, key []byte) int64 {
 	return n
 }
 
+// stepUntilIdle works e's stream, batches of up to max messages, until
+// no message is visible.
+func stepUntilIdle(t *testing.T, e *Engine, max int) {
+	t.Helper()
+	for {
+		n, err := e.StepBatch(context.Background(), max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
 // echo is a Pure task that returns its input.
 type echo struct{}
 
@@ -201,15 +216,7 @@ func TestFinishedJobsLeaveNoLeaseBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for {
-		n, err := e.StepBatch(ctx, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-	}
+	stepUntilIdle(t, e, 2)
 	held := 0
 	e.held.Range(func(_, _ any) bool { held++; return true })
 	if held != 0 {
@@ -264,15 +271,7 @@ func TestFanOutLeavesTheSemaphoreAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for {
-			n, err := e.Step(ctx) // one at a time: seen needs no lock
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !n {
-				break
-			}
-		}
+		stepUntilIdle(t, e, 1) // one at a time: seen needs no lock
 		st, err := e.Status(ctx, job)
 		if err != nil || st.State != runtype.StateSucceeded {
 			t.Fatalf("window %d: job %+v %v", window, st, err)
@@ -383,15 +382,7 @@ func TestShardedFanOutCountsInShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		n, err := e.StepBatch(ctx, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-	}
+	stepUntilIdle(t, e, 8)
 	if st, err := e.Status(ctx, job); err != nil || st.State != runtype.StateSucceeded {
 		t.Fatalf("job %+v %v", st, err)
 	}
