@@ -82,9 +82,11 @@ func TestEntryFoldsOnlyWithoutEffects(t *testing.T) {
 // TestBatchUndoesOnlyTheDeliveryThatFails claims the second node of three
 // jobs in one batch, after planting a different result where one of them
 // will write its own, so that delivery's steps are refused. On PostgreSQL
-// the three run folded in one transaction: the refused one is undone
-// alone and goes on by itself (and fails again, reporting the conflict),
-// while the other two finish in the batch's commit. On bbolt nothing
+// the three run folded in one transaction, first without savepoints: the
+// refusal fails that attempt whole, and the batch is claimed again with a
+// savepoint around each unit. The refused one is then undone alone and
+// goes on by itself (and fails again, reporting the conflict), while the
+// other two finish in the batch's commit. On bbolt nothing
 // folds and each delivery commits alone after the batch's entry commit;
 // the outcome is the same.
 func TestBatchUndoesOnlyTheDeliveryThatFails(t *testing.T) {
@@ -113,6 +115,9 @@ func TestBatchUndoesOnlyTheDeliveryThatFails(t *testing.T) {
 			if n, err := e.StepBatch(ctx, 3); n != 3 || err != nil {
 				t.Fatalf("first batch: %d claimed, %v", n, err)
 			}
+			if strings.Contains(logged.String(), "claiming again") {
+				t.Fatalf("a batch without failures claimed again; log:\n%s", &logged)
+			}
 			doomed := jobs[1]
 			var act string
 			for a := range activityLedgers(t, r.store, doomed) {
@@ -133,9 +138,12 @@ func TestBatchUndoesOnlyTheDeliveryThatFails(t *testing.T) {
 			if n != 3 || !errors.Is(err, store.ErrConflict) {
 				t.Fatalf("second batch: %d claimed, %v; want 3, and the planted result's conflict", n, err)
 			}
+			// On PostgreSQL the batch first folds without savepoints, fails
+			// whole, and claims again with a savepoint around each unit.
+			again := strings.Count(logged.String(), "claiming again")
 			undone := strings.Count(logged.String(), "did not commit with its batch")
-			if want := map[string]int{"postgres": 1, "bolt": 0}[b.name]; undone != want {
-				t.Errorf("%d folded deliveries undone alone, want %d; log:\n%s", undone, want, &logged)
+			if want := map[string]int{"postgres": 1, "bolt": 0}[b.name]; undone != want || again != want {
+				t.Errorf("%d batches claimed again and %d folded deliveries undone alone, want %d of each; log:\n%s", again, undone, want, &logged)
 			}
 			for _, job := range jobs {
 				st, err := e.Status(ctx, job)

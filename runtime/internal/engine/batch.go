@@ -82,11 +82,23 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 	}
 	var claimed int
 	var entered []*entry
-	err := e.store.Update(ctx, func(tx store.Tx) error {
-		var err error
-		claimed, entered, err = e.claim(ctx, tx, max) // fn may run again
-		return err
-	})
+	var optimistic bool
+	claim := func(careful bool) error {
+		return e.store.Update(ctx, func(tx store.Tx) error {
+			var err error
+			claimed, entered, optimistic, err = e.claim(ctx, tx, max, careful) // fn may run again
+			return err
+		})
+	}
+	err := claim(false)
+	if err != nil && optimistic && ctx.Err() == nil && !e.hasCrashed() {
+		// A unit folded without a savepoint failed, or one of its writes
+		// was refused at the commit: nothing of the batch committed. Claim
+		// again with a savepoint around each unit, so that only the unit
+		// that fails is undone.
+		e.log.Info("a batch folded without savepoints failed; claiming again with them", "err", err)
+		err = claim(true)
+	}
 	if lim.claims != nil {
 		<-lim.claims
 	}
@@ -108,16 +120,17 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 }
 
 // claim reserves up to max messages in tx, enters each and runs the
-// deliveries that fold; it returns how many it reserved and the entries
-// made. An empty stream is not a failed transaction: failing would make a
+// deliveries that fold; it returns how many it reserved, the entries made
+// and whether it folded any without savepoints (see runFolded). An empty
+// stream is not a failed transaction: failing would make a
 // group-committing backend roll back and rerun its whole batch.
-func (e *Engine) claim(ctx context.Context, tx store.Tx, max int) (int, []*entry, error) {
+func (e *Engine) claim(ctx context.Context, tx store.Tx, max int, careful bool) (int, []*entry, bool, error) {
 	ms, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, e.opts.Visibility, max)
 	if errors.Is(err, store.ErrEmpty) {
-		return 0, nil, nil
+		return 0, nil, false, nil
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	var entered []*entry
 	var folded []foldable
@@ -125,30 +138,31 @@ func (e *Engine) claim(ctx context.Context, tx store.Tx, max int) (int, []*entry
 	for i, en := range ens {
 		if err := errs[i]; errors.Is(err, errPoison) {
 			if err := ignoreStale(tx.DeadLetter(ms[i].Receipt, err.Error())); err != nil {
-				return 0, nil, err
+				return 0, nil, false, err
 			}
 			continue
 		} else if err != nil {
-			return 0, nil, err
+			return 0, nil, false, err
 		}
 		entered = append(entered, en)
 		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
 			folded = append(folded, foldable{en, c})
 		}
 	}
-	if sp, ok := tx.(store.Savepoints); ok && len(folded) > 0 {
-		slices.SortStableFunc(folded, lockOrder)
-		gathers, err := e.runFolded(ctx, sp, folded)
-		if err != nil {
-			return 0, nil, err
-		}
-		// The completed shards count last, in one order (see gather); a
-		// failure here fails the batch, whose units counted them.
-		if err := e.gatherAll(tx, gathers); err != nil {
-			return 0, nil, err
-		}
+	if _, ok := tx.(store.Savepoints); !ok || len(folded) == 0 {
+		return len(ms), entered, false, nil
 	}
-	return len(ms), entered, nil
+	slices.SortStableFunc(folded, lockOrder)
+	gathers, err := e.runFolded(ctx, tx, folded, careful)
+	if err != nil {
+		return 0, nil, !careful, err
+	}
+	// The completed shards count last, in one order (see gather); a
+	// failure here fails the batch, whose units counted them.
+	if err := e.gatherAll(tx, gathers); err != nil {
+		return 0, nil, !careful, err
+	}
+	return len(ms), entered, !careful, nil
 }
 
 // proceedAll takes entered deliveries on from their committed entry,

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
@@ -50,12 +51,21 @@ type foldable struct {
 
 // runFolded runs the folded deliveries of a batch inside tx, the
 // transaction that reserved them: their calls run concurrently, then each
-// commits its steps (or the hand-back of a retry) as a unit of its own. A
-// unit that fails is undone alone, and its delivery goes on unfolded after
-// the batch commits, like those that never folded. Only a crash point or
-// the end of ctx fails the whole batch. It returns the fan-out shards the
-// units completed, for the transaction to count last (gatherAll).
-func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []foldable) ([]*gather, error) {
+// commits its steps (or the hand-back of a retry) as a unit of its own. It
+// returns the fan-out shards the units completed, for the transaction to
+// count last (gatherAll).
+//
+// A unit rarely fails (a fenced lease, a write-once conflict, a ledger
+// ceiling), so a batch first runs its units without savepoints: their
+// writes wait in the transaction and travel with the next statement or the
+// commit, and a batch of pure steps costs no round trip and no
+// subtransaction per unit. A failure there fails the batch, and the
+// caller claims again carefully: each unit inside a savepoint of its own
+// (store.Savepoints), so a unit that fails is undone alone and its
+// delivery goes on unfolded after the batch commits, like those that
+// never folded. In that mode only a crash point or the end of ctx fails
+// the whole batch.
+func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, careful bool) ([]*gather, error) {
 	for _, f := range folded {
 		if err := e.crash(runtype.CrashEntered); err != nil {
 			return nil, err
@@ -103,7 +113,11 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Savepoints, folded []fo
 				return err
 			}
 		}
-		if err := tx.Atomically(unit); err != nil {
+		if !careful {
+			if err := unit(tx); err != nil {
+				return nil, fmt.Errorf("%s, folded without a savepoint: %w", en.t.Act, err)
+			}
+		} else if err := tx.(store.Savepoints).Atomically(unit); err != nil {
 			en.stepped, en.closed, en.gather = false, false, nil
 			e.log.Warn("a folded delivery did not commit with its batch; it goes on alone", "act", en.t.Act, "err", err)
 			continue

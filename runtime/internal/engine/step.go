@@ -614,6 +614,13 @@ func ignoreStale(err error) error {
 // backend may run a failed Update's function again (bbolt's group commit
 // runs it alone, PostgreSQL reruns a deadlock's victim), and a crashed
 // engine must not carry on there.
+// hasCrashed reports whether the crash hook crashed the engine.
+func (e *Engine) hasCrashed() bool {
+	e.crashMu.Lock()
+	defer e.crashMu.Unlock()
+	return e.crashed != nil
+}
+
 func (e *Engine) crash(point string) error {
 	if e.opts.CrashPoint == nil {
 		return nil
