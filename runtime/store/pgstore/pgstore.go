@@ -164,6 +164,9 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(*tx) error) erro
 	if t.failed != nil {
 		return t.failed // refused writes the caller did not hear of
 	}
+	if err := t.writeClaims(); err != nil {
+		return err
+	}
 	// The writes no operation has carried yet travel with the COMMIT.
 	var q string
 	var args []any
@@ -193,6 +196,8 @@ type tx struct {
 	holding map[string]store.Lease
 	// savepoints counts the units Atomically has begun, to name them.
 	savepoints int
+	// claims are the reservations not written yet (stream.go).
+	claims *claims
 }
 
 // hold records that the transaction writes for l's job under l.

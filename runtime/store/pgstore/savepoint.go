@@ -20,6 +20,11 @@ func (t *tx) Atomically(fn func(store.Tx) error) error {
 	if t.failed != nil {
 		return t.failed
 	}
+	// The reservations that wait are the transaction's: written before
+	// the savepoint, no unit can undo them by undoing an acknowledgement.
+	if err := t.writeClaims(); err != nil {
+		return err
+	}
 	if len(t.pending.op) > 0 { // the transaction's, not fn's: they go first
 		text, err := inline(applySQL, t.pending.args(t.now))
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -47,45 +49,103 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// reserveSQL claims up to $5 of the oldest visible messages published for
+// reserveSQL claims up to $4 of the oldest visible messages published for
 // this owner (its own jobs' next steps), then as many of the oldest ones
 // open to everyone as that left room for, in either case only when no
 // other owner holds the job's lease. Each probe reads its own index from
 // where the claimable rows start, so a claim reads about as many rows as
 // it takes and does not walk other workers' ready messages. SKIP LOCKED
 // lets workers claim different messages concurrently instead of queueing
-// on one row; a message both probes find is claimed once. The claimant
-// becomes the holder. It also answers each job's lease, which the worker
-// reads next.
+// on one row; a message both probes find is claimed once. It locks the
+// messages and writes nothing (see claims), and answers each job's lease,
+// which the worker reads next.
 const reserveSQL = `
 WITH mine AS MATERIALIZED (
 	SELECT id, job FROM flowgen_messages f
-	WHERE stream = $1 AND holder = $4 AND NOT done AND visible_at <= $2
-	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
-	ORDER BY visible_at, id LIMIT $5
+	WHERE stream = $1 AND holder = $3 AND NOT done AND visible_at <= $2
+	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $3 AND l.expires > $2)
+	ORDER BY visible_at, id LIMIT $4
 	FOR UPDATE SKIP LOCKED
 ), others AS MATERIALIZED (
 	SELECT id, job FROM flowgen_messages f
 	WHERE stream = $1 AND NOT done AND open_at <= $2
-	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $4 AND l.expires > $2)
-	ORDER BY open_at, id LIMIT (SELECT $5 - count(*) FROM mine)
+	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $3 AND l.expires > $2)
+	ORDER BY open_at, id LIMIT (SELECT $4 - count(*) FROM mine)
 	FOR UPDATE SKIP LOCKED
 )
-UPDATE flowgen_messages m SET visible_at = $3, open_at = $3, holder = $4, attempt = m.attempt + 1, token = m.token + 1
+SELECT m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason, l.owner, l.token, l.expires
 FROM (SELECT id, job FROM mine UNION SELECT id, job FROM others) pick
-	LEFT JOIN flowgen_leases l ON l.job = pick.job
-WHERE m.stream = $1 AND m.id = pick.id
-RETURNING m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason, l.owner, l.token, l.expires`
+	JOIN flowgen_messages m ON m.stream = $1 AND m.id = pick.id
+	LEFT JOIN flowgen_leases l ON l.job = pick.job`
+
+// claims are the reservations a transaction made and has not written yet.
+// Reserve locks the messages it claims and returns them as reserved; the
+// update that records a reservation (attempt, token, visibility, holder)
+// waits here. A message acknowledged in the same transaction then goes
+// from ready to done in one update and its reservation is never written:
+// a folded delivery's message is updated once, not twice, with one new
+// index entry instead of four. What waits is written in front of the
+// commit, and in front of anything that reads or changes those messages
+// (another Reserve, Nack, Return, DeadLetter, Pending, a lease release) or
+// begins a savepoint, which could undo an acknowledgement that replaced a
+// reservation. Meanwhile the rows stay locked: no other worker claims them,
+// and none sees them before the commit, as with an update.
+type claims struct {
+	stream, owner string
+	until         int64               // the reservations' visibility
+	from          map[[16]byte]uint64 // message id -> its token before the reservation
+}
+
+// claimSQL writes the reservations of claims.
+const claimSQL = `UPDATE flowgen_messages m SET visible_at = $3, open_at = $3, holder = $4, attempt = m.attempt + 1, token = m.token + 1
+	WHERE m.stream = $1 AND m.id = ANY($2)`
+
+// writeClaims puts the update of the reservations that wait in front of
+// the transaction's next statement.
+func (t *tx) writeClaims() error {
+	c := t.claims
+	t.claims = nil
+	if c == nil || len(c.from) == 0 {
+		return nil
+	}
+	ids := make(pq.ByteaArray, 0, len(c.from))
+	for id := range c.from {
+		ids = append(ids, id[:])
+	}
+	text, err := inline(claimSQL, []any{c.stream, ids, c.until, c.owner})
+	if err != nil {
+		return err
+	}
+	t.prefix = append(t.prefix, ahead{text: text})
+	return nil
+}
+
+// acknowledging returns the token an acknowledgement of rc must find: the
+// one before the reservation, which it replaces, while the reservation
+// waits; rc's own once the reservation is written.
+func (t *tx) acknowledging(rc store.Receipt) (uint64, error) {
+	if c := t.claims; c != nil && c.stream == rc.Stream {
+		if from, ok := c.from[rc.ID]; ok && from+1 == rc.Token {
+			delete(c.from, rc.ID)
+			return from, nil
+		}
+	}
+	return rc.Token, t.writeClaims()
+}
 
 func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
+	if err := t.writeClaims(); err != nil {
+		return nil, err
+	}
 	if err := t.flush(); err != nil {
 		return nil, err
 	}
-	rows, err := t.query(reserveSQL, stream, t.now.UnixNano(), t.now.Add(visibility).UnixNano(), owner, int64(max))
+	rows, err := t.query(reserveSQL, stream, t.now.UnixNano(), owner, int64(max))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	c := &claims{stream: stream, owner: owner, until: t.now.Add(visibility).UnixNano(), from: map[[16]byte]uint64{}}
 	var ms []store.Message
 	for rows.Next() {
 		var l leaseRow
@@ -94,6 +154,10 @@ func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([
 			return nil, err
 		}
 		t.rememberLease(m.Job, l)
+		c.from[m.ID] = m.Receipt.Token
+		m.Attempt++
+		m.Receipt.Token++
+		m.NotBefore = time.Unix(0, c.until)
 		ms = append(ms, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -102,6 +166,7 @@ func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([
 	if len(ms) == 0 {
 		return nil, store.ErrEmpty
 	}
+	t.claims = c
 	store.SortByJob(ms)
 	return ms, nil
 }
@@ -134,6 +199,9 @@ func stale(rc store.Receipt) error {
 // Lookups by key say "done IS NOT TRUE", not "NOT done", so that no partial
 // index of ready messages looks usable to the planner (migration 3).
 func (t *tx) current(rc store.Receipt) (store.Message, error) {
+	if err := t.writeClaims(); err != nil {
+		return store.Message{}, err
+	}
 	if err := t.flush(); err != nil {
 		return store.Message{}, err
 	}
@@ -150,8 +218,8 @@ func (t *tx) current(rc store.Receipt) (store.Message, error) {
 // onReceipt sends an operation on the message a receipt names with the
 // queued writes; it fails with ErrStaleReceipt, changing nothing, unless
 // the receipt is the latest reservation.
-func (t *tx) onReceipt(o op, rc store.Receipt) error {
-	o.t, o.k, o.a = rc.Stream, rc.ID[:], int64(rc.Token)
+func (t *tx) onReceipt(o op, rc store.Receipt, token uint64) error {
+	o.t, o.k, o.a = rc.Stream, rc.ID[:], int64(token)
 	_, applied, err := t.answer(o)
 	if err != nil {
 		return err
@@ -163,15 +231,26 @@ func (t *tx) onReceipt(o op, rc store.Receipt) error {
 }
 
 func (t *tx) Ack(rc store.Receipt) error {
-	return t.onReceipt(op{kind: opAck}, rc)
+	token, err := t.acknowledging(rc)
+	if err != nil {
+		return err
+	}
+	return t.onReceipt(op{kind: opAck}, rc, token)
 }
 
 func (t *tx) Settle(rc store.Receipt) error {
-	return t.queue(op{kind: opSettle, t: rc.Stream, k: rc.ID[:], a: int64(rc.Token)})
+	token, err := t.acknowledging(rc)
+	if err != nil {
+		return err
+	}
+	return t.queue(op{kind: opSettle, t: rc.Stream, k: rc.ID[:], a: int64(token)})
 }
 
 func (t *tx) Nack(rc store.Receipt, delay time.Duration) error {
-	return t.onReceipt(op{kind: opNack, b: t.now.Add(delay).UnixNano()}, rc)
+	if err := t.writeClaims(); err != nil {
+		return err
+	}
+	return t.onReceipt(op{kind: opNack, b: t.now.Add(delay).UnixNano()}, rc, rc.Token)
 }
 
 // returnSQL is nack with the reservation's attempt taken back.
@@ -179,6 +258,9 @@ const returnSQL = `UPDATE flowgen_messages m SET token = m.token + 1, visible_at
 	WHERE m.stream = $1 AND m.id = $2 AND m.token = $3 AND m.done IS NOT TRUE RETURNING 1`
 
 func (t *tx) Return(rc store.Receipt, delay time.Duration) error {
+	if err := t.writeClaims(); err != nil {
+		return err
+	}
 	if err := t.flush(); err != nil {
 		return err
 	}
@@ -206,6 +288,9 @@ func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 }
 
 func (t *tx) Pending(stream string) ([]store.Message, error) {
+	if err := t.writeClaims(); err != nil {
+		return nil, err
+	}
 	if err := t.flush(); err != nil {
 		return nil, err
 	}
@@ -330,6 +415,9 @@ UPDATE flowgen_messages m SET open_at = m.visible_at
 FROM released WHERE m.job = released.job AND m.holder = $2 AND NOT m.done AND m.open_at > m.visible_at`
 
 func (t *tx) ReleaseLease(want store.Lease) error {
+	if err := t.writeClaims(); err != nil {
+		return err
+	}
 	if err := t.flush(); err != nil {
 		return err
 	}
