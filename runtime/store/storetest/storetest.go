@@ -65,6 +65,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"ConcurrentReserveDeliversOnce", testConcurrentReserve},
 		{"ReserveTakesSeveral", testReserveSeveral},
+		{"SettleInTheReservingTransaction", testSettleWhereReserved},
 		{"ReturnTakesBackTheAttempt", testReturn},
 		{"AtomicallyUndoesOnlyItsUnit", testAtomically},
 		{"DurableAcrossReopen", testDurableAcrossReopen},
@@ -982,6 +983,80 @@ func testReserveSeveral(t *testing.T, h *harness) {
 		}
 		return nil
 	})
+}
+
+// testSettleWhereReserved: in the transaction that reserved them, one
+// message is settled, one handed back and one dead-lettered, and one is
+// left reserved. After the commit the settled one is gone for good, the
+// one handed back is ready again with its attempt taken back, the dead
+// one is on the dead stream, and the one left reserved is invisible until
+// its visibility runs out, then delivered again as its second attempt;
+// its first receipt is stale by then.
+func testSettleWhereReserved(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		for i := range 4 {
+			if err := tx.Enqueue(store.Message{Stream: "s", ID: id(byte(i + 1)), Job: []byte{byte('a' + i)}, Payload: []byte{byte('0' + i)}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var kept store.Message
+	h.update(func(tx store.Tx) error {
+		ms, err := tx.Reserve("s", "w1", time.Minute, 4)
+		if err != nil || len(ms) != 4 {
+			return fmt.Errorf("reserved %d: %v", len(ms), err)
+		}
+		if err := tx.Settle(ms[0].Receipt); err != nil {
+			return err
+		}
+		if err := tx.Settle(ms[0].Receipt); err != nil { // settled already: nothing
+			return err
+		}
+		if err := tx.Return(ms[1].Receipt, 0); err != nil {
+			return err
+		}
+		if err := tx.DeadLetter(ms[2].Receipt, "poison"); err != nil {
+			return err
+		}
+		kept = ms[3]
+		return nil
+	})
+	var pending []store.Message
+	h.update(func(tx store.Tx) error {
+		var err error
+		pending, err = tx.Pending("s")
+		return err
+	})
+	if len(pending) != 2 || string(pending[0].Payload)+string(pending[1].Payload) != "13" && string(pending[0].Payload)+string(pending[1].Payload) != "31" {
+		t.Fatalf("pending after the commit: %v, want the handed-back and the kept message", pending)
+	}
+	m, err := h.reserve("s", time.Minute)
+	if err != nil || string(m.Payload) != "1" || m.Attempt != 1 {
+		t.Fatalf("reserved %q attempt %d (%v), want the handed-back message at attempt 1", m.Payload, m.Attempt, err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Ack(m.Receipt) })
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("the kept message was delivered before its visibility ran out: %v", err)
+	}
+	var dead []store.Message
+	h.update(func(tx store.Tx) error {
+		var err error
+		dead, err = tx.Pending("s" + store.DeadLetterSuffix)
+		return err
+	})
+	if len(dead) != 1 || string(dead[0].Payload) != "2" || dead[0].Reason != "poison" {
+		t.Fatalf("dead letters %v, want the poisoned message", dead)
+	}
+	h.clock.Advance(2 * time.Minute)
+	again, err := h.reserve("s", time.Minute)
+	if err != nil || string(again.Payload) != "3" || again.Attempt != 2 {
+		t.Fatalf("reserved %q attempt %d (%v), want the kept message at attempt 2", again.Payload, again.Attempt, err)
+	}
+	err = h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Ack(kept.Receipt) })
+	if !errors.Is(err, store.ErrStaleReceipt) {
+		t.Fatalf("ack with the first receipt: %v, want ErrStaleReceipt", err)
+	}
 }
 
 // testAtomically: on a store whose transactions have savepoints, a unit
