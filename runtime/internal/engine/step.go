@@ -609,11 +609,6 @@ func ignoreStale(err error) error {
 	return err
 }
 
-// crash passes a crash point. Once the hook has crashed the engine, every
-// later point fails with the same error, as in a process that died: a
-// backend may run a failed Update's function again (bbolt's group commit
-// runs it alone, PostgreSQL reruns a deadlock's victim), and a crashed
-// engine must not carry on there.
 // hasCrashed reports whether the crash hook crashed the engine.
 func (e *Engine) hasCrashed() bool {
 	e.crashMu.Lock()
@@ -621,6 +616,11 @@ func (e *Engine) hasCrashed() bool {
 	return e.crashed != nil
 }
 
+// crash passes a crash point. Once the hook has crashed the engine, every
+// later point fails with the same error, as in a process that died: a
+// backend may run a failed Update's function again (bbolt's group commit
+// runs it alone, PostgreSQL reruns a deadlock's victim), and a crashed
+// engine must not carry on there.
 func (e *Engine) crash(point string) error {
 	if e.opts.CrashPoint == nil {
 		return nil
