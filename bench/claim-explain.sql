@@ -26,7 +26,7 @@ ROLLBACK;
 UPDATE flowgen_messages SET holder = 'A', open_at = 9000000000000000000 WHERE job <> '\xffff';
 VACUUM ANALYZE flowgen_messages;
 
-\echo AFTER (migration 2, a batch of up to 16)
+\echo AFTER (migration 2, a batch of up to 16; the claim locks, its update waits for the commit)
 EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF)
 WITH mine AS MATERIALIZED (
 	SELECT id FROM flowgen_messages f WHERE stream = 'flowgen.work' AND holder = 'B' AND NOT done AND visible_at <= 1000000
@@ -37,7 +37,6 @@ WITH mine AS MATERIALIZED (
 	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> 'B' AND l.expires > 1000000)
 	ORDER BY open_at, id LIMIT (SELECT 16 - count(*) FROM mine) FOR UPDATE SKIP LOCKED
 )
-UPDATE flowgen_messages m SET visible_at = 2000000, open_at = 2000000, holder = 'B', attempt = m.attempt + 1, token = m.token + 1
-FROM (SELECT id FROM mine UNION SELECT id FROM others) pick
-WHERE m.stream = 'flowgen.work' AND m.id = pick.id RETURNING m.id;
+SELECT m.id FROM (SELECT id FROM mine UNION SELECT id FROM others) pick
+	JOIN flowgen_messages m ON m.stream = 'flowgen.work' AND m.id = pick.id;
 DROP SCHEMA zzclaim CASCADE;
