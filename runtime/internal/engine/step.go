@@ -78,6 +78,9 @@ type entry struct {
 	// gather is the fan-out shard the delivery's steps completed, which
 	// its transaction counts last (gatherAll).
 	gather *gather
+	// result is the activation's result as its steps commit wrote or read
+	// it: step 3 in the same commit needs no read for it.
+	result []byte
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
 	heartbeat atomic.Int64
@@ -382,6 +385,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := tx.PutOnce(resultKey(job, t.Act), raw); err != nil {
 			return false, err
 		}
+		en.result = raw
 		if res.failed() && t.Join == "" { // a forEach join judges its elements
 			msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
 			if err := tx.Put(failKey(job, t.Act), []byte(msg)); err != nil {
@@ -404,6 +408,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := json.Unmarshal(raw, res); err != nil {
 			return false, err
 		}
+		en.result = raw
 	}
 	children, g, err := e.router.route(tx, c, job, t, *res)
 	if err != nil {
@@ -555,7 +560,11 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		}
 	}
 	if !started {
-		if err := e.complete(tx, en.job, end, out); err != nil {
+		known := map[string][]byte{}
+		if en.result != nil {
+			known[string(resultKey(en.job, en.t.Act))] = en.result
+		}
+		if err := e.complete(tx, en.job, end, out, known); err != nil {
 			return err
 		}
 		// A finished job's lease has nothing left to hand over at
@@ -609,6 +618,32 @@ func ignoreStale(err error) error {
 	return err
 }
 
+// readResults returns the values of keys: those in known as they are,
+// the others in one read.
+func readResults(tx store.Tx, keys [][]byte, known map[string][]byte) ([][]byte, error) {
+	raws := make([][]byte, len(keys))
+	var missing [][]byte
+	var at []int
+	for i, k := range keys {
+		if raw, ok := known[string(k)]; ok {
+			raws[i] = raw
+			continue
+		}
+		missing, at = append(missing, k), append(at, i)
+	}
+	if len(missing) == 0 {
+		return raws, nil
+	}
+	read, _, err := tx.ReadMany(missing, nil)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		raws[i] = read[j]
+	}
+	return raws, nil
+}
+
 // hasCrashed reports whether the crash hook crashed the engine.
 func (e *Engine) hasCrashed() bool {
 	e.crashMu.Lock()
@@ -633,8 +668,11 @@ func (e *Engine) crash(point string) error {
 	return e.crashed
 }
 
-// complete writes the job's final status from its activations' results.
-func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcome) error {
+// complete writes the job's final status from its activations' results;
+// known holds results the caller has in hand, by key (the closing
+// activation's own, usually the only terminal one), which it need not
+// read.
+func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcome, known map[string][]byte) error {
 	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC(),
 		Errors: out.errors, Compensated: out.compensated}
 	var meta jobMeta
@@ -645,7 +683,7 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcom
 	if len(out.errors) > 0 {
 		st.State = runtype.StateFailed
 	}
-	raws, _, err := tx.ReadMany(out.results, nil) // every terminal result in one read
+	raws, err := readResults(tx, out.results, known)
 	if err != nil {
 		return err
 	}
