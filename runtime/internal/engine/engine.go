@@ -152,7 +152,9 @@ func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) 
 	}
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		now := e.now().UTC()
-		return e.createJob(tx, job, c, jobMeta{Flow: flow, Input: input, Started: now, Budget: budgetFrom(c.Budget, now)}, c.entries)
+		// A fresh UUIDv7 names no job yet: no read to find out (a round
+		// trip on PostgreSQL), and the meta's put-once still guards it.
+		return e.writeJob(tx, job, c, jobMeta{Flow: flow, Input: input, Started: now, Budget: budgetFrom(c.Budget, now)}, c.entries)
 	})
 	if err != nil {
 		return runtype.JobID{}, fmt.Errorf("start %s: %w", flow, err)
@@ -167,6 +169,11 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 	if _, err := tx.Get(metaKey(job)); err == nil {
 		return nil
 	}
+	return e.writeJob(tx, job, c, meta, entries)
+}
+
+// writeJob is createJob for a job that does not exist yet.
+func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, meta jobMeta, entries []string) error {
 	raw, err := json.Marshal(meta)
 	if err != nil {
 		return err
