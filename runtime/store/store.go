@@ -173,6 +173,15 @@ type Savepoints interface {
 	Atomically(fn func(Tx) error) error
 }
 
+// CollatingReader is implemented by transactions whose reads cost a
+// round trip (PostgreSQL; not bbolt): a step that may close its job reads
+// what closing needs in the round trip of its collation.
+type CollatingReader interface {
+	// CollateAndRead is Collate followed by ReadMany of keys and
+	// counters, in one round trip; the reads see what the collation did.
+	CollateAndRead(semaphore []byte, delta, threshold int64, guid []byte, weight int64, keys, counters [][]byte) (hit bool, values [][]byte, ns []int64, err error)
+}
+
 // Notifier is implemented by stores that can tell idle workers when a
 // message is published, so latency is not bounded by a poll interval.
 type Notifier interface {

@@ -79,8 +79,10 @@ type entry struct {
 	// its transaction counts last (gatherAll).
 	gather *gather
 	// result is the activation's result as its steps commit wrote or read
-	// it: step 3 in the same commit needs no read for it.
+	// it, and ending what step 3 reads when the store read it with the
+	// collation: step 3 in the same commit needs no read for them.
 	result []byte
+	ending *ending
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
 	heartbeat atomic.Int64
@@ -435,7 +437,19 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err := markStep(tx, en, en.guid, append(steps, 2)...); err != nil {
 		return false, err
 	}
+	en.ending = nil
 	delta := semaphoreDelta(t, children)
+	if cr, ok := tx.(store.CollatingReader); ok && delta < 0 {
+		// This step may close the job: what step 3 reads comes with the
+		// collation's answer.
+		keys, counters := endingKeys(en)
+		hit, values, ns, err := cr.CollateAndRead(semKey(job), delta, 0, en.guidKey(), ledger.JobClosed, keys, counters)
+		if hit {
+			end := endingOf(values, ns)
+			en.ending = &end
+		}
+		return hit, err
+	}
 	if delta == 0 {
 		// One child takes this activation's obligation over: the
 		// semaphore would not move, and it cannot be at zero while this
@@ -523,18 +537,34 @@ type ending struct {
 	compensating, killed bool
 }
 
+// endingKeys are what step 3 reads: the job's meta, compensation marker
+// and tombstone, the message's GUID ledger and the activation's ledger.
+func endingKeys(en *entry) (keys, counters [][]byte) {
+	return [][]byte{metaKey(en.job), compensationKey(en.job), tombKey(en.job)}, [][]byte{en.guidKey(), en.actKey()}
+}
+
+// endingOf is the ending that values and counters, read for endingKeys,
+// describe.
+func endingOf(values [][]byte, counters []int64) ending {
+	return ending{guid: ledger.GUID(counters[0]), act: ledger.Activity(counters[1]),
+		meta: values[0], compensating: values[1] != nil, killed: values[2] != nil}
+}
+
 // finish runs step 3 in tx when this message closed its job and the job
 // is not completed yet; fenced says the transaction has already checked
 // the lease.
 func (e *Engine) finish(tx store.Tx, en *entry, fenced bool) error {
-	values, counters, err := tx.ReadMany(
-		[][]byte{metaKey(en.job), compensationKey(en.job), tombKey(en.job)},
-		[][]byte{en.guidKey(), en.actKey()})
-	if err != nil {
-		return err
+	var end ending
+	if en.ending != nil {
+		end = *en.ending // read with the collation that closed the job
+	} else {
+		keys, counters := endingKeys(en)
+		values, ns, err := tx.ReadMany(keys, counters)
+		if err != nil {
+			return err
+		}
+		end = endingOf(values, ns)
 	}
-	end := ending{guid: ledger.GUID(counters[0]), act: ledger.Activity(counters[1]),
-		meta: values[0], compensating: values[1] != nil, killed: values[2] != nil}
 	if !end.guid.NeedsCompletion() {
 		return nil
 	}

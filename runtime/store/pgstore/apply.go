@@ -80,6 +80,16 @@ func (b *batch) reset() { *b = batch{} }
 // readMany asks for values and counters with the queued writes, in the
 // same round trip.
 func (t *tx) readMany(keys, counters [][]byte) ([][]byte, []int64, error) {
+	replies, err := t.ask(reads(keys, counters)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	values, ns := answers(replies, keys, counters)
+	return values, ns, nil
+}
+
+// reads are the operations that read keys and counters.
+func reads(keys, counters [][]byte) []op {
 	ops := make([]op, 0, len(keys)+len(counters))
 	for _, k := range keys {
 		ops = append(ops, op{kind: opGet, k: k})
@@ -87,10 +97,11 @@ func (t *tx) readMany(keys, counters [][]byte) ([][]byte, []int64, error) {
 	for _, k := range counters {
 		ops = append(ops, op{kind: opCounter, k: k})
 	}
-	replies, err := t.ask(ops...)
-	if err != nil {
-		return nil, nil, err
-	}
+	return ops
+}
+
+// answers are the values and counters the replies to reads give.
+func answers(replies []reply, keys, counters [][]byte) ([][]byte, []int64) {
 	values, ns := make([][]byte, len(keys)), make([]int64, len(counters))
 	for i := range keys {
 		if r := replies[i]; r.applied {
@@ -100,7 +111,7 @@ func (t *tx) readMany(keys, counters [][]byte) ([][]byte, []int64, error) {
 	for i := range counters {
 		ns[i] = replies[len(keys)+i].value
 	}
-	return values, ns, nil
+	return values, ns
 }
 
 // args are flowgen_apply's arguments for the batch at now.

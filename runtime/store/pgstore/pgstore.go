@@ -441,11 +441,22 @@ func (t *tx) Bump(key []byte, delta, max int64) error {
 }
 
 func (t *tx) Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error) {
-	_, hit, err := t.answer(op{kind: opCollate, k: semaphore, a: delta, b: threshold, k2: guid, c: weight})
+	hit, _, _, err := t.CollateAndRead(semaphore, delta, threshold, guid, weight, nil, nil)
+	return hit, err
+}
+
+var _ store.CollatingReader = (*tx)(nil)
+
+// CollateAndRead implements store.CollatingReader: the collation and the
+// reads are operations of one flowgen_apply call.
+func (t *tx) CollateAndRead(semaphore []byte, delta, threshold int64, guid []byte, weight int64, keys, counters [][]byte) (bool, [][]byte, []int64, error) {
+	ops := append([]op{{kind: opCollate, k: semaphore, a: delta, b: threshold, k2: guid, c: weight}}, reads(keys, counters)...)
+	replies, err := t.ask(ops...)
 	if err != nil {
-		return false, fmt.Errorf("collate: %w", err)
+		return false, nil, nil, fmt.Errorf("collate: %w", err)
 	}
-	return hit, nil
+	values, ns := answers(replies[1:], keys, counters)
+	return replies[0].applied, values, ns, nil
 }
 
 // redact hides a password in a connection string for error messages.

@@ -393,6 +393,29 @@ func testCollate(t *testing.T, h *harness) {
 	if !errors.Is(err, store.ErrOverflow) {
 		t.Fatalf("semaphore below zero: %v", err)
 	}
+	// A store that reads along with a collation shows the reads what the
+	// collation did, and reads what is absent as absent.
+	h.update(func(tx store.Tx) error {
+		cr, ok := tx.(store.CollatingReader)
+		if !ok {
+			return nil
+		}
+		if err := tx.Put([]byte("meta"), []byte("m")); err != nil {
+			return err
+		}
+		if _, err := tx.Add([]byte("sem2"), 1, 1<<40); err != nil {
+			return err
+		}
+		hit, values, ns, err := cr.CollateAndRead([]byte("sem2"), -1, 0, []byte("guid2"), weight,
+			[][]byte{[]byte("meta"), []byte("none")}, [][]byte{[]byte("guid2"), []byte("sem2")})
+		if err != nil {
+			return err
+		}
+		if !hit || string(values[0]) != "m" || values[1] != nil || ns[0] != weight || ns[1] != 0 {
+			t.Errorf("collate and read: hit %v, values %q, counters %v; want true, [m <nil>], [%d 0]", hit, values, ns, int64(weight))
+		}
+		return nil
+	})
 }
 
 func testStreamDelivery(t *testing.T, h *harness) {
