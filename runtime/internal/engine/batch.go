@@ -83,21 +83,21 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 	var claimed int
 	var entered []*entry
 	var optimistic bool
-	claim := func(careful bool) error {
+	try := func(careful bool) error {
 		return e.store.Update(ctx, func(tx store.Tx) error {
 			var err error
 			claimed, entered, optimistic, err = e.claim(ctx, tx, max, careful) // fn may run again
 			return err
 		})
 	}
-	err := claim(false)
+	err := try(false)
 	if err != nil && optimistic && ctx.Err() == nil && !e.hasCrashed() {
 		// A unit folded without a savepoint failed, or one of its writes
 		// was refused at the commit: nothing of the batch committed. Claim
 		// again with a savepoint around each unit, so that only the unit
 		// that fails is undone.
 		e.log.Info("a batch folded without savepoints failed; claiming again with them", "err", err)
-		err = claim(true)
+		err = try(true)
 	}
 	if lim.claims != nil {
 		<-lim.claims

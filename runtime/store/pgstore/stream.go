@@ -120,6 +120,15 @@ func (t *tx) writeClaims() error {
 	return nil
 }
 
+// flushMessages sends the reservations and the writes that wait, before
+// a statement that reads or changes messages.
+func (t *tx) flushMessages() error {
+	if err := t.writeClaims(); err != nil {
+		return err
+	}
+	return t.flush()
+}
+
 // acknowledging returns the token an acknowledgement of rc must find: the
 // one before the reservation, which it replaces, while the reservation
 // waits; rc's own once the reservation is written.
@@ -134,10 +143,7 @@ func (t *tx) acknowledging(rc store.Receipt) (uint64, error) {
 }
 
 func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
-	if err := t.writeClaims(); err != nil {
-		return nil, err
-	}
-	if err := t.flush(); err != nil {
+	if err := t.flushMessages(); err != nil {
 		return nil, err
 	}
 	rows, err := t.query(reserveSQL, stream, t.now.UnixNano(), owner, int64(max))
@@ -199,10 +205,7 @@ func stale(rc store.Receipt) error {
 // Lookups by key say "done IS NOT TRUE", not "NOT done", so that no partial
 // index of ready messages looks usable to the planner (migration 3).
 func (t *tx) current(rc store.Receipt) (store.Message, error) {
-	if err := t.writeClaims(); err != nil {
-		return store.Message{}, err
-	}
-	if err := t.flush(); err != nil {
+	if err := t.flushMessages(); err != nil {
 		return store.Message{}, err
 	}
 	row := t.queryRow(`SELECT id, job, payload, visible_at, attempt, token, reason
@@ -258,10 +261,7 @@ const returnSQL = `UPDATE flowgen_messages m SET token = m.token + 1, visible_at
 	WHERE m.stream = $1 AND m.id = $2 AND m.token = $3 AND m.done IS NOT TRUE RETURNING 1`
 
 func (t *tx) Return(rc store.Receipt, delay time.Duration) error {
-	if err := t.writeClaims(); err != nil {
-		return err
-	}
-	if err := t.flush(); err != nil {
+	if err := t.flushMessages(); err != nil {
 		return err
 	}
 	at := t.now.Add(delay).UnixNano()
@@ -288,10 +288,7 @@ func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 }
 
 func (t *tx) Pending(stream string) ([]store.Message, error) {
-	if err := t.writeClaims(); err != nil {
-		return nil, err
-	}
-	if err := t.flush(); err != nil {
+	if err := t.flushMessages(); err != nil {
 		return nil, err
 	}
 	rows, err := t.query(`SELECT id, job, payload, visible_at, attempt, token, reason
@@ -415,10 +412,7 @@ UPDATE flowgen_messages m SET open_at = m.visible_at
 FROM released WHERE m.job = released.job AND m.holder = $2 AND NOT m.done AND m.open_at > m.visible_at`
 
 func (t *tx) ReleaseLease(want store.Lease) error {
-	if err := t.writeClaims(); err != nil {
-		return err
-	}
-	if err := t.flush(); err != nil {
+	if err := t.flushMessages(); err != nil {
 		return err
 	}
 	delete(t.leases, string(want.Job))
