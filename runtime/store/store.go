@@ -85,10 +85,10 @@ type ReadTx interface {
 
 // Tx is a read-write transaction.
 //
-// Put, PutOnce, Delete, Bump, Enqueue, Settle and Fence need no answer, and a
-// backend may hold them back and send them with the transaction's next
-// operation that needs one, or with the commit (the PostgreSQL store does,
-// to spend one round trip on many writes). Their errors are then returned
+// Put, PutOnce, Delete, Bump, Enqueue, EnqueueReserved, Settle and Fence
+// need no answer, and a backend may hold them back and send them with the
+// transaction's next operation that needs one, or with the commit (the
+// PostgreSQL store does, to spend one round trip on many writes). Their errors are then returned
 // by that later operation, or by Update, and the transaction fails: a
 // caller that would go on after such an error (ErrConflict from PutOnce,
 // say) reads first instead. Reads always see the transaction's own writes.
@@ -127,6 +127,15 @@ type Tx interface {
 	// Enqueueing an ID that is already pending or was acknowledged is a
 	// no-op, so publishing is idempotent per message ID.
 	Enqueue(m Message) error
+	// EnqueueReserved is Enqueue and a reservation of m by owner in one
+	// write: it returns m as Reserve would (attempt 1, a receipt, invisible
+	// for visibility), so a worker that publishes a job's next step can
+	// take it on itself, in this transaction or after its commit, without
+	// reserving it. m.NotBefore is ignored. An ID that is already pending
+	// or was acknowledged fails the transaction with ErrConflict (the
+	// backend may report it later, see Tx): a receipt for it could name
+	// another delivery's reservation.
+	EnqueueReserved(m Message, owner string, visibility time.Duration) (Message, error)
 	// Ack removes the reserved message for good. Ack, Nack and DeadLetter
 	// fail with ErrStaleReceipt, changing nothing and leaving the rest of the
 	// transaction intact, when r is not the message's latest reservation.

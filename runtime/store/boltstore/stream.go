@@ -82,6 +82,21 @@ func (t *tx) Enqueue(m store.Message) error {
 	return t.putRecord(m.Stream, m.ID, record{Job: m.Job, Payload: m.Payload, VisibleAt: at.UnixNano()})
 }
 
+func (t *tx) EnqueueReserved(m store.Message, owner string, visibility time.Duration) (store.Message, error) {
+	if m.Stream == "" {
+		return store.Message{}, fmt.Errorf("enqueue: empty stream name")
+	}
+	key := msgKey(m.Stream, m.ID)
+	if t.b(bucketDone).Get(key) != nil || t.b(bucketMsgs).Get(key) != nil {
+		return store.Message{}, fmt.Errorf("enqueue reserved: message %x on %s: already published: %w", m.ID, m.Stream, store.ErrConflict)
+	}
+	r := record{Job: m.Job, Payload: m.Payload, VisibleAt: t.now.Add(visibility).UnixNano(), Attempt: 1, Token: 1}
+	if err := t.putRecord(m.Stream, m.ID, r); err != nil {
+		return store.Message{}, err
+	}
+	return message(m.Stream, m.ID, r), nil
+}
+
 func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
 	type found struct {
 		id [16]byte

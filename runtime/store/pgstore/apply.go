@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -76,6 +77,27 @@ type reply struct {
 }
 
 func (b *batch) reset() { *b = batch{} }
+
+// mergeBump adds delta to the last queued operation on the counter key
+// when that is a bump of the same sign and bound, and reports whether it
+// did: two bumps of one sign leave [0, max] together exactly when one of
+// them would, so the transaction fails or commits as it would have, and
+// the counter's row is written once. A ledger's entry and its steps in
+// one commit are one write this way. Writes queued before a savepoint
+// have left the batch, so no unit merges into what it could not undo.
+func (b *batch) mergeBump(key []byte, delta, max int64) bool {
+	for i := len(b.op) - 1; i >= 0; i-- {
+		if !bytes.Equal(b.k[i], key) && !bytes.Equal(b.k2[i], key) {
+			continue
+		}
+		if opKind(b.op[i]) != opBump || b.b[i] != max || (b.a[i] < 0) != (delta < 0) {
+			return false
+		}
+		b.a[i] += delta
+		return true
+	}
+	return false
+}
 
 // readMany asks for values and counters with the queued writes, in the
 // same round trip.

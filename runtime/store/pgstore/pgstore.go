@@ -437,6 +437,9 @@ func (t *tx) Add(key []byte, delta, max int64) (int64, error) {
 }
 
 func (t *tx) Bump(key []byte, delta, max int64) error {
+	if t.failed == nil && t.pending.mergeBump(key, delta, max) {
+		return nil
+	}
 	return t.queue(op{kind: opBump, k: key, a: delta, b: max})
 }
 

@@ -39,6 +39,25 @@ func (t *tx) Enqueue(m store.Message) error {
 		a: at.UnixNano(), u: holder, b: open.UnixNano()})
 }
 
+// EnqueueReserved publishes m reserved once by owner (migration 4): the
+// holder is owner, and the message is invisible to everyone, owner too,
+// until the reservation's visibility runs out. Nobody is told: nobody
+// may take it now.
+func (t *tx) EnqueueReserved(m store.Message, owner string, visibility time.Duration) (store.Message, error) {
+	if m.Stream == "" {
+		return store.Message{}, errors.New("enqueue: empty stream name")
+	}
+	until := t.now.Add(visibility).UnixNano()
+	err := t.queue(op{kind: opEnqueue, t: m.Stream, k: m.ID[:], k2: m.Job, v: nonNil(m.Payload),
+		a: until, u: owner, b: until, c: 1})
+	if err != nil {
+		return store.Message{}, err
+	}
+	m.Attempt, m.Reason, m.NotBefore = 1, "", time.Unix(0, until)
+	m.Receipt = store.Receipt{ID: m.ID, Stream: m.Stream, Token: 1}
+	return m, nil
+}
+
 // notifyChannel carries publish notifications; the payload is the stream.
 const notifyChannel = "flowgen_messages"
 

@@ -58,6 +58,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"StreamNackAndDeadLetter", testStreamNackAndDeadLetter},
 		{"EnqueueIsIdempotent", testEnqueueIsIdempotent},
 		{"EnqueueInFailedUpdateIsNotPublished", testEnqueueInFailedUpdate},
+		{"EnqueueReserved", testEnqueueReserved},
 		{"Leases", testLeases},
 		{"FencedCommitIsRejected", testFencedCommit},
 		{"ReserveSkipsJobsLeasedByOthers", testReserveAffinity},
@@ -340,6 +341,9 @@ func testHeldBackWrites(t *testing.T, h *harness) {
 	}{
 		{"bump past max", func(tx store.Tx) error { return tx.Bump([]byte("c"), 3, 10) }, store.ErrOverflow},
 		{"bump below zero", func(tx store.Tx) error { return tx.Bump([]byte("c"), -9, 10) }, store.ErrOverflow},
+		{"two bumps past max", func(tx store.Tx) error { return bumps(tx, "c", 10, 1, 2) }, store.ErrOverflow},
+		{"a bump below zero, then back", func(tx store.Tx) error { return bumps(tx, "c", 10, -9, 5) }, store.ErrOverflow},
+		{"a bump past max, then back", func(tx store.Tx) error { return bumps(tx, "c", 10, 3, -5) }, store.ErrOverflow},
 		{"put-once of another value", func(tx store.Tx) error { return tx.PutOnce([]byte("once"), []byte("b")) }, store.ErrConflict},
 	} {
 		h.update(func(tx store.Tx) error { return tx.PutOnce([]byte("once"), []byte("a")) })
@@ -363,6 +367,20 @@ func testHeldBackWrites(t *testing.T, h *harness) {
 	if n := h.counter("c"); n != 8 {
 		t.Fatalf("counter after refused bumps = %d, want 8", n)
 	}
+	h.update(func(tx store.Tx) error { return bumps(tx, "c", 10, 1, 1, -5, -3, 7) })
+	if n := h.counter("c"); n != 9 {
+		t.Fatalf("counter after bumps within range = %d, want 9", n)
+	}
+}
+
+// bumps bumps the counter key by each of deltas in turn, within [0, max].
+func bumps(tx store.Tx, key string, max int64, deltas ...int64) error {
+	for _, d := range deltas {
+		if err := tx.Bump([]byte(key), d, max); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func testCollate(t *testing.T, h *harness) {
@@ -573,6 +591,84 @@ func testEnqueueInFailedUpdate(t *testing.T, h *harness) {
 	})
 	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
 		t.Fatalf("message of a failed update was published: %v", err)
+	}
+}
+
+// testEnqueueReserved: a message published reserved is the first
+// delivery of a message published and reserved; its receipt works in the
+// publishing transaction and after it; it comes back when its visibility
+// runs out, and an id published before fails the publishing transaction.
+func testEnqueueReserved(t *testing.T, h *harness) {
+	publish := func(tx store.Tx, n byte) (store.Message, error) {
+		return tx.EnqueueReserved(store.Message{ID: id(n), Stream: "s", Job: []byte("j"), Payload: []byte{'0' + n}}, "w1", time.Minute)
+	}
+	var kept, nacked store.Message
+	h.update(func(tx store.Tx) error {
+		m, err := publish(tx, 1)
+		if err != nil {
+			return err
+		}
+		if m.Attempt != 1 || m.Receipt.ID != id(1) || string(m.Payload) != "1" {
+			return fmt.Errorf("published reserved: %+v", m)
+		}
+		if err := tx.Settle(m.Receipt); err != nil { // taken on and done in one commit
+			return err
+		}
+		if kept, err = publish(tx, 2); err != nil {
+			return err
+		}
+		if nacked, err = publish(tx, 3); err != nil {
+			return err
+		}
+		return tx.Nack(nacked.Receipt, 10*time.Second)
+	})
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("a message published reserved was delivered before its visibility ran out: %v", err)
+	}
+	h.clock.Advance(11 * time.Second)
+	m, err := h.reserve("s", time.Minute)
+	if err != nil || string(m.Payload) != "3" || m.Attempt != 2 {
+		t.Fatalf("after the nack: %q attempt %d (%v), want the nacked message at attempt 2", m.Payload, m.Attempt, err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Ack(m.Receipt) })
+	h.update(func(tx store.Tx) error { return tx.Ack(kept.Receipt) }) // after its publishing commit
+	h.clock.Advance(time.Hour)
+	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("acknowledged messages came back: %v", err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Enqueue(store.Message{ID: id(4), Stream: "s"}) })
+	for _, n := range []byte{1, 4} { // acknowledged, and pending
+		err := h.s.Update(context.Background(), func(tx store.Tx) error {
+			if _, err := publish(tx, n); err != nil {
+				return err
+			}
+			return tx.Put([]byte("after"), []byte("x"))
+		})
+		if !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("publishing reserved the published id %d: %v, want ErrConflict", n, err)
+		}
+		if _, err := h.get("after"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the refused publish committed its transaction: %v", err)
+		}
+	}
+	// Left to run out, the reservation comes back as a second attempt.
+	h.update(func(tx store.Tx) error {
+		_, err := publish(tx, 5)
+		return err
+	})
+	h.clock.Advance(2 * time.Minute)
+	for {
+		m, err := h.reserve("s", time.Minute)
+		if err != nil {
+			t.Fatalf("the abandoned reservation did not come back: %v", err)
+		}
+		h.update(func(tx store.Tx) error { return tx.Ack(m.Receipt) })
+		if m.ID == id(5) {
+			if m.Attempt != 2 {
+				t.Fatalf("the abandoned reservation came back at attempt %d, want 2", m.Attempt)
+			}
+			break
+		}
 	}
 }
 
