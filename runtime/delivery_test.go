@@ -157,9 +157,13 @@ func TestAtMostOnceSurvivesAPause(t *testing.T) {
 			r := newRigOn(t, b)
 			ctx := context.Background()
 			e := New(r.store, Options{Owner: "w", Now: r.clock.Now})
+			// b has effects, as at-most-once nodes do: it does not chain
+			// onto a (chain.go), and its delivery meets the pause.
+			send := Typed(NodeInfo{ID: "t.send", Effects: Effectful},
+				func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 			flow := &Flow{
 				Name:  "once",
-				Nodes: []*FlowNode{{Alias: "a", Runner: noop}, {Alias: "b", Runner: noop}},
+				Nodes: []*FlowNode{{Alias: "a", Runner: noop}, {Alias: "b", Runner: send}},
 				Edges: []Edge{{From: "a", FromPort: "out", To: "b", Delivery: AtMostOnce}},
 			}
 			if err := e.Register(flow); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -112,31 +113,27 @@ func TestBatchUndoesOnlyTheDeliveryThatFails(t *testing.T) {
 				}
 				jobs = append(jobs, job)
 			}
-			if n, err := e.StepBatch(ctx, 3); n != 3 || err != nil {
-				t.Fatalf("first batch: %d claimed, %v", n, err)
-			}
-			if strings.Contains(logged.String(), "claiming again") {
-				t.Fatalf("a batch without failures claimed again; log:\n%s", &logged)
-			}
 			doomed := jobs[1]
-			var act string
-			for a := range activityLedgers(t, r.store, doomed) {
-				if strings.HasPrefix(a, "b@") {
-					act = a
-				}
-			}
-			if act == "" {
-				t.Fatalf("no activation of b in %v", activityLedgers(t, r.store, doomed))
-			}
+			act := runtype.StepOf("b", "", "a").String()
 			err := r.store.Update(ctx, func(tx store.Tx) error {
 				return tx.Put([]byte("pid/"+doomed.String()+"/res/"+act), []byte(`{"planted":true}`))
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, err := e.StepBatch(ctx, 3)
-			if n != 3 || !errors.Is(err, store.ErrConflict) {
-				t.Fatalf("second batch: %d claimed, %v; want 3, and the planted result's conflict", n, err)
+			// On PostgreSQL b chains onto a in the first batch (chain.go);
+			// on bbolt the second batch takes the b's.
+			for batch := 1; err == nil && batch <= 2; batch++ {
+				var n int
+				if n, err = e.StepBatch(ctx, 3); n != 3 {
+					t.Fatalf("batch %d: %d claimed, %v; want 3", batch, n, err)
+				}
+			}
+			if !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("batches: %v, want the planted result's conflict", err)
+			}
+			if _, ok := activityLedgers(t, r.store, doomed)[act]; !ok {
+				t.Fatalf("no activation %s in %v", act, activityLedgers(t, r.store, doomed))
 			}
 			// On PostgreSQL the batch first folds without savepoints, fails
 			// whole, and claims again with a savepoint around each unit.

@@ -132,37 +132,52 @@ func (e *Engine) claim(ctx context.Context, tx store.Tx, max int, careful bool) 
 	if err != nil {
 		return 0, nil, false, err
 	}
-	var entered []*entry
-	var folded []foldable
-	ens, errs := e.enterAll(tx, ms)
-	for i, en := range ens {
-		if err := errs[i]; errors.Is(err, errPoison) {
-			if err := ignoreStale(tx.DeadLetter(ms[i].Receipt, err.Error())); err != nil {
-				return 0, nil, false, err
-			}
-			continue
-		} else if err != nil {
-			return 0, nil, false, err
-		}
-		entered = append(entered, en)
-		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
-			folded = append(folded, foldable{en, c})
-		}
+	entered, folded, err := e.admit(tx, ms)
+	if err != nil {
+		return 0, nil, false, err
 	}
 	if _, ok := tx.(store.Savepoints); !ok || len(folded) == 0 {
 		return len(ms), entered, false, nil
 	}
 	slices.SortStableFunc(folded, lockOrder)
-	gathers, err := e.runFolded(ctx, tx, folded, careful)
+	gathers, chained, err := e.runFolded(ctx, tx, folded, careful)
 	if err != nil {
 		return 0, nil, !careful, err
 	}
+	entered = append(entered, chained...)
 	// The completed shards count last, in one order (see gather); a
 	// failure here fails the batch, whose units counted them.
 	if err := e.gatherAll(tx, gathers); err != nil {
 		return 0, nil, !careful, err
 	}
 	return len(ms), entered, !careful, nil
+}
+
+// admit enters the reserved messages ms in tx and returns the deliveries
+// that entered, and those of them that may fold; a poison message goes to
+// the dead-letter stream. An error fails the transaction.
+func (e *Engine) admit(tx store.Tx, ms []store.Message) ([]*entry, []foldable, error) {
+	if len(ms) == 0 {
+		return nil, nil, nil
+	}
+	var entered []*entry
+	var folded []foldable
+	ens, errs := e.enterAll(tx, ms)
+	for i, en := range ens {
+		if err := errs[i]; errors.Is(err, errPoison) {
+			if err := ignoreStale(tx.DeadLetter(ms[i].Receipt, err.Error())); err != nil {
+				return nil, nil, err
+			}
+			continue
+		} else if err != nil {
+			return nil, nil, err
+		}
+		entered = append(entered, en)
+		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
+			folded = append(folded, foldable{en, c})
+		}
+	}
+	return entered, folded, nil
 }
 
 // proceedAll takes entered deliveries on from their committed entry,

@@ -267,12 +267,32 @@ type task struct {
 	Grouped bool `cbor:"21,keyasint,omitempty"`
 }
 
+// publish puts t on the work stream as a message of job.
 func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
-	payload, err := cbor.Marshal(t)
+	m, err := taskMessage(job, t)
 	if err != nil {
 		return err
 	}
-	return tx.Enqueue(store.Message{ID: messageID(job, t.Act+t.Resume), Stream: runtype.WorkStream, Job: job[:], Payload: payload})
+	return tx.Enqueue(m)
+}
+
+// publishReserved is publish of a task this worker takes on itself: the
+// message is born reserved to it, as Reserve would have returned it.
+func (e *Engine) publishReserved(tx store.Tx, job runtype.JobID, t task) (store.Message, error) {
+	m, err := taskMessage(job, t)
+	if err != nil {
+		return m, err
+	}
+	return tx.EnqueueReserved(m, e.opts.Owner, e.opts.Visibility)
+}
+
+// taskMessage is the work stream message that carries t.
+func taskMessage(job runtype.JobID, t task) (store.Message, error) {
+	payload, err := cbor.Marshal(t)
+	if err != nil {
+		return store.Message{}, err
+	}
+	return store.Message{ID: messageID(job, t.Act+t.Resume), Stream: runtype.WorkStream, Job: job[:], Payload: payload}, nil
 }
 
 // Run works until ctx is cancelled, with the given number of concurrent

@@ -32,10 +32,17 @@ func (e *Engine) fold(c *compiled, en *entry) bool {
 	if !e.rowLocking || en.deferred || en.killed || en.guid.WorkDone() || en.guid.ChildrenSpawned() {
 		return false
 	}
-	if en.t.Kind == runtype.Undo || en.t.Kind == runtype.Join {
+	return foldsTask(c, en.t)
+}
+
+// foldsTask reports whether t's activation, on its first pass, may run
+// inside the transaction that delivers it: its node has no effects, and
+// it does not park, fan out or undo.
+func foldsTask(c *compiled, t task) bool {
+	if t.Kind == runtype.Undo || t.Kind == runtype.Join {
 		return false
 	}
-	n := c.byAlias[en.t.Node]
+	n := c.byAlias[t.Node]
 	if n == nil || n.Task == nil || n.Subflow != nil || n.Checkpoint != nil || n.ForEach != nil || n.Switch != nil {
 		return false
 	}
@@ -50,10 +57,34 @@ type foldable struct {
 }
 
 // runFolded runs the folded deliveries of a batch inside tx, the
-// transaction that reserved them: their calls run concurrently, then each
-// commits its steps (or the hand-back of a retry) as a unit of its own. It
+// transaction that reserved them, in rounds (runRound); each round takes
+// on the next steps the one before published reserved (chain.go). It
 // returns the fan-out shards the units completed, for the transaction to
-// count last (gatherAll).
+// count last (gatherAll), and the deliveries the chained steps entered.
+func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, careful bool) ([]*gather, []*entry, error) {
+	var gathers []*gather
+	var chained []*entry
+	for round := 1; len(folded) > 0; round++ {
+		g, next, err := e.runRound(ctx, tx, folded, careful, round < chainRounds)
+		if err != nil {
+			return nil, nil, err
+		}
+		gathers = append(gathers, g...)
+		var ens []*entry
+		ens, folded, err = e.admitChained(tx, next)
+		if err != nil {
+			return nil, nil, err
+		}
+		chained = append(chained, ens...)
+	}
+	return gathers, chained, nil
+}
+
+// runRound runs folded deliveries inside tx: their calls run
+// concurrently, then each commits its steps (or the hand-back of a retry)
+// as a unit of its own. With chain set, a unit whose steps publish one
+// next step that may fold publishes it reserved (see chain.go); runRound
+// returns those messages, with the fan-out shards the units completed.
 //
 // A unit rarely fails (a fenced lease, a write-once conflict, a ledger
 // ceiling), so a batch first runs its units without savepoints: their
@@ -65,10 +96,10 @@ type foldable struct {
 // delivery goes on unfolded after the batch commits, like those that
 // never folded. In that mode only a crash point or the end of ctx fails
 // the whole batch.
-func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, careful bool) ([]*gather, error) {
+func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, careful, chain bool) ([]*gather, []store.Message, error) {
 	for _, f := range folded {
 		if err := e.crash(runtype.CrashEntered); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		f.en.folding = true
 	}
@@ -90,6 +121,7 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, 
 		wg.Wait()
 	}
 	var gathers []*gather
+	var next []store.Message
 	for i, f := range folded {
 		en := f.en
 		en.folding = false
@@ -97,7 +129,7 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, 
 		var unit func(store.Tx) error
 		switch {
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case errors.Is(o.err, errRetryLater) && en.later != nil:
 			unit = en.later
 		case o.err != nil:
@@ -105,20 +137,21 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, 
 			continue
 		default:
 			if err := e.crash(runtype.CrashWorked); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			unit = func(tx store.Tx) (err error) {
+				en.chain = chain
 				en.closed, err = e.commitResult(tx, f.c, en, &o.res)
-				en.stepped = err == nil
+				en.stepped, en.chain = err == nil, false
 				return err
 			}
 		}
 		if !careful {
 			if err := unit(tx); err != nil {
-				return nil, fmt.Errorf("%s, folded without a savepoint: %w", en.t.Act, err)
+				return nil, nil, fmt.Errorf("%s, folded without a savepoint: %w", en.t.Act, err)
 			}
 		} else if err := tx.(store.Savepoints).Atomically(unit); err != nil {
-			en.stepped, en.closed, en.gather = false, false, nil
+			en.stepped, en.closed, en.gather, en.next = false, false, nil, nil
 			e.log.Warn("a folded delivery did not commit with its batch; it goes on alone", "act", en.t.Act, "err", err)
 			continue
 		}
@@ -126,6 +159,10 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, 
 		if en.gather != nil {
 			gathers = append(gathers, en.gather)
 		}
+		if en.next != nil {
+			next = append(next, *en.next)
+			en.next = nil
+		}
 	}
-	return gathers, nil
+	return gathers, next, nil
 }

@@ -78,6 +78,11 @@ type entry struct {
 	// gather is the fan-out shard the delivery's steps completed, which
 	// its transaction counts last (gatherAll).
 	gather *gather
+	// chain is set while a folded delivery commits its steps in a batch
+	// that may take on its job's next step (see chain.go); next is that
+	// step's message, published reserved to this worker.
+	chain bool
+	next  *store.Message
 	// result is the activation's result as its steps commit wrote or read
 	// it, and ending what step 3 reads when the store read it with the
 	// collation: step 3 in the same commit needs no read for them.
@@ -421,9 +426,17 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err := spend(tx, job, t.budget(), children); err != nil {
 		return false, err
 	}
-	for _, child := range children {
-		if err := e.publish(tx, job, child); err != nil {
+	if en.chain && len(children) == 1 && chains(c, en.t, children[0]) {
+		m, err := e.publishReserved(tx, job, children[0])
+		if err != nil {
 			return false, err
+		}
+		en.next = &m
+	} else {
+		for _, child := range children {
+			if err := e.publish(tx, job, child); err != nil {
+				return false, err
+			}
 		}
 	}
 	if len(children) == 0 && t.Join == "" && t.Kind != runtype.Undo {

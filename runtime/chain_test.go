@@ -1,0 +1,151 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// TestPureStepsChainInOneBatch: on PostgreSQL, one batch takes each job
+// of the 3-node flow of pure nodes from its entry to its end, each step
+// still an activation of its own with one leg 2 entry, and leaves no
+// message behind; on bbolt the same jobs need a batch per step.
+func TestPureStepsChainInOneBatch(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, b backend, r *rig) {
+		ctx := context.Background()
+		e := New(r.store, Options{Owner: "w", Now: r.clock.Now})
+		if err := e.Register(linearFlow()); err != nil {
+			t.Fatal(err)
+		}
+		var jobs []JobID
+		for range 3 {
+			job, err := e.Start(ctx, "linear", json.RawMessage(`{"n":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, job)
+		}
+		batches := 0
+		for ; batches < 10; batches++ {
+			n, err := e.StepBatch(ctx, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if want := map[string]int{"postgres": 1, "bolt": 3}[b.name]; batches != want {
+			t.Errorf("%d batches worked the jobs, want %d", batches, want)
+		}
+		for _, job := range jobs {
+			st, err := e.Status(ctx, job)
+			if err != nil || st.State != StateSucceeded || string(st.Result["c"]) != `{"n":1}` {
+				t.Fatalf("job %s: %+v %v", job, st, err)
+			}
+			ledgers := activityLedgers(t, r.store, job)
+			if len(ledgers) != 3 {
+				t.Errorf("job %s: activations %v, want a, b and c", job, ledgers)
+			}
+			for act, l := range ledgers {
+				if l%100_000_000 != 1 {
+					t.Errorf("job %s: %s has %d leg 2 entries, want 1", job, act, l%100_000_000)
+				}
+			}
+		}
+		err := r.store.View(ctx, func(tx store.ReadTx) error {
+			pending, err := tx.Pending(WorkStream)
+			if err == nil && len(pending) != 0 {
+				t.Errorf("%d messages left pending", len(pending))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestChainSurvivesEveryCrash: a chain of two pure steps before one with
+// effects, crashed at every occurrence of every crash point (on
+// PostgreSQL inside the chain's one transaction too), finishes with each
+// step's result committed once.
+func TestChainSurvivesEveryCrash(t *testing.T) {
+	t.Parallel()
+	flow := func(*sink) []*Flow {
+		f := linearFlow()
+		f.Nodes[2].Runner = Typed(NodeInfo{ID: "t.send", Effects: Effectful},
+			func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+		return []*Flow{f}
+	}
+	crashEverywhere(t, flow, "linear", `{"n":7}`,
+		func(t *testing.T, r *rig, job JobID) {
+			st, err := New(r.store, Options{}).Status(context.Background(), job)
+			if err != nil || st.State != StateSucceeded || string(st.Result["c"]) != `{"n":7}` {
+				t.Fatalf("job %+v (%v)", st, err)
+			}
+			for act, l := range activityLedgers(t, r.store, job) {
+				if l%100_000_000 == 0 {
+					t.Errorf("%s: no leg 2 entry committed (ledger %d)", act, l)
+				}
+			}
+		})
+}
+
+// TestChainedStepCountsItsAttempts: a pure step that fails every time,
+// chained onto its predecessor on PostgreSQL, is tried exactly as often as
+// its retry policy says: the delivery that ran in its predecessor's batch
+// counts as the first attempt, as a reserved delivery does.
+func TestChainedStepCountsItsAttempts(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
+		ctx := context.Background()
+		calls := 0
+		failing := Typed(NodeInfo{ID: "t.failing", RetryOwner: RetryOrchestrator, Retry: RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 1, MaxInterval: time.Second, MaxAttempts: 3,
+		}}, func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {
+			calls++
+			return nil, Errorf(Transient, "failure %d", calls)
+		})
+		e := New(r.store, Options{Owner: "w", Now: r.clock.Now, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second})
+		err := e.Register(&Flow{
+			Name:  "failing",
+			Nodes: []*FlowNode{{Alias: "a", Runner: noop}, {Alias: "b", Runner: failing}},
+			Edges: []Edge{{From: "a", FromPort: "out", To: "b"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := e.Start(ctx, "failing", json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 6 {
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			r.clock.Advance(2 * time.Second)
+		}
+		st, err := e.Status(ctx, job)
+		if err != nil || st.State != StateFailed {
+			t.Fatalf("job %+v (%v), want failed", st, err)
+		}
+		if calls != 3 {
+			t.Errorf("b was called %d times, want 3 (its policy's attempts)", calls)
+		}
+	})
+}
+
+// onEachBackend runs fn in parallel subtests, one per store backend,
+// each on a fresh rig.
+func onEachBackend(t *testing.T, fn func(t *testing.T, b backend, r *rig)) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, b, newRigOn(t, b))
+		})
+	}
+}
