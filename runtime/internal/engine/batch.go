@@ -43,6 +43,10 @@ type limits struct {
 	// slots is taken by each delivery that goes on after its batch's
 	// commit (see proceedAll).
 	slots chan struct{}
+	// wake is passed when a commit published work its own process should
+	// take on (next steps kept for the job's lease holder, of which the
+	// store tells no one); nil wakes no one.
+	wake *baton
 }
 
 // claimers is how many workers of a process claim at once.
@@ -109,6 +113,7 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 	for _, en := range entered {
 		switch {
 		case en.stepped:
+			lim.published(en)
 			if err := e.stepsCommitted(en.closed); err != nil {
 				return claimed, err
 			}
@@ -116,7 +121,15 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 			alone = append(alone, en)
 		}
 	}
-	return claimed, e.proceedAll(ctx, alone, lim.slots)
+	return claimed, e.proceedAll(ctx, alone, lim)
+}
+
+// published wakes a worker of the process when en's committed steps
+// published next steps for it.
+func (lim limits) published(en *entry) {
+	if en.published && lim.wake != nil {
+		lim.wake.pass()
+	}
 }
 
 // claim reserves up to max messages in tx, enters each and runs the
@@ -181,17 +194,22 @@ func (e *Engine) admit(tx store.Tx, ms []store.Message) ([]*entry, []foldable, e
 }
 
 // proceedAll takes entered deliveries on from their committed entry,
-// concurrently, and returns their errors joined. Each takes one of slots
+// concurrently, and returns their errors joined. Each takes one of the slots
 // while it runs: Run gives all its workers one set, one slot per worker,
 // so a process never has more deliveries in flight outside their batches
 // than it has workers, however many each worker claimed (and PostgreSQL
 // does not drown in concurrent transactions).
-func (e *Engine) proceedAll(ctx context.Context, entered []*entry, slots chan struct{}) error {
+func (e *Engine) proceedAll(ctx context.Context, entered []*entry, lim limits) error {
+	slots := lim.slots
 	one := func(en *entry) error {
 		if err := e.crash(runtype.CrashReserved); err != nil {
 			return err
 		}
-		return e.proceed(ctx, en)
+		err := e.proceed(ctx, en)
+		if err == nil {
+			lim.published(en)
+		}
+		return err
 	}
 	if len(entered) == 1 && slots == nil {
 		return one(entered[0])

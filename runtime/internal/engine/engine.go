@@ -302,8 +302,9 @@ func taskMessage(job runtype.JobID, t task) (store.Message, error) {
 // Idle workers wait for the store's publish notifications when it has them
 // (store.Notifier), and poll with a short backoff otherwise.
 func (e *Engine) Run(ctx context.Context, workers int) error {
-	wake, maxIdle := e.wakeups(ctx)
+	wake, notified := e.wakeups(ctx)
 	lim := e.limits(workers)
+	lim.wake = wake
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Add(1)
@@ -322,19 +323,26 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 					continue
 				}
 				failed = 10 * time.Millisecond
-				if n > 0 {
+				if n == e.opts.Batch {
+					wake.pass() // a full batch: there is likely more
 					idle = time.Millisecond
-					if n == e.opts.Batch {
-						wake.pass() // a full batch: there is likely more
-					}
 					continue
+				}
+				// The stream had no more: wait until a commit publishes
+				// (the store's notification, or a commit of this process
+				// that published for itself) or, for messages that become
+				// visible with time (retries, expired reservations), the
+				// next poll.
+				poll := idle
+				if notified {
+					poll = notifiedPoll
 				}
 				select {
 				case <-ctx.Done():
 				case <-wake.wait():
-				case <-time.After(idle):
+				case <-time.After(poll):
 				}
-				idle = min(idle*2, maxIdle)
+				idle = min(idle*2, unnotifiedPoll)
 			}
 		}()
 	}
@@ -366,26 +374,33 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // wakeups subscribes to the store's publish notifications, if it has them,
-// and returns a broadcaster that wakes every idle worker, with the longest
-// idle poll to use alongside.
-func (e *Engine) wakeups(ctx context.Context) (*baton, time.Duration) {
+// and returns the baton they pass to idle workers, and whether they come.
+func (e *Engine) wakeups(ctx context.Context) (*baton, bool) {
 	b := newBaton()
 	n, ok := e.store.(store.Notifier)
 	if !ok {
-		return b, 50 * time.Millisecond
+		return b, false
 	}
 	ch, err := n.Notify(ctx, runtype.WorkStream)
 	if err != nil {
 		e.log.Warn("no publish notifications; polling", "err", err)
-		return b, 50 * time.Millisecond
+		return b, false
 	}
 	go func() {
 		for range ch {
 			b.pass()
 		}
 	}()
-	return b, 250 * time.Millisecond
+	return b, true
 }
+
+// An idle worker polls every notifiedPoll when the store notifies it of
+// new messages (only messages that become visible with time need a poll),
+// and otherwise backs off from 1 ms to unnotifiedPoll.
+const (
+	notifiedPoll   = 250 * time.Millisecond
+	unnotifiedPoll = 50 * time.Millisecond
+)
 
 // baton wakes idle workers one at a time: a publish notification wakes
 // one, and each worker that finds work passes the baton to the next, so

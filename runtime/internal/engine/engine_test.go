@@ -406,3 +406,47 @@ func TestShardedFanOutCountsInShards(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommitThatPublishesWakesItsProcess: a steps commit that publishes
+// the job's next step (kept for this worker, the lease holder, which the
+// store tells no one about) passes the process's baton, and the step that
+// ends the job passes nothing, so idle workers neither miss their own
+// work nor poll for it.
+func TestCommitThatPublishesWakesItsProcess(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	e := New(s, Options{})
+	flow := &Flow{
+		Name:  "two",
+		Nodes: []*Node{{Alias: "a", Task: echo{}}, {Alias: "b", Task: echo{}}},
+		Edges: []runtype.Edge{{From: "a", FromPort: "out", To: "b"}},
+	}
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.Start(ctx, "two", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	baton := newBaton()
+	woken := func() bool {
+		select {
+		case <-baton.wait():
+			return true
+		default:
+			return false
+		}
+	}
+	for _, step := range []struct {
+		name string
+		wake bool
+	}{{"a, publishing b", true}, {"b, ending the job", false}} {
+		n, err := e.stepBatch(ctx, 1, limits{wake: baton})
+		if n != 1 || err != nil {
+			t.Fatalf("%s: %d claimed, %v", step.name, n, err)
+		}
+		if got := woken(); got != step.wake {
+			t.Errorf("%s: woke a worker %v, want %v", step.name, got, step.wake)
+		}
+	}
+}

@@ -83,6 +83,9 @@ type entry struct {
 	// step's message, published reserved to this worker.
 	chain bool
 	next  *store.Message
+	// published is set when the delivery's last steps commit published
+	// next steps on the work stream (not chained).
+	published bool
 	// result is the activation's result as its steps commit wrote or read
 	// it, and ending what step 3 reads when the store read it with the
 	// collation: step 3 in the same commit needs no read for them.
@@ -426,6 +429,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err := spend(tx, job, t.budget(), children); err != nil {
 		return false, err
 	}
+	en.published = false
 	if en.chain && len(children) == 1 && chains(c, en.t, children[0]) {
 		m, err := e.publishReserved(tx, job, children[0])
 		if err != nil {
@@ -438,6 +442,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 				return false, err
 			}
 		}
+		en.published = len(children) > 0
 	}
 	if len(children) == 0 && t.Join == "" && t.Kind != runtype.Undo {
 		if err := tx.Put(termKey(job, t.Act), []byte(t.Node)); err != nil {
