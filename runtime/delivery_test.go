@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // withDelivery is the order flow with the route -> charge edge set to d.
@@ -157,30 +160,40 @@ func TestAtMostOnceSurvivesAPause(t *testing.T) {
 			r := newRigOn(t, b)
 			ctx := context.Background()
 			e := New(r.store, Options{Owner: "w", Now: r.clock.Now})
-			// b has effects, as at-most-once nodes do: it does not chain
-			// onto a (chain.go), and its delivery meets the pause.
+			// a pauses its own job while it runs, so the delivery of b
+			// that a's steps commit enters (chain.go) meets the pause.
+			var job JobID
+			pausing := Typed(NodeInfo{ID: "t.pausing"},
+				func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {
+					return in, e.Pause(context.Background(), job)
+				})
 			send := Typed(NodeInfo{ID: "t.send", Effects: Effectful},
 				func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 			flow := &Flow{
 				Name:  "once",
-				Nodes: []*FlowNode{{Alias: "a", Runner: noop}, {Alias: "b", Runner: send}},
+				Nodes: []*FlowNode{{Alias: "a", Runner: pausing}, {Alias: "b", Runner: send}},
 				Edges: []Edge{{From: "a", FromPort: "out", To: "b", Delivery: AtMostOnce}},
 			}
 			if err := e.Register(flow); err != nil {
 				t.Fatal(err)
 			}
-			job, err := e.Start(ctx, "once", json.RawMessage(`{}`))
+			var err error
+			job, err = e.Start(ctx, "once", json.RawMessage(`{}`))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if did, err := e.Step(ctx); !did || err != nil { // a runs, b is published
+			if did, err := e.Step(ctx); !did || err != nil { // a runs, b is handed back
 				t.Fatalf("a: %v %v", did, err)
 			}
-			if err := e.Pause(ctx, job); err != nil {
+			err = r.store.View(ctx, func(tx store.ReadTx) error {
+				pending, err := tx.Pending(WorkStream)
+				if err == nil && (len(pending) != 1 || pending[0].Attempt != 0) {
+					err = fmt.Errorf("pending %+v, want b handed back untried", pending)
+				}
+				return err
+			})
+			if err != nil {
 				t.Fatal(err)
-			}
-			if did, err := e.Step(ctx); !did || err != nil { // b is handed back
-				t.Fatalf("b while paused: %v %v", did, err)
 			}
 			if err := e.Resume(ctx, job); err != nil {
 				t.Fatal(err)

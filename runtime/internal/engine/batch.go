@@ -205,11 +205,7 @@ func (e *Engine) proceedAll(ctx context.Context, entered []*entry, lim limits) e
 		if err := e.crash(runtype.CrashReserved); err != nil {
 			return err
 		}
-		err := e.proceed(ctx, en)
-		if err == nil {
-			lim.published(en)
-		}
-		return err
+		return e.proceed(ctx, en, lim, true)
 	}
 	if len(entered) == 1 && slots == nil {
 		return one(entered[0])

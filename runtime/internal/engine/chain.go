@@ -1,51 +1,82 @@
 package engine
 
 import (
+	"errors"
+
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// A folded delivery whose steps publish exactly one next step of its job,
-// a step that may fold too, publishes that step's message reserved to
-// this worker (store.Tx.EnqueueReserved) and the batch takes it on in its
-// next round, in the same transaction: the job's run of pure steps costs
-// one claim and one commit, not one of each per step, and the message
-// goes from published to done in that commit without anyone reserving it.
-// Each chained step is a delivery like any other, with its own entry,
-// ledger digits, fence and unit (a savepoint when the batch is careful);
-// a chained step that does not commit with the batch goes on alone after
-// the commit, its reservation already made. A crash before the commit
-// undoes the whole chain, and the first step is delivered again; its
-// nodes have no effects, so running them again changes nothing outside.
+// A steps commit that publishes exactly one next step of its job publishes
+// that step's message reserved to its own worker (store.Tx.EnqueueReserved)
+// and enters it in the same commit, and the worker takes it on next
+// without claiming it: a linear run of steps costs no claim, and no entry
+// commit, per step after the first. Each chained step is a delivery like
+// any other, with its own entry, ledger digits and fence, and its entry
+// commits before its node runs, so an Effectful node still has its durable
+// "launched" marker first. A crash after the commit leaves the step
+// reserved, and it is delivered again when its visibility runs out.
+//
+// In a folding batch (fold.go) a chained step that may fold runs in the
+// batch's next round, in the same transaction: a run of pure steps of one
+// job costs one claim and one commit, and each chained message goes from
+// published to done in that commit without anyone reserving it. A
+// chained step that does not fold, or does not commit with the batch,
+// goes on alone after the commit, its reservation already made. A crash
+// before the commit undoes the whole chain, and the first step is
+// delivered again; its nodes have no effects, so running them again
+// changes nothing outside.
 //
 // Fan-out bodies, joins and undo steps do not chain: a fan-out's steps go
-// to every worker, and the rounds of one batch stay short.
+// to every worker.
 
-// chainRounds bounds how many of a job's steps one batch takes on in a
-// row: its transaction holds its rows, and its other units wait for its
-// commit, while the chain runs.
+// chainRounds bounds how many of a job's steps a worker takes on in a row
+// (and a folding batch in its transaction, which holds its rows while the
+// chain runs), so that one long job does not keep its worker from the
+// others' work.
 const chainRounds = 8
 
 // chains reports whether next, the one step t published, may be taken on
-// by t's batch.
-func chains(c *compiled, t, next task) bool {
-	return next.Flow == t.Flow && !next.Grouped && next.Kind == runtype.Step && foldsTask(c, next)
+// by t's worker.
+func chains(t, next task) bool {
+	return next.Flow == t.Flow && !next.Grouped && next.Kind == runtype.Step
 }
 
 // admitChained enters the messages a round published reserved and
-// returns their deliveries, and those of them that may fold.
+// returns their deliveries, and those of them that fold into the next
+// round. A step that does not fold runs after the batch commits, when the
+// job may have been paused or killed: its entry reads, as enterNext's
+// does.
 func (e *Engine) admitChained(tx store.Tx, ms []store.Message) ([]*entry, []foldable, error) {
 	var entered []*entry
 	var folded []foldable
+	var later []store.Message
 	for _, m := range ms {
-		en, err := e.enterChained(tx, m)
+		en, err := decodeEntry(m)
 		if err != nil {
 			return nil, nil, err
 		}
+		c, err := e.flow(en.t.Flow)
+		if err != nil || !foldsTask(c, en.t) {
+			later = append(later, m)
+			continue
+		}
+		if en, err = e.enterChained(tx, m); err != nil {
+			return nil, nil, err
+		}
 		entered = append(entered, en)
-		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
+		if e.fold(c, en) {
 			folded = append(folded, foldable{en, c})
+		}
+	}
+	for _, m := range later {
+		en, err := e.enterNext(tx, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		if en != nil {
+			entered = append(entered, en)
 		}
 	}
 	return entered, folded, nil
@@ -71,4 +102,22 @@ func (e *Engine) enterChained(tx store.Tx, m store.Message) (*entry, error) {
 		return nil, err
 	}
 	return en, nil
+}
+
+// enterNext enters, in the steps commit that published it reserved, the
+// next step a delivery taken on after its batch's commit chained: its
+// node ran outside any transaction, so the job may have been paused or
+// killed meanwhile, and the entry reads as any entry does. It returns nil
+// when the step does not enter (handed back, poison).
+func (e *Engine) enterNext(tx store.Tx, m store.Message) (*entry, error) {
+	ens, errs := e.enterAll(tx, []store.Message{m})
+	if err := errs[0]; errors.Is(err, errPoison) {
+		return nil, ignoreStale(tx.DeadLetter(m.Receipt, err.Error()))
+	} else if err != nil {
+		return nil, err
+	}
+	if ens[0].deferred {
+		return nil, nil
+	}
+	return ens[0], nil
 }

@@ -408,18 +408,18 @@ func TestShardedFanOutCountsInShards(t *testing.T) {
 }
 
 // TestCommitThatPublishesWakesItsProcess: a steps commit that publishes
-// the job's next step (kept for this worker, the lease holder, which the
-// store tells no one about) passes the process's baton, and the step that
-// ends the job passes nothing, so idle workers neither miss their own
-// work nor poll for it.
+// the job's next steps (kept for this worker, the lease holder, which the
+// store tells no one about) passes the process's baton, and the steps that
+// end the job pass nothing, so idle workers neither miss their own work
+// nor poll for it. (A single next step would chain, published to nobody.)
 func TestCommitThatPublishesWakesItsProcess(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	e := New(s, Options{})
 	flow := &Flow{
 		Name:  "two",
-		Nodes: []*Node{{Alias: "a", Task: echo{}}, {Alias: "b", Task: echo{}}},
-		Edges: []runtype.Edge{{From: "a", FromPort: "out", To: "b"}},
+		Nodes: []*Node{{Alias: "a", Task: echo{}}, {Alias: "b", Task: echo{}}, {Alias: "c", Task: echo{}}},
+		Edges: []runtype.Edge{{From: "a", FromPort: "out", To: "b"}, {From: "a", FromPort: "out", To: "c"}},
 	}
 	if err := e.Register(flow); err != nil {
 		t.Fatal(err)
@@ -440,7 +440,7 @@ func TestCommitThatPublishesWakesItsProcess(t *testing.T) {
 	for _, step := range []struct {
 		name string
 		wake bool
-	}{{"a, publishing b", true}, {"b, ending the job", false}} {
+	}{{"a, publishing b and c", true}, {"b", false}, {"c, ending the job", false}} {
 		n, err := e.stepBatch(ctx, 1, limits{wake: baton})
 		if n != 1 || err != nil {
 			t.Fatalf("%s: %d claimed, %v", step.name, n, err)

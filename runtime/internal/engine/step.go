@@ -246,7 +246,8 @@ func (e *Engine) lease(tx store.Tx, job []byte) (store.Lease, error) {
 	return l, err
 }
 
-// Process runs an already reserved message through the step protocol.
+// Process runs an already reserved message through the step protocol,
+// and only that message: the next steps it publishes stay on the stream.
 // Step uses the same path with the reservation folded into the entry
 // commit; duplicate-delivery tests call Process to deliver one message
 // many times, in any order.
@@ -260,35 +261,57 @@ func (e *Engine) Process(ctx context.Context, m store.Message) error {
 	if err != nil {
 		return fmt.Errorf("entry: %w", err)
 	}
-	return e.proceed(ctx, en)
+	return e.proceed(ctx, en, limits{}, false)
 }
 
-// proceed runs the steps after entry: step 1 (the work and its result),
+// proceed takes en on from its committed entry (step) and, with chain
+// set, then the job's next steps that each steps commit entered for this
+// worker (see chain.go), up to chainRounds in a row. lim is woken by
+// every commit that published work for the process.
+func (e *Engine) proceed(ctx context.Context, en *entry, lim limits, chain bool) error {
+	for round := 1; ; round++ {
+		next, err := e.step(ctx, en, chain && round < chainRounds)
+		if err == nil {
+			lim.published(en)
+		}
+		if err != nil || next == nil {
+			return err
+		}
+		if err := e.crash(runtype.CrashReserved); err != nil {
+			return err
+		}
+		en = next
+	}
+}
+
+// step runs the steps after entry: step 1 (the work and its result),
 // step 2 (children, semaphore delta and job-closed snapshot, via Collate),
 // step 3 (job completion, exactly once, by the message that closed the
 // job), and the ack. Steps 1 and 2 commit together when both are due; each
 // commit carries the ledger digits of the steps it holds and is fenced by
-// the job lease, so a stale worker cannot commit.
-func (e *Engine) proceed(ctx context.Context, en *entry) error {
+// the job lease, so a stale worker cannot commit. With chain set, a steps
+// commit that publishes one next step may publish it reserved and enter
+// it too (chain.go); step returns that delivery to take on next.
+func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error) {
 	if en.deferred {
-		return nil
+		return nil, nil
 	}
 	if err := e.crash(runtype.CrashEntered); err != nil {
-		return err
+		return nil, err
 	}
 	c, err := e.flow(en.t.Flow)
 	if err != nil {
-		return e.store.Update(ctx, func(tx store.Tx) error { return ignoreStale(tx.DeadLetter(en.m.Receipt, err.Error())) })
+		return nil, e.store.Update(ctx, func(tx store.Tx) error { return ignoreStale(tx.DeadLetter(en.m.Receipt, err.Error())) })
 	}
 	if superseded, err := e.superseded(ctx, c, en); err != nil || superseded {
 		if err != nil {
-			return err
+			return nil, err
 		}
 		err := e.store.Update(ctx, func(tx store.Tx) error { return tx.Settle(en.m.Receipt) })
 		if err != nil {
-			return fmt.Errorf("%s: ack a superseded delivery: %w", en.t.Act, err)
+			return nil, fmt.Errorf("%s: ack a superseded delivery: %w", en.t.Act, err)
 		}
-		return e.crash(runtype.CrashAcked)
+		return nil, e.crash(runtype.CrashAcked)
 	}
 	var res *result
 	if !en.guid.WorkDone() {
@@ -296,35 +319,43 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 		if !en.killed || en.t.Kind == runtype.Undo { // undo runs even in a killed job
 			r, err = e.proc.work(ctx, c, en)
 			if errors.Is(err, errRetryLater) {
-				return nil
+				return nil, nil
 			}
 			if errors.Is(err, errParked) {
-				return e.park(ctx, en, nil)
+				return nil, e.park(ctx, en, nil)
 			}
 			if errors.Is(err, errStartChild) {
-				return e.park(ctx, en, func(tx store.Tx) error { return e.startChild(tx, c, en) })
+				return nil, e.park(ctx, en, func(tx store.Tx) error { return e.startChild(tx, c, en) })
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
 		res = &r
 		if err := e.crash(runtype.CrashWorked); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if !en.guid.ChildrenSpawned() {
 		closed := false
+		var next *entry
 		err = e.store.Update(ctx, func(tx store.Tx) (err error) {
-			if closed, err = e.commitResult(tx, c, en, res); err != nil || en.gather == nil {
-				return err
+			next, en.chain = nil, chain // fn may run again
+			closed, err = e.commitResult(tx, c, en, res)
+			en.chain = false
+			if err == nil && en.gather != nil {
+				err = e.gatherAll(tx, []*gather{en.gather})
 			}
-			return e.gatherAll(tx, []*gather{en.gather})
+			if err == nil && en.next != nil {
+				next, err = e.enterNext(tx, *en.next)
+			}
+			en.next = nil
+			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
+			return nil, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 		}
-		return e.stepsCommitted(closed)
+		return next, e.stepsCommitted(closed)
 	}
 	// Steps 1 and 2 committed without step 3: a message that closed its job
 	// in a store written before step 3 joined their commit. Complete the
@@ -336,12 +367,12 @@ func (e *Engine) proceed(ctx context.Context, en *entry) error {
 		return tx.Settle(en.m.Receipt)
 	})
 	if err != nil {
-		return fmt.Errorf("%s: step 3: %w", en.t.Act, err)
+		return nil, fmt.Errorf("%s: step 3: %w", en.t.Act, err)
 	}
 	if err := e.crash(runtype.CrashStep3); err != nil {
-		return err
+		return nil, err
 	}
-	return e.crash(runtype.CrashAcked)
+	return nil, e.crash(runtype.CrashAcked)
 }
 
 // commitResult is the steps commit, fenced: steps 1 and 2, the ack and,
@@ -430,7 +461,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		return false, err
 	}
 	en.published = false
-	if en.chain && len(children) == 1 && chains(c, en.t, children[0]) {
+	if en.chain && len(children) == 1 && chains(en.t, children[0]) {
 		m, err := e.publishReserved(tx, job, children[0])
 		if err != nil {
 			return false, err
