@@ -346,12 +346,14 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 		{"status", "0002 apply                applied"},
 		{"status", "0003 ack_by_key           applied"},
 		{"status", "0004 enqueue_reserved     applied"},
+		{"status", "0005 reserve              applied"},
+		{"down", "reverted 5"},
 		{"down", "reverted 4"},
 		{"status", "0004 enqueue_reserved     pending"},
 		{"down", "reverted 3"},
 		{"status", "0003 ack_by_key           pending"},
 		{"status", "0002 apply                applied"},
-		{"up", "applied 3\napplied 4"},
+		{"up", "applied 3\napplied 4\napplied 5"},
 		{"up", "schema is up to date"},
 	} {
 		r := run(t, "", "migrate", step.args, "--database-url", url)

@@ -71,31 +71,12 @@ func nonNil(b []byte) []byte {
 // reserveSQL claims up to $4 of the oldest visible messages published for
 // this owner (its own jobs' next steps), then as many of the oldest ones
 // open to everyone as that left room for, in either case only when no
-// other owner holds the job's lease. Each probe reads its own index from
-// where the claimable rows start, so a claim reads about as many rows as
-// it takes and does not walk other workers' ready messages. SKIP LOCKED
-// lets workers claim different messages concurrently instead of queueing
-// on one row; a message both probes find is claimed once. It locks the
-// messages and writes nothing (see claims), and answers each job's lease,
-// which the worker reads next.
-const reserveSQL = `
-WITH mine AS MATERIALIZED (
-	SELECT id, job FROM flowgen_messages f
-	WHERE stream = $1 AND holder = $3 AND NOT done AND visible_at <= $2
-	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $3 AND l.expires > $2)
-	ORDER BY visible_at, id LIMIT $4
-	FOR UPDATE SKIP LOCKED
-), others AS MATERIALIZED (
-	SELECT id, job FROM flowgen_messages f
-	WHERE stream = $1 AND NOT done AND open_at <= $2
-	AND NOT EXISTS (SELECT 1 FROM flowgen_leases l WHERE l.job = f.job AND l.owner <> $3 AND l.expires > $2)
-	ORDER BY open_at, id LIMIT (SELECT $4 - count(*) FROM mine)
-	FOR UPDATE SKIP LOCKED
-)
-SELECT m.id, m.job, m.payload, m.visible_at, m.attempt, m.token, m.reason, l.owner, l.token, l.expires
-FROM (SELECT id, job FROM mine UNION SELECT id, job FROM others) pick
-	JOIN flowgen_messages m ON m.stream = $1 AND m.id = pick.id
-	LEFT JOIN flowgen_leases l ON l.job = pick.job`
+// other owner holds the job's lease (flowgen_reserve, migration 5). It
+// reads about as many rows as it takes, however much history the tables
+// keep, locks the messages and writes nothing (see claims), and answers
+// each job's lease, which the worker reads next.
+const reserveSQL = `SELECT id, job, payload, visible_at, attempt, token, reason, lease_owner, lease_token, lease_expires
+	FROM flowgen_reserve($1, $2, $3, $4)`
 
 // claims are the reservations a transaction made and has not written yet.
 // Reserve locks the messages it claims and returns them as reserved; the
