@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -149,4 +150,49 @@ func onEachBackend(t *testing.T, fn func(t *testing.T, b backend, r *rig)) {
 			fn(t, b, newRigOn(t, b))
 		})
 	}
+}
+
+// TestStoppingWorkerHandsBackItsChainedStep: a worker that stops right
+// after a steps commit entered the job's next step for it hands that step
+// back untried, open to the next worker now rather than when its
+// reservation would run out.
+func TestStoppingWorkerHandsBackItsChainedStep(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		// Effectful, so that on PostgreSQL a does not fold: its steps
+		// commit enters b, and the worker stops just after it.
+		send := Typed(NodeInfo{ID: "t.send", Effects: Effectful},
+			func(ctx *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+		e := New(r.store, Options{Owner: "w", Now: r.clock.Now, Visibility: time.Hour, CrashPoint: func(point string) error {
+			if point == CrashAcked {
+				stop()
+			}
+			return nil
+		}})
+		err := e.Register(&Flow{
+			Name:  "two",
+			Nodes: []*FlowNode{{Alias: "a", Runner: send}, {Alias: "b", Runner: send}},
+			Edges: []Edge{{From: "a", FromPort: "out", To: "b"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Start(context.Background(), "two", json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.StepBatch(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		err = r.store.View(context.Background(), func(tx store.ReadTx) error {
+			pending, err := tx.Pending(WorkStream)
+			if err == nil && (len(pending) != 1 || pending[0].Attempt != 0 || pending[0].NotBefore.After(r.clock.Now())) {
+				err = fmt.Errorf("pending %+v, want b handed back untried and visible now", pending)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -277,11 +277,27 @@ func (e *Engine) proceed(ctx context.Context, en *entry, lim limits, chain bool)
 		if err != nil || next == nil {
 			return err
 		}
+		if ctx.Err() != nil {
+			return e.giveBack(next)
+		}
 		if err := e.crash(runtype.CrashReserved); err != nil {
 			return err
 		}
 		en = next
 	}
+}
+
+// giveBack hands a chained step back untried when its worker stops
+// before taking it on, so that another worker takes it as soon as the
+// job's lease allows, not when its reservation would have run out.
+func (e *Engine) giveBack(en *entry) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := e.store.Update(ctx, func(tx store.Tx) error { return en.handBack(tx, 0) })
+	if err != nil {
+		return fmt.Errorf("%s: hand back at shutdown: %w", en.t.Act, err)
+	}
+	return nil
 }
 
 // step runs the steps after entry: step 1 (the work and its result),
