@@ -150,11 +150,15 @@ func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) 
 	if err != nil {
 		return runtype.JobID{}, err
 	}
+	now := e.now().UTC()
+	rec, err := encodeJob(jobMeta{Flow: flow, Input: input, Started: now, Budget: budgetFrom(c.Budget, now)})
+	if err != nil {
+		return runtype.JobID{}, fmt.Errorf("start %s: %w", flow, err)
+	}
 	err = e.store.Update(ctx, func(tx store.Tx) error {
-		now := e.now().UTC()
 		// A fresh UUIDv7 names no job yet: no read to find out (a round
 		// trip on PostgreSQL), and the meta's put-once still guards it.
-		return e.writeJob(tx, job, c, jobMeta{Flow: flow, Input: input, Started: now, Budget: budgetFrom(c.Budget, now)}, c.entries)
+		return e.writeJob(tx, job, c, rec, c.entries)
 	})
 	if err != nil {
 		return runtype.JobID{}, fmt.Errorf("start %s: %w", flow, err)
@@ -169,23 +173,48 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 	if _, err := tx.Get(metaKey(job)); err == nil {
 		return nil
 	}
-	return e.writeJob(tx, job, c, meta, entries)
-}
-
-// writeJob is createJob for a job that does not exist yet.
-func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, meta jobMeta, entries []string) error {
-	raw, err := json.Marshal(meta)
+	rec, err := encodeJob(meta)
 	if err != nil {
 		return err
 	}
-	status, _ := json.Marshal(runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started})
-	if err := tx.PutOnce(metaKey(job), raw); err != nil {
+	return e.writeJob(tx, job, c, rec, entries)
+}
+
+// encodedJob is a new job's meta with the records writeJob stores,
+// encoded before the transaction (on bbolt, whose commits run one at a
+// time, nothing is encoded inside one).
+type encodedJob struct {
+	meta                 jobMeta
+	raw, status, indexed []byte
+}
+
+// encodeJob encodes what writeJob stores for a job with meta.
+func encodeJob(meta jobMeta) (encodedJob, error) {
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return encodedJob{}, err
+	}
+	status, err := json.Marshal(runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started})
+	if err != nil {
+		return encodedJob{}, err
+	}
+	indexed, err := indexEntry(meta)
+	if err != nil {
+		return encodedJob{}, err
+	}
+	return encodedJob{meta: meta, raw: raw, status: status, indexed: indexed}, nil
+}
+
+// writeJob is createJob for a job that does not exist yet.
+func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, rec encodedJob, entries []string) error {
+	meta := rec.meta
+	if err := tx.PutOnce(metaKey(job), rec.raw); err != nil {
 		return err
 	}
-	if err := indexJob(tx, job, meta); err != nil {
+	if err := tx.Put(jobIndexKey(job), rec.indexed); err != nil {
 		return err
 	}
-	if err := tx.Put(statusKey(job), status); err != nil {
+	if err := tx.Put(statusKey(job), rec.status); err != nil {
 		return err
 	}
 	if err := tx.Bump(semKey(job), int64(len(entries)), maxSemaphore); err != nil {

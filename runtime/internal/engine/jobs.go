@@ -43,16 +43,13 @@ type jobIndexEntry struct {
 	Parent  string    `json:"parent,omitempty"`
 }
 
-func indexJob(tx store.Tx, job runtype.JobID, meta jobMeta) error {
+// indexEntry is a job's entry in the job index.
+func indexEntry(meta jobMeta) ([]byte, error) {
 	e := jobIndexEntry{Flow: meta.Flow, Started: meta.Started}
 	if meta.Parent != nil {
 		e.Parent = meta.Parent.Job
 	}
-	raw, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return tx.Put(jobIndexKey(job), raw)
+	return json.Marshal(e)
 }
 
 // errPageFull stops the index scan once a page is full.
@@ -280,7 +277,11 @@ func buildJobIndex(ctx context.Context, s store.Store) error {
 			return err
 		}
 		for _, f := range jobs {
-			if err := indexJob(tx, f.job, f.meta); err != nil {
+			raw, err := indexEntry(f.meta)
+			if err != nil {
+				return err
+			}
+			if err := tx.Put(jobIndexKey(f.job), raw); err != nil {
 				return err
 			}
 		}

@@ -64,10 +64,12 @@ func termKey(j runtype.JobID, act string) []byte   { return jobKey(j, "term", ac
 func attemptLogKey(j runtype.JobID, act string, attempt int) []byte {
 	return jobKey(j, "log", act, strconv.Itoa(attempt))
 }
-func waitKey(j runtype.JobID, act string) []byte          { return jobKey(j, "wait", act) }
-func signalKey(j runtype.JobID, act string) []byte        { return jobKey(j, "signal", act) }
-func activityKey(j runtype.JobID, act string) []byte      { return jobKey(j, "act", act) }
-func guidKey(j runtype.JobID, msg [16]byte) []byte        { return jobKey(j, "guid", fmt.Sprintf("%x", msg)) }
+func waitKey(j runtype.JobID, act string) []byte     { return jobKey(j, "wait", act) }
+func signalKey(j runtype.JobID, act string) []byte   { return jobKey(j, "signal", act) }
+func activityKey(j runtype.JobID, act string) []byte { return jobKey(j, "act", act) }
+func guidKey(j runtype.JobID, msg [16]byte) []byte {
+	return jobKey(j, "guid", hex.EncodeToString(msg[:]))
+}
 func aggregateKey(j runtype.JobID, forEach string) []byte { return jobKey(j, "agg", forEach) }
 func aggregateShardKey(j runtype.JobID, forEach string, shard int) []byte {
 	return jobKey(j, "agg", forEach, padded(int64(shard)))
@@ -89,8 +91,16 @@ func CapabilityDedupeKey(key string) []byte { return []byte("dedupe/" + key) }
 func KVKey(namespace, key string) []byte { return []byte("kv/" + namespace + "/" + key) }
 
 func jobPrefix(j runtype.JobID, kind string) []byte { return append(jobKey(j, kind), '/') }
-func rootPrefix(j runtype.JobID) []byte             { return []byte("pid/" + j.String() + "/") }
-func allRootsPrefix() []byte                        { return []byte("pid/") }
+func rootPrefix(j runtype.JobID) []byte             { return appendRoot(nil, j) }
+
+// appendRoot appends "pid/<root>/" (the root as JobID.String spells it)
+// to dst.
+func appendRoot(dst []byte, j runtype.JobID) []byte {
+	dst = append(dst, "pid/"...)
+	dst = base64.RawURLEncoding.AppendEncode(dst, j[:])
+	return append(dst, '/')
+}
+func allRootsPrefix() []byte { return []byte("pid/") }
 func jobIndexKey(j runtype.JobID) []byte {
 	return []byte(jobIndexPrefix + hex.EncodeToString(inverted(j)))
 }
@@ -111,7 +121,11 @@ func inverted(j runtype.JobID) []byte {
 }
 
 func jobKey(j runtype.JobID, parts ...string) []byte {
-	k := rootPrefix(j)
+	n := len("pid/") + base64.RawURLEncoding.EncodedLen(len(j)) + 1
+	for _, p := range parts {
+		n += len(p) + 1 // a hashed segment is shorter than 64 bytes
+	}
+	k := appendRoot(make([]byte, 0, n+1), j) // +1: room for jobPrefix's slash
 	for i, p := range parts {
 		if i > 0 {
 			k = append(k, '/')

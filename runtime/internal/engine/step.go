@@ -86,9 +86,10 @@ type entry struct {
 	// published is set when the delivery's last steps commit published
 	// next steps on the work stream (not chained).
 	published bool
-	// result is the activation's result as its steps commit wrote or read
-	// it, and ending what step 3 reads when the store read it with the
-	// collation: step 3 in the same commit needs no read for them.
+	// result is the activation's result as seal encoded it for its steps
+	// commit, or as that commit read it, and ending what step 3 reads when
+	// the store read it with the collation: step 3 in the same commit
+	// needs no read for them.
 	result []byte
 	ending *ending
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
@@ -353,6 +354,11 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 		}
 	}
 	if !en.guid.ChildrenSpawned() {
+		if res != nil {
+			if _, err := e.seal(en, res); err != nil {
+				return nil, err
+			}
+		}
 		closed := false
 		var next *entry
 		err = e.store.Update(ctx, func(tx store.Tx) (err error) {
@@ -431,18 +437,13 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	job, t := en.job, en.t
 	var steps []int // the digits this commit marks, in one increment
 	if res != nil {
-		res.Act = t.Act
-		if res.Finished.IsZero() {
-			res.Finished = e.now().UTC()
-		}
-		raw, err := json.Marshal(res)
+		raw, err := e.seal(en, res)
 		if err != nil {
 			return false, err
 		}
 		if err := tx.PutOnce(resultKey(job, t.Act), raw); err != nil {
 			return false, err
 		}
-		en.result = raw
 		if res.failed() && t.Join == "" { // a forEach join judges its elements
 			msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
 			if err := tx.Put(failKey(job, t.Act), []byte(msg)); err != nil {
@@ -524,6 +525,25 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		return false, nil
 	}
 	return tx.Collate(semKey(job), delta, 0, en.guidKey(), ledger.JobClosed)
+}
+
+// seal stamps res as en's result and encodes it, once: the steps commit
+// writes what seal made before the transaction, so that on bbolt, whose
+// commits run one at a time, no encoding runs inside one.
+func (e *Engine) seal(en *entry, res *result) ([]byte, error) {
+	if en.result != nil {
+		return en.result, nil
+	}
+	res.Act = en.t.Act
+	if res.Finished.IsZero() {
+		res.Finished = e.now().UTC()
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	en.result = raw
+	return raw, nil
 }
 
 // semaphoreDelta is what an activation's steps commit adds to the job

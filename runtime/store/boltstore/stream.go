@@ -177,17 +177,36 @@ func (t *tx) current(rc store.Receipt) (record, error) {
 		return r, err
 	}
 	if !ok || r.Token != rc.Token {
-		return r, fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+		return r, stale(rc)
 	}
 	return r, nil
 }
 
+// stale is the error of an operation on a receipt that is not the
+// message's latest reservation.
+func stale(rc store.Receipt) error {
+	return fmt.Errorf("message %x on %s: %w", rc.ID, rc.Stream, store.ErrStaleReceipt)
+}
+
+// recordHead is what an acknowledgement needs of a record: decoding only
+// these fields skips the payload instead of copying it.
+type recordHead struct {
+	VisibleAt int64  `cbor:"3,keyasint"`
+	Token     uint64 `cbor:"5,keyasint"`
+}
+
 func (t *tx) Ack(rc store.Receipt) error {
-	r, err := t.current(rc)
-	if err != nil {
-		return err
+	raw := t.b(bucketMsgs).Get(msgKey(rc.Stream, rc.ID))
+	var h recordHead
+	if raw != nil {
+		if err := cbor.Unmarshal(raw, &h); err != nil {
+			return fmt.Errorf("decode message %x: %w", rc.ID, err)
+		}
 	}
-	if err := t.unindex(rc.Stream, rc.ID, r); err != nil {
+	if raw == nil || h.Token != rc.Token {
+		return stale(rc)
+	}
+	if err := t.b(bucketReady).Delete(readyKey(rc.Stream, h.VisibleAt, rc.ID)); err != nil {
 		return err
 	}
 	key := msgKey(rc.Stream, rc.ID)
