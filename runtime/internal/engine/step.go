@@ -91,6 +91,7 @@ type entry struct {
 	// the store read it with the collation: step 3 in the same commit
 	// needs no read for them.
 	result []byte
+	res    *result // result, decoded
 	ending *ending
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
@@ -466,7 +467,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := json.Unmarshal(raw, res); err != nil {
 			return false, err
 		}
-		en.result = raw
+		en.result, en.res = raw, res
 	}
 	children, g, err := e.router.route(tx, c, job, t, *res)
 	if err != nil {
@@ -542,7 +543,7 @@ func (e *Engine) seal(en *entry, res *result) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	en.result = raw
+	en.result, en.res = raw, res
 	return raw, nil
 }
 
@@ -675,9 +676,9 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		}
 	}
 	if !started {
-		known := map[string][]byte{}
-		if en.result != nil {
-			known[string(resultKey(en.job, en.t.Act))] = en.result
+		known := map[string]*result{}
+		if en.res != nil {
+			known[string(resultKey(en.job, en.t.Act))] = en.res
 		}
 		if err := e.complete(tx, en.job, end, out, known); err != nil {
 			return err
@@ -733,30 +734,37 @@ func ignoreStale(err error) error {
 	return err
 }
 
-// readResults returns the values of keys: those in known as they are,
-// the others in one read.
-func readResults(tx store.Tx, keys [][]byte, known map[string][]byte) ([][]byte, error) {
-	raws := make([][]byte, len(keys))
+// readResults returns the results under keys: those in known as they
+// are, the others read in one read and decoded. A key with no result
+// fails with ErrNotFound.
+func readResults(tx store.Tx, keys [][]byte, known map[string]*result) ([]*result, error) {
+	rs := make([]*result, len(keys))
 	var missing [][]byte
 	var at []int
 	for i, k := range keys {
-		if raw, ok := known[string(k)]; ok {
-			raws[i] = raw
+		if r, ok := known[string(k)]; ok {
+			rs[i] = r
 			continue
 		}
 		missing, at = append(missing, k), append(at, i)
 	}
 	if len(missing) == 0 {
-		return raws, nil
+		return rs, nil
 	}
 	read, _, err := tx.ReadMany(missing, nil)
 	if err != nil {
 		return nil, err
 	}
 	for j, i := range at {
-		raws[i] = read[j]
+		if read[j] == nil {
+			return nil, fmt.Errorf("terminal result %q: %w", missing[j], store.ErrNotFound)
+		}
+		rs[i] = new(result)
+		if err := json.Unmarshal(read[j], rs[i]); err != nil {
+			return nil, err
+		}
 	}
-	return raws, nil
+	return rs, nil
 }
 
 // hasCrashed reports whether the crash hook crashed the engine.
@@ -787,10 +795,15 @@ func (e *Engine) crash(point string) error {
 // known holds results the caller has in hand, by key (the closing
 // activation's own, usually the only terminal one), which it need not
 // read.
-func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcome, known map[string][]byte) error {
+func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcome, known map[string]*result) error {
 	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC(),
 		Errors: out.errors, Compensated: out.compensated}
-	var meta jobMeta
+	// Only these of the meta: decoding the rest (the job's input, its
+	// budget) would copy what completion never reads.
+	var meta struct {
+		Started time.Time  `json:"started"`
+		Parent  *parentRef `json:"parent,omitempty"`
+	}
 	if err := json.Unmarshal(end.meta, &meta); err != nil {
 		return fmt.Errorf("job %s: record: %w", job, err)
 	}
@@ -798,18 +811,11 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcom
 	if len(out.errors) > 0 {
 		st.State = runtype.StateFailed
 	}
-	raws, err := readResults(tx, out.results, known)
+	rs, err := readResults(tx, out.results, known)
 	if err != nil {
-		return err
+		return fmt.Errorf("job %s: %w", job, err)
 	}
-	for i, raw := range raws {
-		if raw == nil {
-			return fmt.Errorf("job %s: terminal result %q: %w", job, out.results[i], store.ErrNotFound)
-		}
-		var r result
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
+	for i, r := range rs {
 		if !r.failed() && r.Output != nil {
 			st.Result[out.nodes[i]] = r.Output
 		}
@@ -824,5 +830,5 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcom
 	if err := tx.Put(statusKey(job), raw); err != nil {
 		return err
 	}
-	return e.reportToParent(tx, job, meta, raw)
+	return e.reportToParent(tx, job, meta.Parent, raw)
 }

@@ -177,18 +177,18 @@ func childJobID(tx store.Tx, en *entry) (runtype.JobID, error) {
 	return runtype.JobID{}, err
 }
 
-// reportToParent runs in a job's completion: a subflow job hands its
-// status to the waiting parent activation and resumes it, in the same
-// commit.
-func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, meta jobMeta, status []byte) error {
-	if meta.Parent == nil {
+// reportToParent runs in a job's completion: a subflow job (one with a
+// parent) hands its status to the waiting parent activation and resumes
+// it, in the same commit.
+func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, ref *parentRef, status []byte) error {
+	if ref == nil {
 		return nil
 	}
-	parent, err := runtype.ParseJobID(meta.Parent.Job)
+	parent, err := runtype.ParseJobID(ref.Job)
 	if err != nil {
 		return err
 	}
-	if err := tx.PutOnce(subflowStatusKey(parent, meta.Parent.Act), status); err != nil {
+	if err := tx.PutOnce(subflowStatusKey(parent, ref.Act), status); err != nil {
 		return err
 	}
 	// The child's activations count against the parent's budget.
@@ -200,7 +200,7 @@ func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, meta jobMeta, st
 		}
 	}
 	var t task
-	if err := cbor.Unmarshal(meta.Parent.Task, &t); err != nil {
+	if err := cbor.Unmarshal(ref.Task, &t); err != nil {
 		return err
 	}
 	if err := tx.Delete(waitKey(parent, t.Act)); err != nil {
