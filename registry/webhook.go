@@ -187,11 +187,21 @@ func (s *Server) deliver(ctx context.Context, h Webhook) {
 					backoff = min(backoff*2, 5*time.Minute)
 				}
 			}
-			if err := s.meta.SetCursor(ctx, cursorName, e.Seq); err != nil && ctx.Err() == nil {
+			// The target has the event: record that even when ctx ended
+			// meanwhile, or a graceful stop would send it again.
+			if err := s.storeCursor(ctx, cursorName, e.Seq); err != nil {
 				s.log.Error("webhook: storing the cursor", slog.String("webhook", h.Name), slog.Any("error", err))
 			}
 		}
 	}
+}
+
+// storeCursor records that a webhook's events up to seq were delivered,
+// outliving ctx by up to 10 seconds.
+func (s *Server) storeCursor(ctx context.Context, name string, seq int64) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return s.meta.SetCursor(ctx, name, seq)
 }
 
 // post sends one event; any answer but 2xx is a failure.

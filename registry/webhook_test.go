@@ -96,6 +96,12 @@ func TestWebhooksDeliverSignedEventsAtLeastOnce(t *testing.T) {
 		events[0].ID >= events[1].ID || requests < 4 || badSig != 0 {
 		t.Fatalf("events %+v after %d requests, %d bad signatures", events, requests, badSig)
 	}
+	// Stopped once the deliverer has the target's answer for both (a stop
+	// before that may send one again: at least once).
+	waitFor(t, "the cursor past both events", func() bool {
+		c, err := h.meta.Cursor(context.Background(), "webhook/platform")
+		return err == nil && c >= events[1].ID
+	})
 	stop()
 
 	// A second process on the same stores: new events only.
