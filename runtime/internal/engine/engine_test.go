@@ -450,3 +450,38 @@ func TestCommitThatPublishesWakesItsProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestChainingNeverHoldsAJobUp: when the next step's message exists
+// already, so that publishing it reserved fails, the steps commit goes
+// through without chaining and the job finishes.
+func TestChainingNeverHoldsAJobUp(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	e := New(s, Options{})
+	flow := &Flow{
+		Name:  "two",
+		Nodes: []*Node{{Alias: "a", Task: echo{}}, {Alias: "b", Task: echo{}}},
+		Edges: []runtype.Edge{{From: "a", FromPort: "out", To: "b"}},
+	}
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	job, err := e.Start(ctx, "two", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	act := runtype.StepOf("b", "", "a").String()
+	planted, err := taskMessage(job, task{Kind: runtype.Step, Flow: "two", Node: "b", Act: act, Input: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx store.Tx) error { return tx.Enqueue(planted) }); err != nil {
+		t.Fatal(err)
+	}
+	stepUntilIdle(t, e, 1)
+	st, err := e.Status(ctx, job)
+	if err != nil || st.State != runtype.StateSucceeded {
+		t.Fatalf("job %+v (%v), want succeeded", st, err)
+	}
+}

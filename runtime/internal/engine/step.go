@@ -362,19 +362,28 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 		}
 		closed := false
 		var next *entry
-		err = e.store.Update(ctx, func(tx store.Tx) (err error) {
-			next, en.chain = nil, chain // fn may run again
-			closed, err = e.commitResult(tx, c, en, res)
-			en.chain = false
-			if err == nil && en.gather != nil {
-				err = e.gatherAll(tx, []*gather{en.gather})
-			}
-			if err == nil && en.next != nil {
-				next, err = e.enterNext(tx, *en.next)
-			}
-			en.next = nil
-			return err
-		})
+		commit := func(chain bool) error {
+			return e.store.Update(ctx, func(tx store.Tx) (err error) {
+				next, en.chain = nil, chain // fn may run again
+				closed, err = e.commitResult(tx, c, en, res)
+				en.chain = false
+				if err == nil && en.gather != nil {
+					err = e.gatherAll(tx, []*gather{en.gather})
+				}
+				if err == nil && en.next != nil {
+					next, err = e.enterNext(tx, *en.next)
+				}
+				en.next = nil
+				return err
+			})
+		}
+		err = commit(chain)
+		if errors.Is(err, store.ErrConflict) && chain {
+			// The next step's message may exist already (EnqueueReserved
+			// refuses it): commit as if chaining did not exist, so that it
+			// can never hold a job up.
+			err = commit(false)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 		}
