@@ -140,6 +140,18 @@ func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) 
 	return e.engine.Start(ctx, flow, input)
 }
 
+// StartOnce is Start under a caller's job key, so that a start the caller
+// repeats (a retried request, a second producer) never creates a second
+// job: the first start with key creates the job and reports true; every
+// later one, on any worker of the store and whatever the job's state by
+// then (finished, failed or killed included), returns that same job and
+// false. Two starts that race are decided by the store: one commits the
+// key with its job, the other finds it. A key that names a job of another
+// flow fails with ErrKeyInUse. An empty key is Start.
+func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.RawMessage) (JobID, bool, error) {
+	return e.engine.StartOnce(ctx, flow, key, input)
+}
+
 // Run works until ctx is cancelled, with the given number of concurrent
 // workers, and returns nil then. A failed step (a lost database connection,
 // a fenced commit) is logged and retried after a backoff: the message comes

@@ -56,6 +56,7 @@ const (
 var (
 	ErrUnknownFlow = runtype.ErrUnknownFlow
 	ErrBadQuery    = runtype.ErrBadQuery
+	ErrKeyInUse    = runtype.ErrKeyInUse
 )
 
 // A node's declaration and retry policy (runtype holds them, so the engine

@@ -49,6 +49,9 @@ const (
 // ErrUnknownFlow: the engine has no flow of that name registered.
 var ErrUnknownFlow = errors.New("not registered with this engine")
 
+// ErrKeyInUse: a job key already names a job of another flow.
+var ErrKeyInUse = errors.New("job key in use by another flow")
+
 // ErrBadQuery: a job query that cannot be answered (unknown state, bad
 // cursor, page too large).
 var ErrBadQuery = errors.New("bad job query")

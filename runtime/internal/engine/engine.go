@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -123,7 +124,9 @@ func (e *Engine) flow(name string) (*compiled, error) {
 
 // jobMeta is stored at pid/<root>/meta.
 type jobMeta struct {
-	Flow    string          `json:"flow"`
+	Flow string `json:"flow"`
+	// Key is the caller's job key the job was started under (StartOnce).
+	Key     string          `json:"key,omitempty"`
 	Input   json.RawMessage `json:"input"`
 	Started time.Time       `json:"started"`
 	// Parent is set on a subflow's job: the activation waiting for it.
@@ -142,28 +145,83 @@ type parentRef struct {
 // Start creates a job of the named flow with input and publishes its entry
 // activations. The job is durable once Start returns.
 func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) (runtype.JobID, error) {
+	job, _, err := e.StartOnce(ctx, flow, "", input)
+	return job, err
+}
+
+// StartOnce is Start under a caller's job key: the first start with a key
+// creates the job, and every later one, on any worker and whatever the
+// job's state (running, finished, failed, killed), returns that job and
+// false instead of starting another. The key is claimed in the job's own
+// transaction (a write-once record), so of two starts that race, one
+// commits and the other finds its job. A key that names a job of another
+// flow is refused with ErrKeyInUse. An empty key is Start.
+func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.RawMessage) (runtype.JobID, bool, error) {
 	c, err := e.flow(flow)
 	if err != nil {
-		return runtype.JobID{}, err
+		return runtype.JobID{}, false, err
 	}
 	job, err := runtype.NewJobID()
 	if err != nil {
-		return runtype.JobID{}, err
+		return runtype.JobID{}, false, err
 	}
 	now := e.now().UTC()
-	rec, err := encodeJob(jobMeta{Flow: flow, Input: input, Started: now, Budget: budgetFrom(c.Budget, now)})
+	rec, err := encodeJob(jobMeta{Flow: flow, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key})
 	if err != nil {
-		return runtype.JobID{}, fmt.Errorf("start %s: %w", flow, err)
+		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
 	}
+	claim := startKeyRecord{Job: job.String(), Flow: flow}
 	err = e.store.Update(ctx, func(tx store.Tx) error {
+		if key != "" {
+			raw, err := json.Marshal(claim)
+			if err != nil {
+				return err
+			}
+			if err := tx.PutOnce(startKey(key), raw); err != nil {
+				return err
+			}
+		}
 		// A fresh UUIDv7 names no job yet: no read to find out (a round
 		// trip on PostgreSQL), and the meta's put-once still guards it.
 		return e.writeJob(tx, job, c, rec, c.entries)
 	})
-	if err != nil {
-		return runtype.JobID{}, fmt.Errorf("start %s: %w", flow, err)
+	if key != "" && errors.Is(err, store.ErrConflict) {
+		return e.startedUnder(ctx, flow, key)
 	}
-	return job, nil
+	if err != nil {
+		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
+	}
+	return job, true, nil
+}
+
+// startKeyRecord is what a job key names: the job its first start created.
+type startKeyRecord struct {
+	Job  string `json:"job"`
+	Flow string `json:"flow"`
+}
+
+// startedUnder returns the job that key names, which a start that lost
+// the key to another found.
+func (e *Engine) startedUnder(ctx context.Context, flow, key string) (runtype.JobID, bool, error) {
+	var claim startKeyRecord
+	err := e.store.View(ctx, func(tx store.ReadTx) error {
+		raw, err := tx.Get(startKey(key))
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &claim)
+	})
+	if err != nil {
+		return runtype.JobID{}, false, fmt.Errorf("start %s under key %q: %w", flow, key, err)
+	}
+	job, err := runtype.ParseJobID(claim.Job)
+	if err != nil {
+		return runtype.JobID{}, false, fmt.Errorf("start %s under key %q: %w", flow, key, err)
+	}
+	if claim.Flow != flow {
+		return job, false, fmt.Errorf("start %s under key %q: the key names job %s of flow %s: %w", flow, key, job, claim.Flow, runtype.ErrKeyInUse)
+	}
+	return job, false, nil
 }
 
 // createJob writes a job's meta, status and semaphore and publishes the

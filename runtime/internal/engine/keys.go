@@ -40,6 +40,7 @@ import (
 //	pid/<root>/comp               compensation started (chain length)     value
 //	pid/<root>/comp/<i>           the compensation chain, newest first    value
 //	jobs/<inverted-root>          job index entry, newest first           value
+//	start/<key>                   the job a caller's job key started      value
 //	jobs.indexed                  the job index covers older jobs         value
 //	blobs/<sha256>                an input too large to travel inline     value
 //	dedupe/edge/<key>             exactly-once edge record                value
@@ -82,6 +83,7 @@ func compensableKey(j runtype.JobID, seq int64) []byte    { return jobKey(j, "do
 func compensationKey(j runtype.JobID) []byte              { return jobKey(j, "comp") }
 func compensationStepKey(j runtype.JobID, i int) []byte   { return jobKey(j, "comp", padded(int64(i))) }
 func blobKey(ref string) []byte                           { return []byte("blobs/" + ref) }
+func startKey(key string) []byte                          { return []byte("start/" + segment(key)) }
 func edgeDedupeKey(key string) []byte                     { return []byte("dedupe/edge/" + key) }
 
 // CapabilityDedupeKey is where the dedupe capability records key.

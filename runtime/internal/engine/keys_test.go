@@ -48,6 +48,7 @@ func TestKeyLayout(t *testing.T) {
 		"jobs/<inverted-root>":         jobIndexKey(j),
 		"jobs.indexed":                 jobIndexBuiltKey(),
 		"blobs/<sha256>":               blobKey("<sha256>"),
+		"start/<key>":                  startKey("<key>"),
 		"dedupe/edge/<key>":            edgeDedupeKey("<key>"),
 		"dedupe/<key>":                 CapabilityDedupeKey("<key>"),
 		"kv/<namespace>/<key>":         KVKey("<namespace>", "<key>"),
