@@ -129,9 +129,18 @@ func TestRunExecutesAGeneratedFlow(t *testing.T) {
 	input := filepath.Join(dir, "in.json")
 	os.WriteFile(input, []byte(`{"title": "Hello Runner"}`), 0o644)
 
-	r := run(t, "", "run", "--store", store, "--input", input, "../../gen/testdata/flows/inline.yaml")
+	r := run(t, "", "run", "--store", store, "--input", input, "--key", "hello-1", "../../gen/testdata/flows/inline.yaml")
 	if r.exit != exitOK || !strings.Contains(r.stdout, `"state": "succeeded"`) || !strings.Contains(r.stdout, `"runes": 12`) {
 		t.Fatalf("run: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	var first struct{ Job string }
+	if err := json.Unmarshal([]byte(r.stdout), &first); err != nil || first.Job == "" {
+		t.Fatalf("run printed no job: %v\n%s", err, r.stdout)
+	}
+	// The same key again starts nothing: it follows the finished job.
+	r = run(t, "", "run", "--store", store, "--input", input, "--key", "hello-1", "../../gen/testdata/flows/inline.yaml")
+	if r.exit != exitOK || !strings.Contains(r.stdout, first.Job) || !strings.Contains(r.stderr, `was started before under key "hello-1"`) {
+		t.Fatalf("second run with the key: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
 
 	// A job that parks at a checkpoint returns at once with the command
@@ -307,7 +316,7 @@ func TestServeOwnsTheStore(t *testing.T) {
 	waitUntil(t, "the endpoint file", func() bool { _, err := os.Stat(endpoint); return err == nil }, done, &stderr)
 
 	r := run(t, `{"title": "Hello Server"}`, "run", "--store", store, "--input", "-", "../../gen/testdata/flows/inline.yaml")
-	if r.exit != exitOK || !strings.Contains(r.stdout, `"runes": 12`) || !strings.Contains(r.stderr, "started on flowgen serve") {
+	if r.exit != exitOK || !strings.Contains(r.stdout, `"runes": 12`) || !strings.Contains(r.stderr, "started (flowgen serve, pid") {
 		t.Fatalf("run through the server: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
 	parkedJob := func(title string) string {

@@ -39,6 +39,11 @@ registered too.
 A job that reaches a checkpoint returns at once: run prints the exact
 flowgen signal command that decides it.
 
+With --key, the job is started once under that key: a second run with
+the same key (a retried script, a second machine on the same store)
+starts no job and follows the one the key started, whatever its state,
+finished included. Another flow cannot reuse the key.
+
 Capabilities are backed by the store (KV, dedupe), --blobs (blobs),
 FLOWGEN_SECRET_<HANDLE> environment variables (secrets; the handle upper-
 cased with non-alphanumerics as _: stripe/secret-key is
@@ -61,6 +66,7 @@ func runRun(e *env, args []string) int {
 	pf := newProgramFlags(fs)
 	input := fs.String("input", "", "JSON input of the job: a file, or - for standard input (required)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "stop waiting after this long; the job stays in the store")
+	key := fs.String("key", "", localrun.KeyFlagHelp)
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -96,7 +102,7 @@ func runRun(e *env, args []string) int {
 	if !localrun.IsDatabaseURL(store) {
 		if abs, err := filepath.Abs(store); err == nil {
 			if c, err := jobapi.Discover(e.ctx, abs); err == nil {
-				return runOnServer(e, c, g, data, *timeout, store)
+				return runOnServer(e, c, g, data, *key, *timeout, store)
 			}
 		}
 	}
@@ -105,7 +111,7 @@ func runRun(e *env, args []string) int {
 		return code
 	}
 	defer cleanup()
-	cmd := exec.CommandContext(e.ctx, prog, append(pf.args(e), "--input", "-", "--timeout", timeout.String())...)
+	cmd := exec.CommandContext(e.ctx, prog, append(pf.args(e), "--input", "-", "--timeout", timeout.String(), "--key", *key)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(data), e.stdout, e.stderr
 	err = cmd.Run()
 	if exit, ok := err.(*exec.ExitError); ok {
@@ -120,8 +126,8 @@ func runRun(e *env, args []string) int {
 
 // runOnServer starts the job on the flowgen serve that owns the store and
 // follows it as a local run would.
-func runOnServer(e *env, c *jobapi.Client, g *flowir.Graph, input []byte, timeout time.Duration, store string) int {
-	job, err := c.Start(e.ctx, g.Flow.ID, input)
+func runOnServer(e *env, c *jobapi.Client, g *flowir.Graph, input []byte, key string, timeout time.Duration, store string) int {
+	job, created, err := c.StartOnce(e.ctx, g.Flow.ID, key, input)
 	if errors.Is(err, runtime.ErrUnknownFlow) {
 		fmt.Fprintf(e.stderr, "flowgen run: the flowgen serve that owns %s (pid %d) does not run flow %s; restart it with %s\n",
 			store, c.Endpoint.PID, g.Flow.ID, g.Flow.File)
@@ -131,7 +137,7 @@ func runOnServer(e *env, c *jobapi.Client, g *flowir.Graph, input []byte, timeou
 		fmt.Fprintf(e.stderr, "flowgen run: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(e.stderr, "run: job %s of %s started on flowgen serve (pid %d)\n", job, g.Flow.ID, c.Endpoint.PID)
+	fmt.Fprintf(e.stderr, "%s (flowgen serve, pid %d)\n", localrun.StartedLine(job, g.Flow.ID, key, created), c.Endpoint.PID)
 	out, err := jobapi.Await(e.ctx, c, job, timeout)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen run: %v\n", err)

@@ -83,6 +83,8 @@ func answerError(status int, raw []byte) error {
 		return &remoteError{e.Message, store.ErrNotFound}
 	case "unknown_flow":
 		return &remoteError{e.Message, runtime.ErrUnknownFlow}
+	case "key_in_use":
+		return &remoteError{e.Message, runtime.ErrKeyInUse}
 	case "bad_request":
 		return &remoteError{e.Message, runtime.ErrBadQuery}
 	}
@@ -102,11 +104,18 @@ func jobPath(job runtime.JobID, rest string) string { return "/v1/jobs/" + job.S
 
 // Start implements Service.
 func (c *Client) Start(ctx context.Context, flow string, input json.RawMessage) (runtime.JobID, error) {
+	job, _, err := c.StartOnce(ctx, flow, "", input)
+	return job, err
+}
+
+// StartOnce implements Service.
+func (c *Client) StartOnce(ctx context.Context, flow, key string, input json.RawMessage) (runtime.JobID, bool, error) {
 	var out startResponse
-	if err := c.do(ctx, http.MethodPost, "/v1/jobs", startRequest{Flow: flow, Input: input}, &out); err != nil {
-		return runtime.JobID{}, err
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs", startRequest{Flow: flow, Input: input, Key: key}, &out); err != nil {
+		return runtime.JobID{}, false, err
 	}
-	return runtime.ParseJobID(out.Job)
+	job, err := runtime.ParseJobID(out.Job)
+	return job, out.Created, err
 }
 
 // Status implements Service.

@@ -90,6 +90,8 @@ func writeError(w http.ResponseWriter, err error) {
 		writeJSON(w, http.StatusUnprocessableEntity, apiError{Code: "bad_input", Message: err.Error(), Problems: ie.Problems, Flow: ie.Flow})
 	case errors.Is(err, runtime.ErrUnknownFlow):
 		writeJSON(w, http.StatusNotFound, apiError{Code: "unknown_flow", Message: err.Error()})
+	case errors.Is(err, runtime.ErrKeyInUse):
+		writeJSON(w, http.StatusConflict, apiError{Code: "key_in_use", Message: err.Error()})
 	case errors.Is(err, store.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, apiError{Code: "not_found", Message: err.Error()})
 	case errors.Is(err, errBadRequest), errors.Is(err, runtime.ErrBadQuery):
@@ -146,10 +148,14 @@ func decode(r *http.Request, limit int64, v any) error {
 type startRequest struct {
 	Flow  string          `json:"flow"`
 	Input json.RawMessage `json:"input"`
+	// Key, when set, starts the job once under it (StartOnce).
+	Key string `json:"key,omitempty"`
 }
 
 type startResponse struct {
 	Job string `json:"job"`
+	// Created is false when the key named a job already.
+	Created bool `json:"created"`
 }
 
 func (h *handler) start(w http.ResponseWriter, r *http.Request) {
@@ -159,14 +165,19 @@ func (h *handler) start(w http.ResponseWriter, r *http.Request) {
 		err = h.opts.CheckInput(req.Flow, req.Input)
 	}
 	var job runtime.JobID
+	created := false
 	if err == nil {
-		job, err = h.svc.Start(r.Context(), req.Flow, req.Input)
+		job, created, err = h.svc.StartOnce(r.Context(), req.Flow, req.Key, req.Input)
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, startResponse{Job: job.String()})
+	code := http.StatusCreated
+	if !created {
+		code = http.StatusOK // the key's job, started before
+	}
+	writeJSON(w, code, startResponse{Job: job.String(), Created: created})
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {

@@ -19,6 +19,10 @@ type Service interface {
 	// Start creates a job of flow with input; input is checked against the
 	// flow's input schema first when the service knows it.
 	Start(ctx context.Context, flow string, input json.RawMessage) (runtime.JobID, error)
+	// StartOnce is Start under a job key: the first start with key creates
+	// the job and reports true, every later one returns it and false
+	// (runtime.Engine.StartOnce).
+	StartOnce(ctx context.Context, flow, key string, input json.RawMessage) (runtime.JobID, bool, error)
 	Status(ctx context.Context, job runtime.JobID) (runtime.JobStatus, error)
 	Inspect(ctx context.Context, job runtime.JobID) (*runtime.Inspection, error)
 	Jobs(ctx context.Context, q runtime.JobQuery) (runtime.JobList, error)

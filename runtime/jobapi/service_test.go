@@ -49,8 +49,12 @@ func rig(t *testing.T) (*runtime.Engine, string) {
 		t.Fatal(err)
 	}
 	e := runtime.New(s, runtime.Options{Owner: "test"})
-	if err := e.Register(approvalFlow()); err != nil {
-		t.Fatal(err)
+	other := approvalFlow()
+	other.Name = "approval-again"
+	for _, f := range []*runtime.Flow{approvalFlow(), other} {
+		if err := e.Register(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -202,6 +206,22 @@ func conformance(t *testing.T, svc jobapi.Service, checksInput bool) {
 		if list, _ := svc.Jobs(ctx, runtime.JobQuery{}); len(list.Jobs) != 2 {
 			t.Errorf("a refused input created a job: %+v", list)
 		}
+	}
+
+	// A job key starts one job, whoever asks again.
+	keyed, created, err := svc.StartOnce(ctx, "approval", "order-o-3", json.RawMessage(`{"order":"o-3"}`))
+	if err != nil || !created {
+		t.Fatalf("first start under a key: %s %v %v", keyed, created, err)
+	}
+	again, created, err := svc.StartOnce(ctx, "approval", "order-o-3", json.RawMessage(`{"order":"o-3"}`))
+	if err != nil || created || again != keyed {
+		t.Fatalf("second start under the key: %s %v %v, want %s, not created", again, created, err, keyed)
+	}
+	if list, _ := svc.Jobs(ctx, runtime.JobQuery{Where: map[string]string{"order": "o-3"}}); len(list.Jobs) != 1 {
+		t.Errorf("two starts under one key made %d jobs", len(list.Jobs))
+	}
+	if _, _, err := svc.StartOnce(ctx, "approval-again", "order-o-3", json.RawMessage(`{"order":"o-3"}`)); !errors.Is(err, runtime.ErrKeyInUse) {
+		t.Errorf("the key under another flow: %v, want ErrKeyInUse", err)
 	}
 }
 

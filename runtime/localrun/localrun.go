@@ -100,6 +100,7 @@ func Run(ctx context.Context, p Process, root Constructor, others ...Constructor
 	cf := commonFlags(fs)
 	input := fs.String("input", "", "JSON input of the job: a file, or - for standard input (required)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "stop waiting after this long; the job stays in the store")
+	key := fs.String("key", "", KeyFlagHelp)
 	if err := fs.Parse(p.Args); err != nil {
 		return ExitUsage
 	}
@@ -129,12 +130,12 @@ func Run(ctx context.Context, p Process, root Constructor, others ...Constructor
 	}
 	defer closeAll()
 	rootName, storeSpec, workers := names[0], cf.store, cf.workers
-	job, err := e.Start(ctx, rootName, data)
+	job, created, err := e.StartOnce(ctx, rootName, *key, data)
 	if err != nil {
 		fmt.Fprintf(stderr, "run: %v\n", err)
 		return ExitFailed
 	}
-	fmt.Fprintf(stderr, "run: job %s of %s started\n", job, rootName)
+	fmt.Fprintln(stderr, StartedLine(job, rootName, *key, created))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- e.Run(runCtx, *workers) }()
@@ -146,6 +147,18 @@ func Run(ctx context.Context, p Process, root Constructor, others ...Constructor
 		return ExitFailed
 	}
 	return Report(stdout, stderr, job, out, *timeout, StoreFlag(*storeSpec))
+}
+
+// KeyFlagHelp is the help of the --key flag of run.
+const KeyFlagHelp = "job key: a second run with the same key starts no job and follows the one the key started, whatever its state"
+
+// StartedLine tells which job a run follows: the one it started, or the
+// one its key had started before.
+func StartedLine(job runtime.JobID, flow, key string, created bool) string {
+	if !created {
+		return fmt.Sprintf("run: job %s of %s was started before under key %q; following it", job, flow, key)
+	}
+	return fmt.Sprintf("run: job %s of %s started", job, flow)
 }
 
 // Exit codes of Report beyond those of Run.
