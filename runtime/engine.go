@@ -117,7 +117,9 @@ func (e *Engine) Kill(ctx context.Context, job JobID, reason string) error {
 }
 
 // Pause holds a job: its messages are handed back unprocessed until
-// Resume. Activations already running finish their current attempt.
+// Resume. Activations already running finish their current attempt. Kill
+// beats pause: pausing a killed job does nothing, and killing a paused
+// job lets it wind down at once.
 func (e *Engine) Pause(ctx context.Context, job JobID) error {
 	return e.engine.Pause(ctx, job)
 }

@@ -35,6 +35,11 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 	} else if err != nil {
 		return err
 	}
+	// Kill beats pause: a paused job winds down at once, canceled, with
+	// no one resuming it first.
+	if err := tx.Delete(pausedKey(job)); err != nil {
+		return err
+	}
 	var children []runtype.JobID
 	err := tx.Scan(jobPrefix(job, "sub"), func(k, v []byte) error {
 		var child runtype.JobID
@@ -63,11 +68,18 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 }
 
 // Pause holds a job: its messages are handed back unprocessed until
-// Resume. Activations already running finish their current attempt.
+// Resume. Activations already running finish their current attempt. Kill
+// beats pause: pausing a killed job does nothing, and killing a paused
+// job lets it wind down at once.
 func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
 	return e.store.Update(ctx, func(tx store.Tx) error {
 		if _, err := tx.Get(metaKey(job)); err != nil {
 			return fmt.Errorf("pause %s: %w", job, err)
+		}
+		if _, err := tx.Get(tombKey(job)); err == nil {
+			return nil // killed: it winds down, and kill beats pause
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
 		}
 		return tx.Put(pausedKey(job), []byte(time.Now().UTC().Format(time.RFC3339)))
 	})

@@ -183,7 +183,7 @@ func decodeEntry(m store.Message) (*entry, error) {
 // entry read: whether the job is paused or killed, the activity ledger
 // with the count and the message's GUID ledger.
 func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int64) error {
-	if paused {
+	if paused && !killed { // kill beats pause: a killed job winds down
 		return en.handBack(tx, pausedRetry)
 	}
 	var err error
