@@ -43,3 +43,53 @@ func TestKillBeatsPause(t *testing.T) {
 		}
 	})
 }
+
+// TestPauseCascadesToSubflow: pausing a job holds the subflow job it
+// started, and resuming it lets both finish.
+func TestPauseCascadesToSubflow(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
+		ctx := context.Background()
+		e := New(r.store, Options{Now: r.clock.Now})
+		for _, f := range subflowFlows(r.sink, 3) {
+			if err := e.Register(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		job, err := e.Start(ctx, "outer", json.RawMessage(`{"note":"hi"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Step(ctx); err != nil { // a, and the subflow activation that starts the child
+			t.Fatal(err)
+		}
+		child := childOf(t, e, job)
+		if err := e.Pause(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		list, err := e.Jobs(ctx, JobQuery{State: "paused", Subflows: true})
+		if err != nil || len(list.Jobs) != 2 {
+			t.Fatalf("paused jobs %+v (%v), want the parent and its child", list.Jobs, err)
+		}
+		for range 3 {
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			r.clock.Advance(time.Second)
+		}
+		if st, err := e.Status(ctx, child); err != nil || st.State != StateRunning {
+			t.Fatalf("child of a paused job: %+v (%v), want held, running", st, err)
+		}
+		if err := e.Resume(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		r.clock.Advance(time.Second)
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range []JobID{child, job} {
+			if st, err := e.Status(ctx, j); err != nil || st.State != StateSucceeded {
+				t.Fatalf("job %s after resume: %+v (%v)", j, st, err)
+			}
+		}
+	})
+}

@@ -116,15 +116,15 @@ func (e *Engine) Kill(ctx context.Context, job JobID, reason string) error {
 	return e.engine.Kill(ctx, job, reason)
 }
 
-// Pause holds a job: its messages are handed back unprocessed until
-// Resume. Activations already running finish their current attempt. Kill
-// beats pause: pausing a killed job does nothing, and killing a paused
-// job lets it wind down at once.
+// Pause holds a job and the subflow jobs it started: their messages are
+// handed back unprocessed until Resume. Activations already running
+// finish their current attempt. Kill beats pause: pausing a killed job
+// does nothing, and killing a paused job lets it wind down at once.
 func (e *Engine) Pause(ctx context.Context, job JobID) error {
 	return e.engine.Pause(ctx, job)
 }
 
-// Resume lets a paused job continue.
+// Resume lets a paused job, and the subflow jobs it started, continue.
 func (e *Engine) Resume(ctx context.Context, job JobID) error {
 	return e.engine.Resume(ctx, job)
 }

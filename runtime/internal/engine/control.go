@@ -40,13 +40,7 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 	if err := tx.Delete(pausedKey(job)); err != nil {
 		return err
 	}
-	var children []runtype.JobID
-	err := tx.Scan(jobPrefix(job, "sub"), func(k, v []byte) error {
-		var child runtype.JobID
-		copy(child[:], v)
-		children = append(children, child)
-		return nil
-	})
+	children, err := subflowJobs(tx, job)
 	if err != nil {
 		return err
 	}
@@ -67,32 +61,67 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 	})
 }
 
-// Pause holds a job: its messages are handed back unprocessed until
-// Resume. Activations already running finish their current attempt. Kill
-// beats pause: pausing a killed job does nothing, and killing a paused
-// job lets it wind down at once.
+// Pause holds a job and the subflow jobs it started: their messages are
+// handed back unprocessed until Resume. Activations already running
+// finish their current attempt. Kill beats pause: pausing a killed job
+// does nothing, and killing a paused job lets it wind down at once.
 func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
+	at := []byte(time.Now().UTC().Format(time.RFC3339))
 	return e.store.Update(ctx, func(tx store.Tx) error {
-		if _, err := tx.Get(metaKey(job)); err != nil {
-			return fmt.Errorf("pause %s: %w", job, err)
-		}
-		if _, err := tx.Get(tombKey(job)); err == nil {
-			return nil // killed: it winds down, and kill beats pause
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		return tx.Put(pausedKey(job), []byte(time.Now().UTC().Format(time.RFC3339)))
+		return eachSubflowJob(tx, job, "pause", 0, func(job runtype.JobID) error {
+			if _, err := tx.Get(tombKey(job)); err == nil {
+				return nil // killed: it winds down, and kill beats pause
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			return tx.Put(pausedKey(job), at)
+		})
 	})
 }
 
-// Resume lets a paused job continue.
+// Resume lets a paused job, and the subflow jobs it started, continue.
 func (e *Engine) Resume(ctx context.Context, job runtype.JobID) error {
 	return e.store.Update(ctx, func(tx store.Tx) error {
-		if _, err := tx.Get(metaKey(job)); err != nil {
-			return fmt.Errorf("resume %s: %w", job, err)
-		}
-		return tx.Delete(pausedKey(job))
+		return eachSubflowJob(tx, job, "resume", 0, func(job runtype.JobID) error {
+			return tx.Delete(pausedKey(job))
+		})
 	})
+}
+
+// eachSubflowJob calls fn for job and, depth first, every subflow job it
+// started; job must exist.
+func eachSubflowJob(tx store.Tx, job runtype.JobID, what string, depth int, fn func(runtype.JobID) error) error {
+	if _, err := tx.Get(metaKey(job)); err != nil {
+		return fmt.Errorf("%s %s: %w", what, job, err)
+	}
+	if depth > 64 {
+		return fmt.Errorf("%s %s: subflows nested deeper than 64", what, job)
+	}
+	if err := fn(job); err != nil {
+		return err
+	}
+	children, err := subflowJobs(tx, job)
+	if err != nil {
+		return err
+	}
+	for _, child := range children {
+		if err := eachSubflowJob(tx, child, what, depth+1, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// subflowJobs are the child jobs job's subflow activations started.
+func subflowJobs(tx store.ReadTx, job runtype.JobID) ([]runtype.JobID, error) {
+	var children []runtype.JobID
+	err := tx.Scan(jobPrefix(job, "sub"), func(k, v []byte) error {
+		var child runtype.JobID
+		copy(child[:], v)
+		children = append(children, child)
+		return nil
+	})
+	return children, err
 }
 
 // isPaused reports whether the job is paused.
