@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"errors"
-
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -46,8 +44,8 @@ func chains(t, next task) bool {
 // admitChained enters the messages a round published reserved and
 // returns their deliveries, and those of them that fold into the next
 // round. A step that does not fold runs after the batch commits, when the
-// job may have been paused or killed: its entry reads, as enterNext's
-// does.
+// job may have been paused or killed: those enter with one read for all
+// of them, as any entry does (admit).
 func (e *Engine) admitChained(tx store.Tx, ms []store.Message) ([]*entry, []foldable, error) {
 	var entered []*entry
 	var folded []foldable
@@ -70,16 +68,13 @@ func (e *Engine) admitChained(tx store.Tx, ms []store.Message) ([]*entry, []fold
 			folded = append(folded, foldable{en, c})
 		}
 	}
-	for _, m := range later {
-		en, err := e.enterNext(tx, m)
-		if err != nil {
-			return nil, nil, err
-		}
-		if en != nil {
-			entered = append(entered, en)
-		}
+	// One read enters them all; a handed-back one is a deferred entry,
+	// which the batch skips.
+	ens, _, err := e.admit(tx, later)
+	if err != nil {
+		return nil, nil, err
 	}
-	return entered, folded, nil
+	return append(entered, ens...), folded, nil
 }
 
 // enterChained is enter for a message this transaction published
@@ -107,17 +102,12 @@ func (e *Engine) enterChained(tx store.Tx, m store.Message) (*entry, error) {
 // enterNext enters, in the steps commit that published it reserved, the
 // next step a delivery taken on after its batch's commit chained: its
 // node ran outside any transaction, so the job may have been paused or
-// killed meanwhile, and the entry reads as any entry does. It returns nil
-// when the step does not enter (handed back, poison).
+// killed meanwhile, and the entry reads as any entry does (admit). It
+// returns nil when the step does not enter (handed back, poison).
 func (e *Engine) enterNext(tx store.Tx, m store.Message) (*entry, error) {
-	ens, errs := e.enterAll(tx, []store.Message{m})
-	if err := errs[0]; errors.Is(err, errPoison) {
-		return nil, ignoreStale(tx.DeadLetter(m.Receipt, err.Error()))
-	} else if err != nil {
+	ens, _, err := e.admit(tx, []store.Message{m})
+	if err != nil || len(ens) == 0 || ens[0].deferred {
 		return nil, err
-	}
-	if ens[0].deferred {
-		return nil, nil
 	}
 	return ens[0], nil
 }

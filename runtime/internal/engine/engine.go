@@ -204,14 +204,7 @@ type startKeyRecord struct {
 // the key to another found.
 func (e *Engine) startedUnder(ctx context.Context, flow, key string) (runtype.JobID, bool, error) {
 	var claim startKeyRecord
-	err := e.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(startKey(key))
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(raw, &claim)
-	})
-	if err != nil {
+	if err := e.viewJSON(ctx, startKey(key), &claim); err != nil {
 		return runtype.JobID{}, false, fmt.Errorf("start %s under key %q: %w", flow, key, err)
 	}
 	job, err := runtype.ParseJobID(claim.Job)

@@ -346,17 +346,22 @@ func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *run
 	return result{Output: raw, Port: "out", Attempts: 1}, nil
 }
 
-// Status returns the job's current status.
-func (e *Engine) Status(ctx context.Context, job runtype.JobID) (runtype.JobStatus, error) {
-	var st runtype.JobStatus
-	err := e.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(statusKey(job))
+// viewJSON decodes the JSON value under key, read in a transaction of its
+// own, into v.
+func (e *Engine) viewJSON(ctx context.Context, key []byte, v any) error {
+	return e.store.View(ctx, func(tx store.ReadTx) error {
+		raw, err := tx.Get(key)
 		if err != nil {
 			return err
 		}
-		return json.Unmarshal(raw, &st)
+		return json.Unmarshal(raw, v)
 	})
-	if err != nil {
+}
+
+// Status returns the job's current status.
+func (e *Engine) Status(ctx context.Context, job runtype.JobID) (runtype.JobStatus, error) {
+	var st runtype.JobStatus
+	if err := e.viewJSON(ctx, statusKey(job), &st); err != nil {
 		return st, fmt.Errorf("status of job %s: %w", job, err)
 	}
 	return st, nil

@@ -87,11 +87,11 @@ type entry struct {
 	// next steps on the work stream (not chained).
 	published bool
 	// result is the activation's result as seal encoded it for its steps
-	// commit, or as that commit read it, and ending what step 3 reads when
-	// the store read it with the collation: step 3 in the same commit
-	// needs no read for them.
+	// commit, and res the result that commit wrote or read; ending is what
+	// step 3 reads when the store read it with the collation. Step 3 in
+	// the same commit needs no read for them.
 	result []byte
-	res    *result // result, decoded
+	res    *result
 	ending *ending
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
@@ -476,7 +476,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := json.Unmarshal(raw, res); err != nil {
 			return false, err
 		}
-		en.result, en.res = raw, res
+		en.res = res
 	}
 	children, g, err := e.router.route(tx, c, job, t, *res)
 	if err != nil {
