@@ -180,6 +180,33 @@ func (e *Engine) StepBatch(ctx context.Context, max int) (int, error) {
 	return e.engine.StepBatch(ctx, max)
 }
 
+// DeadLetters lists the dead letters of the engine's store, oldest first:
+// the messages no worker can take on (a task that does not decode, a
+// flow no worker has), each holding its job up until it is requeued or
+// failed. An activation that can never make progress (a crash loop, a
+// ledger at its ceiling) fails as Exhausted instead.
+func (e *Engine) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
+	return e.engine.DeadLetters(ctx)
+}
+
+// RequeueDeadLetter puts dead letter id back on the work stream as a new
+// message, with a fresh delivery budget, and returns its id; the dead
+// letter goes in the same commit. Requeueing it again returns the same id
+// and does nothing more. ErrNotFound (store) when there is no such dead
+// letter; ErrDeadLetterTaken when it was failed.
+func (e *Engine) RequeueDeadLetter(ctx context.Context, id MessageID) (MessageID, error) {
+	return e.engine.TakeDeadLetter(ctx, id, runtype.Requeue, "")
+}
+
+// FailDeadLetter is RequeueDeadLetter of a message that fails its
+// activation as DeadLettered, with reason, instead of running it: the job
+// goes on by its error policy and compensates if it fails. A worker that
+// has the job's flow must take it. ErrUndecodable when the task does not
+// decode (kill the job instead); ErrDeadLetterTaken when it was requeued.
+func (e *Engine) FailDeadLetter(ctx context.Context, id MessageID, reason string) (MessageID, error) {
+	return e.engine.TakeDeadLetter(ctx, id, runtype.Fail, reason)
+}
+
 // Jobs lists the jobs of the engine's store that match q, newest first.
 func (e *Engine) Jobs(ctx context.Context, q JobQuery) (JobList, error) {
 	return e.engine.Jobs(ctx, q)
@@ -215,7 +242,8 @@ func WaitingCheckpoints(ctx context.Context, s store.Store, job JobID) ([]string
 
 // InspectJob reads a job's whole state from s without an engine: one
 // prefix scan of its root (values and counters), plus the job's messages
-// still in the work stream, which name the activations not yet finished.
+// still in the work stream or its dead-letter stream, which name the
+// activations not yet finished.
 func InspectJob(ctx context.Context, s store.Store, job JobID) (*Inspection, error) {
 	return engine.InspectJob(ctx, s, job)
 }

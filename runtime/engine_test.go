@@ -536,13 +536,23 @@ func counter(t *testing.T, s store.Store, job JobID, key string) int64 {
 func activityLedgers(t *testing.T, s store.Store, job JobID) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	var walk func([]*ActivationView)
-	walk = func(vs []*ActivationView) {
-		for _, v := range vs {
-			out[v.Act] = v.Ledger
-			walk(v.Children)
-		}
-	}
-	walk(inspected(t, s, job).Tree)
+	eachActivation(inspected(t, s, job).Tree, func(v *ActivationView) { out[v.Act] = v.Ledger })
 	return out
+}
+
+// activationStates is each activation's state, by activation id, from
+// inspection's activation tree.
+func activationStates(t *testing.T, s store.Store, job JobID) map[string]ActivationState {
+	t.Helper()
+	out := map[string]ActivationState{}
+	eachActivation(inspected(t, s, job).Tree, func(v *ActivationView) { out[v.Act] = v.State })
+	return out
+}
+
+// eachActivation calls fn for every activation of an inspection tree.
+func eachActivation(vs []*ActivationView, fn func(*ActivationView)) {
+	for _, v := range vs {
+		fn(v)
+		eachActivation(v.Children, fn)
+	}
 }

@@ -14,6 +14,16 @@ func NewJobID() (JobID, error) { return runtype.NewJobID() }
 // ParseJobID parses the base64url form JobID.String prints.
 func ParseJobID(s string) (JobID, error) { return runtype.ParseJobID(s) }
 
+// MessageID names one message of a stream (a dead letter, say).
+type MessageID = runtype.MessageID
+
+// ParseMessageID parses the base64url form MessageID.String prints.
+func ParseMessageID(s string) (MessageID, error) { return runtype.ParseMessageID(s) }
+
+// DeadLetter is a message on the dead-letter stream, as an operator sees
+// it (Engine.DeadLetters).
+type DeadLetter = runtype.DeadLetter
+
 // JobState is where a job stands.
 type JobState = runtype.JobState
 
@@ -30,14 +40,15 @@ type ActivationState = runtype.ActivationState
 
 // Activation states, in the order a tally lists them.
 const (
-	ActivationSucceeded = runtype.ActivationSucceeded
-	ActivationFailed    = runtype.ActivationFailed
-	ActivationTimeout   = runtype.ActivationTimeout
-	ActivationCanceled  = runtype.ActivationCanceled
-	ActivationLaunched  = runtype.ActivationLaunched
-	ActivationEnqueued  = runtype.ActivationEnqueued
-	ActivationParked    = runtype.ActivationParked
-	ActivationPending   = runtype.ActivationPending
+	ActivationSucceeded    = runtype.ActivationSucceeded
+	ActivationFailed       = runtype.ActivationFailed
+	ActivationTimeout      = runtype.ActivationTimeout
+	ActivationCanceled     = runtype.ActivationCanceled
+	ActivationLaunched     = runtype.ActivationLaunched
+	ActivationEnqueued     = runtype.ActivationEnqueued
+	ActivationParked       = runtype.ActivationParked
+	ActivationDeadLettered = runtype.ActivationDeadLettered
+	ActivationPending      = runtype.ActivationPending
 )
 
 // ActivationStates lists every activation state in tally order.
@@ -50,12 +61,20 @@ type FailureKind = runtype.FailureKind
 const (
 	Canceled     = runtype.Canceled
 	NotDelivered = runtype.NotDelivered
+	Exhausted    = runtype.Exhausted
+	DeadLettered = runtype.DeadLettered
 )
 
 // Sentinel errors callers branch on (errors.Is).
 var (
 	ErrUnknownFlow = runtype.ErrUnknownFlow
 	ErrBadQuery    = runtype.ErrBadQuery
+	// ErrDeadLetterTaken: the dead letter was requeued when asked to fail,
+	// or failed when asked to requeue.
+	ErrDeadLetterTaken = runtype.ErrDeadLetterTaken
+	// ErrUndecodable: a dead letter whose task does not decode cannot fail
+	// its activation.
+	ErrUndecodable = runtype.ErrUndecodable
 	ErrKeyInUse    = runtype.ErrKeyInUse
 )
 

@@ -79,7 +79,11 @@ type ReadTx interface {
 	// Lease returns the job's current lease, or ErrNotFound.
 	Lease(job []byte) (Lease, error)
 	// Pending returns every message of stream not yet acknowledged or
-	// dead-lettered, ordered by when they become visible.
+	// dead-lettered, ordered by when they become visible. Each carries
+	// the receipt of its current state: Ack with it settles the message
+	// unless something (a reservation, another Ack) changed it since,
+	// which is how an operator settles a dead letter, a message no
+	// worker reserves.
 	Pending(stream string) ([]Message, error)
 }
 

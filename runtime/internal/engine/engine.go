@@ -345,6 +345,10 @@ type task struct {
 	// body's commit locks the job's semaphore. Bodies published before it
 	// existed hold a count each, and the bodies they start do too.
 	Grouped bool `cbor:"21,keyasint,omitempty"`
+	// Failed is set on a dead letter an operator failed (FailDeadLetter):
+	// the processor fails the activation as DeadLettered with this reason
+	// instead of running it, and the job goes on by its error policy.
+	Failed string `cbor:"22,keyasint,omitempty"`
 }
 
 // publish puts t on the work stream as a message of job.

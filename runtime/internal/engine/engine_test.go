@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -107,9 +108,9 @@ func TestJobIndexBackfill(t *testing.T) {
 }
 
 // TestEntriesThatDoNotEnterCountNothing: a delivery at the leg 2 ceiling
-// (dead-lettered in the same commit, as Step does) and a delivery of a
-// paused job (handed back) leave the activity ledger as they found it,
-// though enter counts first and judges after.
+// (which goes on uncounted, to fail its activation as Exhausted) and a
+// delivery of a paused job (handed back) leave the activity ledger as
+// they found it, though enter counts first and judges after.
 func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 	t.Parallel()
 	s, e, job := newEngine(t)
@@ -122,7 +123,7 @@ func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 		start int64
 		setup func(tx store.Tx) error
 	}{
-		{"at the ceiling", 99_999_999, func(store.Tx) error { return nil }},
+		{"at the ceiling", ledger.MaxLeg2, func(store.Tx) error { return nil }},
 		{"paused", 3, func(tx store.Tx) error { return tx.Put(pausedKey(job), nil) }},
 	} {
 		act := activityKey(job, "n@")
@@ -147,11 +148,12 @@ func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			r := ms[0]
-			if _, err := e.enter(tx, r); errors.Is(err, errPoison) {
-				return tx.DeadLetter(r.Receipt, err.Error())
-			} else if err != nil {
+			en, err := e.enter(tx, ms[0])
+			if err != nil {
 				return err
+			}
+			if exhausted := en.exhausted != ""; exhausted != (tc.start == ledger.MaxLeg2) {
+				t.Errorf("%s: entry exhausted %v (%q)", tc.name, exhausted, en.exhausted)
 			}
 			return nil
 		})

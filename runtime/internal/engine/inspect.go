@@ -18,7 +18,8 @@ import (
 
 // InspectJob reads a job's whole state from s without an engine: one
 // prefix scan of its root (values and counters), plus the job's messages
-// still in the work stream, which name the activations not yet finished.
+// still in the work stream or its dead-letter stream, which name the
+// activations not yet finished.
 func InspectJob(ctx context.Context, s store.Store, job runtype.JobID) (*runtype.Inspection, error) {
 	in := &runtype.Inspection{Job: job.String()}
 	prefix := rootPrefix(job)
@@ -46,13 +47,18 @@ func InspectJob(ctx context.Context, s store.Store, job runtype.JobID) (*runtype
 		if err != nil {
 			return err
 		}
-		pending, err := tx.Pending(runtype.WorkStream)
-		for _, m := range pending {
-			if bytes.Equal(m.Job, job[:]) {
-				queued = append(queued, m)
+		for _, stream := range []string{runtype.WorkStream, deadStream} {
+			pending, err := tx.Pending(stream)
+			if err != nil {
+				return err
+			}
+			for _, m := range pending {
+				if bytes.Equal(m.Job, job[:]) {
+					queued = append(queued, m)
+				}
 			}
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", job, err)
@@ -135,7 +141,10 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 			continue // finished; the message awaits its ack or step 3
 		}
 		v.State, v.Attempts = runtype.ActivationEnqueued, m.Attempt
-		if m.Attempt > 0 {
+		switch {
+		case m.Stream == deadStream:
+			v.State, v.Error = runtype.ActivationDeadLettered, m.Reason
+		case m.Attempt > 0:
 			v.State = runtype.ActivationLaunched
 		}
 		if t.Join != "" {

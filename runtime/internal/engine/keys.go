@@ -41,6 +41,7 @@ import (
 //	pid/<root>/comp/<i>           the compensation chain, newest first    value
 //	jobs/<inverted-root>          job index entry, newest first           value
 //	start/<key>                   the job a caller's job key started      value
+//	dlq/<msg>                     what an operator did with a dead letter value
 //	jobs.indexed                  the job index covers older jobs         value
 //	blobs/<sha256>                an input too large to travel inline     value
 //	dedupe/edge/<key>             exactly-once edge record                value
@@ -84,6 +85,7 @@ func compensationKey(j runtype.JobID) []byte              { return jobKey(j, "co
 func compensationStepKey(j runtype.JobID, i int) []byte   { return jobKey(j, "comp", padded(int64(i))) }
 func blobKey(ref string) []byte                           { return []byte("blobs/" + ref) }
 func startKey(key string) []byte                          { return []byte("start/" + segment(key)) }
+func deadLetterKey(msg [16]byte) []byte                   { return []byte("dlq/" + hex.EncodeToString(msg[:])) }
 func edgeDedupeKey(key string) []byte                     { return []byte("dedupe/edge/" + key) }
 
 // CapabilityDedupeKey is where the dedupe capability records key.

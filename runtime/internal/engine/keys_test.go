@@ -49,6 +49,7 @@ func TestKeyLayout(t *testing.T) {
 		"jobs.indexed":                 jobIndexBuiltKey(),
 		"blobs/<sha256>":               blobKey("<sha256>"),
 		"start/<key>":                  startKey("<key>"),
+		"dlq/<msg>":                    deadLetterKey([16]byte{0xab}),
 		"dedupe/edge/<key>":            edgeDedupeKey("<key>"),
 		"dedupe/<key>":                 CapabilityDedupeKey("<key>"),
 		"kv/<namespace>/<key>":         KVKey("<namespace>", "<key>"),

@@ -36,6 +36,12 @@ func (p *processor) now() time.Time { return p.opts.Now() }
 func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, error) {
 	job, t, m := en.job, en.t, en.m
 	n := c.byAlias[t.Node]
+	switch {
+	case en.exhausted != "":
+		return result{ErrKind: runtype.Exhausted, Err: en.exhausted, Attempts: m.Attempt}, nil
+	case t.Failed != "":
+		return result{ErrKind: runtype.DeadLettered, Err: t.Failed, Attempts: m.Attempt}, nil
+	}
 	if t.Refused == "" {
 		t.Refused = overdue(t, p.now())
 	}
@@ -75,6 +81,11 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 	}
 	if t.Delivery == flowtype.AtMostOnce && m.Attempt > 1 {
 		return result{ErrKind: runtype.NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
+	}
+	if budget := deliveryBudget(info.Retry); m.Attempt > budget {
+		err := fmt.Sprintf("delivered %d times without an outcome, past its %d retry attempts and %d more for workers that crash or stop: a crash loop",
+			m.Attempt-1, max(info.Retry.MaxAttempts, 1), crashAllowance)
+		return result{ErrKind: runtype.Exhausted, Err: err, Attempts: m.Attempt}, nil
 	}
 	if t.Delivery == flowtype.ExactlyOnce {
 		if prev, ok, err := p.deduped(ctx, info, t); err != nil || ok {
@@ -118,6 +129,20 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 	}
 	log.add(p, "retry", "end", "no retry: final")
 	return result{ErrKind: runtype.FailureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
+}
+
+// crashAllowance is how many deliveries beyond its retry attempts an
+// activation may take without recording an outcome (each one's worker
+// crashed or stopped mid-call) before it fails as Exhausted. Crashes and
+// restarts are normal, and each costs a delivery; a node that crashes its
+// worker every time would otherwise be delivered forever and hold its job
+// up with it.
+const crashAllowance = 10
+
+// deliveryBudget is how many deliveries an activation under retry may
+// take: its attempts and the crash allowance.
+func deliveryBudget(retry runtype.RetryPolicy) int {
+	return max(retry.MaxAttempts, 1) + crashAllowance
 }
 
 // withoutKind is err's message without the "Kind: " an *Error starts

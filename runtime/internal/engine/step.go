@@ -51,8 +51,9 @@ var errRetryLater = errors.New("retry later")
 // another worker for its job's lease (Reserve normally skips such jobs).
 const leaseHeldRetry = 100 * time.Millisecond
 
-// errPoison marks a message that can never make progress (undecodable, or
-// its activation at a ledger ceiling); it is dead-lettered.
+// errPoison marks a message that cannot even be read as a task; it is
+// dead-lettered. (An activation that can never make progress fails as
+// Exhausted instead, so that its job goes on by its error policy.)
 var errPoison = errors.New("poison message")
 
 // entry is what the entry commit established for one delivery.
@@ -63,6 +64,9 @@ type entry struct {
 	lease  store.Lease
 	guid   ledger.GUID
 	killed bool
+	// exhausted says why the activation can never make progress (its
+	// ledger is at its ceiling): it fails as Exhausted instead of running.
+	exhausted string
 	// deferred is set when another worker holds the job: the message was
 	// handed back and there is nothing more to do.
 	deferred bool
@@ -197,10 +201,15 @@ func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int
 	en.killed = killed
 	a := ledger.Activity(act)
 	if _, err := (a - ledger.Activity(ledger.Leg2Entry)).Leg2EntryDelta(); err != nil {
+		// At the ceiling the entry cannot be counted, and a message
+		// delivered forever would leave its job running with no way
+		// forward: the delivery goes on uncounted and fails the activation
+		// (work), so the job ends by its error policy.
 		if err := en.uncount(tx); err != nil {
 			return err
 		}
-		return fmt.Errorf("%s: %v: %w", en.t.Act, err, errPoison)
+		a -= ledger.Activity(ledger.Leg2Entry)
+		en.exhausted = fmt.Sprintf("activity ledger at its ceiling: %v", err)
 	}
 	if cur == 0 {
 		seed, err := ledger.NewGUID(a.Leg2Entries())

@@ -56,6 +56,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"StreamDelivery", testStreamDelivery},
 		{"StreamVisibilityTimeout", testStreamVisibilityTimeout},
 		{"StreamNackAndDeadLetter", testStreamNackAndDeadLetter},
+		{"PendingReceiptSettles", testPendingReceiptSettles},
 		{"EnqueueIsIdempotent", testEnqueueIsIdempotent},
 		{"EnqueueInFailedUpdateIsNotPublished", testEnqueueInFailedUpdate},
 		{"EnqueueReserved", testEnqueueReserved},
@@ -558,6 +559,51 @@ func testStreamNackAndDeadLetter(t *testing.T, h *harness) {
 	h.view(func(tx store.ReadTx) error {
 		if p, err := tx.Pending("s" + store.DeadLetterSuffix); err != nil || len(p) != 0 {
 			t.Errorf("pending after settle: %v %v", p, err)
+		}
+		return nil
+	})
+}
+
+// testPendingReceiptSettles: a message Pending lists can be acknowledged
+// with the receipt it carries (how an operator settles a dead letter),
+// once, and not after a reservation changed it.
+func testPendingReceiptSettles(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		if err := tx.Enqueue(store.Message{ID: id(1), Stream: "s", Payload: []byte("dead")}); err != nil {
+			return err
+		}
+		return tx.Enqueue(store.Message{ID: id(2), Stream: "s", Payload: []byte("live")})
+	})
+	m, _ := h.reserve("s", time.Minute)
+	h.update(func(tx store.Tx) error { return tx.DeadLetter(m.Receipt, "poison") })
+	pending := func(stream string) []store.Message {
+		var ms []store.Message
+		h.view(func(tx store.ReadTx) (err error) {
+			ms, err = tx.Pending(stream)
+			return err
+		})
+		if len(ms) != 1 {
+			t.Fatalf("pending on %s: %v, want one message", stream, ms)
+		}
+		return ms
+	}
+	dead := pending("s" + store.DeadLetterSuffix)[0]
+	live := pending("s")[0]
+	h.update(func(tx store.Tx) error { return tx.Ack(dead.Receipt) })
+	err := h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Ack(dead.Receipt) })
+	if !errors.Is(err, store.ErrStaleReceipt) {
+		t.Fatalf("second ack of a settled dead letter: %v, want ErrStaleReceipt", err)
+	}
+	if _, err := h.reserve("s", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err = h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Ack(live.Receipt) })
+	if !errors.Is(err, store.ErrStaleReceipt) {
+		t.Fatalf("ack with a receipt listed before a reservation: %v, want ErrStaleReceipt", err)
+	}
+	h.view(func(tx store.ReadTx) error {
+		if p, err := tx.Pending("s" + store.DeadLetterSuffix); err != nil || len(p) != 0 {
+			t.Errorf("dead letters after the ack: %v %v", p, err)
 		}
 		return nil
 	})
