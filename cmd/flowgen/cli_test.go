@@ -30,6 +30,20 @@ func run(t *testing.T, stdin string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
+// stepAll steps e until no message is ready.
+func stepAll(t *testing.T, e *runtime.Engine) {
+	t.Helper()
+	for {
+		did, err := e.Step(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !did {
+			return
+		}
+	}
+}
+
 func TestValidateExamplesIsClean(t *testing.T) {
 	t.Parallel()
 	r := run(t, "", "validate", "../../examples")
@@ -285,15 +299,7 @@ func TestJobCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		did, err := eng.Step(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !did {
-			break
-		}
-	}
+	stepAll(t, eng)
 	waiting, err := eng.Start(ctx, "one", json.RawMessage(`{"x":2}`))
 	if err != nil {
 		t.Fatal(err)

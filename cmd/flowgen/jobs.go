@@ -209,6 +209,7 @@ func controlCommands() []command {
 			func(svc jobapi.Service, e *env, job runtime.JobID, _ string) error { return svc.Resume(e.ctx, job) }),
 		{"signal", "record a decision at a waiting checkpoint", signalUsage, runSignal},
 		{"jobs", "list jobs, newest first, with filters", jobsUsage, runJobs},
+		{"dlq", "list, show, requeue or fail dead letters", dlqUsage, runDLQ},
 	}
 }
 

@@ -85,6 +85,10 @@ func answerError(status int, raw []byte) error {
 		return &remoteError{e.Message, runtime.ErrUnknownFlow}
 	case "key_in_use":
 		return &remoteError{e.Message, runtime.ErrKeyInUse}
+	case "dead_letter_taken":
+		return &remoteError{e.Message, runtime.ErrDeadLetterTaken}
+	case "undecodable":
+		return &remoteError{e.Message, runtime.ErrUndecodable}
 	case "bad_request":
 		return &remoteError{e.Message, runtime.ErrBadQuery}
 	}

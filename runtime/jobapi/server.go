@@ -47,9 +47,12 @@ const maxInput = 16 << 20
 //	GET  /v1/jobs/{job}                   status and waiting checkpoints
 //	GET  /v1/jobs/{job}/inspection
 //	POST /v1/jobs/{job}/pause | resume | kill {"reason"} | signal {"node","approved","by","note"}
+//	GET  /v1/deadletters
+//	POST /v1/deadletters/{id}/requeue | fail {"reason"}
 //
 // Errors are {"code","message"} with 400, 401, 404 (not_found,
-// unknown_flow) or 422 (bad_input, with "problems").
+// unknown_flow), 409 (key_in_use, dead_letter_taken) or 422 (bad_input,
+// with "problems"; undecodable).
 func NewHandler(svc Service, opts HandlerOptions) http.Handler {
 	h := &handler{svc: svc, opts: opts}
 	mux := http.NewServeMux()
@@ -59,6 +62,8 @@ func NewHandler(svc Service, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{job}", h.auth(h.job(h.status)))
 	mux.HandleFunc("GET /v1/jobs/{job}/inspection", h.auth(h.job(h.inspect)))
 	mux.HandleFunc("POST /v1/jobs/{job}/{action}", h.auth(h.job(h.control)))
+	mux.HandleFunc("GET /v1/deadletters", h.auth(h.deadLetters))
+	mux.HandleFunc("POST /v1/deadletters/{id}/{action}", h.auth(h.takeDeadLetter))
 	return mux
 }
 
@@ -92,6 +97,10 @@ func writeError(w http.ResponseWriter, err error) {
 		writeJSON(w, http.StatusNotFound, apiError{Code: "unknown_flow", Message: err.Error()})
 	case errors.Is(err, runtime.ErrKeyInUse):
 		writeJSON(w, http.StatusConflict, apiError{Code: "key_in_use", Message: err.Error()})
+	case errors.Is(err, runtime.ErrDeadLetterTaken):
+		writeJSON(w, http.StatusConflict, apiError{Code: "dead_letter_taken", Message: err.Error()})
+	case errors.Is(err, runtime.ErrUndecodable):
+		writeJSON(w, http.StatusUnprocessableEntity, apiError{Code: "undecodable", Message: err.Error()})
 	case errors.Is(err, store.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, apiError{Code: "not_found", Message: err.Error()})
 	case errors.Is(err, errBadRequest), errors.Is(err, runtime.ErrBadQuery):

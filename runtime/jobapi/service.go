@@ -34,6 +34,12 @@ type Service interface {
 	// Signal records a decision at the checkpoint node and returns how
 	// many waiting activations it resumed.
 	Signal(ctx context.Context, job runtime.JobID, node string, d runtime.Decision) (int, error)
+	// DeadLetters lists the dead letters, oldest first.
+	DeadLetters(ctx context.Context) ([]runtime.DeadLetter, error)
+	// RequeueDeadLetter and FailDeadLetter take a dead letter and return
+	// the message that carries its activation on (runtime.Engine's).
+	RequeueDeadLetter(ctx context.Context, id runtime.MessageID) (runtime.MessageID, error)
+	FailDeadLetter(ctx context.Context, id runtime.MessageID, reason string) (runtime.MessageID, error)
 }
 
 var _ Service = (*runtime.Engine)(nil)

@@ -40,8 +40,9 @@ func approvalFlow() *runtime.Flow {
 	}
 }
 
-// rig is an engine with workers on a fresh embedded store.
-func rig(t *testing.T) (*runtime.Engine, string) {
+// rig is an engine with workers on a fresh embedded store, the store's
+// path and the store.
+func rig(t *testing.T) (*runtime.Engine, string, store.Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "flowgen.db")
 	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
@@ -64,7 +65,7 @@ func rig(t *testing.T) (*runtime.Engine, string) {
 		<-done
 		s.Close()
 	})
-	return e, path
+	return e, path, s
 }
 
 // checkInput refuses inputs without an order, as a flow's schema would.
@@ -115,12 +116,13 @@ func TestConformance(t *testing.T) {
 	for _, remote := range []bool{false, true} {
 		name := map[bool]string{false: "engine", true: "client"}[remote]
 		t.Run(name, func(t *testing.T) {
-			e, path := rig(t)
+			e, path, s := rig(t)
 			var svc jobapi.Service = e
 			if remote {
 				svc = serve(t, e, path)
 			}
 			conformance(t, svc, remote)
+			deadLetterConformance(t, svc, s)
 		})
 	}
 }
@@ -225,11 +227,64 @@ func conformance(t *testing.T, svc jobapi.Service, checksInput bool) {
 	}
 }
 
+// deadLetterConformance plants a message no worker can decode, which the
+// workers dead-letter, and operates the dead stream.
+func deadLetterConformance(t *testing.T, svc jobapi.Service, s store.Store) {
+	ctx := context.Background()
+	job, _ := runtime.NewJobID()
+	err := s.Update(ctx, func(tx store.Tx) error {
+		return tx.Enqueue(store.Message{ID: [16]byte{7}, Stream: runtime.WorkStream, Job: job[:], Payload: []byte{0xff}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := awaitDeadLetter(t, svc)
+	if dead.Job != job || dead.ID != ([16]byte{7}) || dead.Reason == "" || dead.At.IsZero() {
+		t.Fatalf("dead letter %+v", dead)
+	}
+	if _, err := svc.FailDeadLetter(ctx, dead.ID, "no"); !errors.Is(err, runtime.ErrUndecodable) {
+		t.Errorf("fail an undecodable dead letter: %v, want ErrUndecodable", err)
+	}
+	next, err := svc.RequeueDeadLetter(ctx, dead.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := svc.RequeueDeadLetter(ctx, dead.ID); err != nil || again != next {
+		t.Errorf("requeue again: %s %v, want %s", again, err, next)
+	}
+	if _, err := svc.FailDeadLetter(ctx, dead.ID, "no"); !errors.Is(err, runtime.ErrDeadLetterTaken) {
+		t.Errorf("fail a requeued dead letter: %v, want ErrDeadLetterTaken", err)
+	}
+	if _, err := svc.RequeueDeadLetter(ctx, runtime.MessageID{1}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("requeue of no dead letter: %v, want not found", err)
+	}
+	if back := awaitDeadLetter(t, svc); back.ID != next { // it still does not decode
+		t.Errorf("requeued message dead again as %s, want %s", back.ID, next)
+	}
+}
+
+// awaitDeadLetter waits until the workers dead-lettered one message.
+func awaitDeadLetter(t *testing.T, svc jobapi.Service) runtime.DeadLetter {
+	t.Helper()
+	for range 500 {
+		dead, err := svc.DeadLetters(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dead) == 1 {
+			return dead[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no dead letter after 5 s")
+	return runtime.DeadLetter{}
+}
+
 // TestAPINeedsTheToken: without the endpoint file's token, nothing but
 // health answers.
 func TestAPINeedsTheToken(t *testing.T) {
 	t.Parallel()
-	e, path := rig(t)
+	e, path, _ := rig(t)
 	c := serve(t, e, path)
 	for _, token := range []string{"", "wrong", c.Endpoint.Token + "x"} {
 		req, _ := http.NewRequest("GET", "http://"+c.Endpoint.Addr+"/v1/jobs", nil)

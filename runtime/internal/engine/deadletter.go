@@ -118,7 +118,7 @@ func alreadyTaken(raw []byte, action runtype.DeadLetterAction, next *runtype.Mes
 		return err
 	}
 	if was.Action != action {
-		return fmt.Errorf("%w: it was %sd as message %s", runtype.ErrDeadLetterTaken, was.Action, was.Message)
+		return fmt.Errorf("%w: it was %s as message %s", runtype.ErrDeadLetterTaken, map[runtype.DeadLetterAction]string{runtype.Requeue: "requeued", runtype.Fail: "failed"}[was.Action], was.Message)
 	}
 	id, err := runtype.ParseMessageID(was.Message)
 	*next = id

@@ -328,7 +328,16 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 	}
 	c, err := e.flow(en.t.Flow)
 	if err != nil {
-		return nil, e.store.Update(ctx, func(tx store.Tx) error { return ignoreStale(tx.DeadLetter(en.m.Receipt, err.Error())) })
+		// No worker of this process can run the job: its message waits for
+		// an operator (flowgen dlq), and the job's lease goes with it, so
+		// that the worker that takes the job on next need not wait it out.
+		return nil, e.store.Update(ctx, func(tx store.Tx) error {
+			if err := ignoreStale(tx.DeadLetter(en.m.Receipt, err.Error())); err != nil {
+				return err
+			}
+			e.held.Delete(string(en.m.Job))
+			return tx.ReleaseLease(en.lease)
+		})
 	}
 	if superseded, err := e.superseded(ctx, c, en); err != nil || superseded {
 		if err != nil {
