@@ -55,18 +55,20 @@ type Flow struct {
 // Subflow and Checkpoint is set; Kind says which.
 type Node struct {
 	diag.Source `json:"-"`
-	Alias       string                   `json:"alias" flowgen:"required" doc:"Name of the node within the flow."`
-	Uses        string                   `json:"uses,omitempty" doc:"Connector as id@range, or go:FuncName for an inline pure function."`
-	Spec        string                   `json:"spec,omitempty" doc:"Path of a local ConnectorSpec file, relative to the flow."`
-	Params      strictyaml.Raw           `json:"params,omitzero" doc:"Connector params."`
-	Overrides   *Overrides               `json:"overrides,omitempty" doc:"Tighter effects or determinism than the connector declares."`
-	Switch      *Switch                  `json:"switch,omitempty" doc:"Route the input to one labelled output."`
-	ForEach     *ForEach                 `json:"forEach,omitempty" doc:"Fan out over an array and aggregate the results."`
-	Subflow     *Subflow                 `json:"subflow,omitempty" doc:"Run another flow as this node."`
-	Checkpoint  *Checkpoint              `json:"checkpoint,omitempty" doc:"Wait for a human approval."`
-	Timeout     flowtype.Duration        `json:"timeout,omitzero" doc:"Deadline for one call of the node."`
-	RateLimit   *connectorspec.RateLimit `json:"rateLimit,omitempty" doc:"Calls per second for this node."`
-	OnError     *ErrorHandler            `json:"onError,omitempty" doc:"What the orchestrator does when the node fails."`
+	Alias       string            `json:"alias" flowgen:"required" doc:"Name of the node within the flow."`
+	Uses        string            `json:"uses,omitempty" doc:"Connector as id@range, or go:FuncName for an inline pure function."`
+	Spec        string            `json:"spec,omitempty" doc:"Path of a local ConnectorSpec file, relative to the flow."`
+	Params      strictyaml.Raw    `json:"params,omitzero" doc:"Connector params."`
+	Overrides   *Overrides        `json:"overrides,omitempty" doc:"Tighter effects or determinism than the connector declares."`
+	Switch      *Switch           `json:"switch,omitempty" doc:"Route the input to one labelled output."`
+	ForEach     *ForEach          `json:"forEach,omitempty" doc:"Fan out over an array and aggregate the results."`
+	Subflow     *Subflow          `json:"subflow,omitempty" doc:"Run another flow as this node."`
+	Checkpoint  *Checkpoint       `json:"checkpoint,omitempty" doc:"Wait for a human approval."`
+	Timeout     flowtype.Duration `json:"timeout,omitzero" doc:"Deadline for one call of the node."`
+	// HeartbeatTimeout is the longest one call may go without a heartbeat.
+	HeartbeatTimeout flowtype.Duration        `json:"heartbeatTimeout,omitzero" doc:"Longest one call of a connector or inline node may go without a heartbeat; past it the call is cancelled and fails as a Transient timeout, retried by policy, long before the job's lease runs out."`
+	RateLimit        *connectorspec.RateLimit `json:"rateLimit,omitempty" doc:"Calls per second for this node."`
+	OnError          *ErrorHandler            `json:"onError,omitempty" doc:"What the orchestrator does when the node fails."`
 }
 
 // NodeKind is the closed set of node kinds.

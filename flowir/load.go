@@ -353,6 +353,7 @@ func (r *resolver) aliasHint(alias string) string {
 // ports resolves what a node runs and declares its ports.
 func (r *resolver) ports(gn *GraphNode) {
 	n := gn.Node
+	r.heartbeatTimeout(n)
 	switch n.Kind() {
 	case KindConnector:
 		spec := r.connector(n)
@@ -409,6 +410,20 @@ func (r *resolver) connector(n *Node) *connectorspec.Spec {
 		return nil
 	}
 	return s
+}
+
+// heartbeatTimeout reports a heartbeat timeout that is negative or on a
+// node that runs no code of its own to heartbeat (FMT006).
+func (r *resolver) heartbeatTimeout(n *Node) {
+	switch {
+	case n.HeartbeatTimeout == 0:
+	case n.HeartbeatTimeout < 0:
+		r.diags.Add(n.At("heartbeatTimeout"), diag.FMT006, "use a positive duration, or leave it out for no heartbeat check",
+			"heartbeatTimeout %s is negative", n.HeartbeatTimeout)
+	case n.Kind() != KindConnector && n.Kind() != KindInline:
+		r.diags.Add(n.At("heartbeatTimeout"), diag.FMT006, "remove it: only connector and inline nodes run code that heartbeats",
+			"heartbeatTimeout on a %s node", n.Kind())
+	}
 }
 
 // budget reports negative limits (FMT006).

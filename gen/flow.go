@@ -268,19 +268,29 @@ func catalogOf(g *flowir.Graph) *connectorspec.Catalog {
 	return l.Catalog
 }
 
+// nodeOptions is the runtime.NodeOptions of a node that runs code: its
+// attempt and heartbeat timeouts (params are the connector's own).
+func nodeOptions(n *flowir.GraphNode) jen.Dict {
+	opts := jen.Dict{}
+	if n.Timeout > 0 {
+		opts[jen.Id("Timeout")] = durationCode(time.Duration(n.Timeout))
+	}
+	if n.HeartbeatTimeout > 0 {
+		opts[jen.Id("HeartbeatTimeout")] = durationCode(time.Duration(n.HeartbeatTimeout))
+	}
+	return opts
+}
+
 func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.GraphNode]string, undo map[string]*connectorspec.Spec) []jen.Code {
 	switch n.Kind() {
 	case flowir.KindConnector:
 		pkg := fg.connectorPkg(n.Spec)
-		opts := jen.Dict{}
+		opts := nodeOptions(n)
 		if n.Params.Value != nil {
 			params, err := strictyaml.CanonicalJSON(n.Params.JSON())
 			if err == nil {
 				opts[jen.Id("Params")] = jen.Qual(jsonPkg, "RawMessage").Call(jen.Lit(compactJSON(params)))
 			}
-		}
-		if n.Timeout > 0 {
-			opts[jen.Id("Timeout")] = durationCode(time.Duration(n.Timeout))
 		}
 		out := []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddNode").Call(jen.Id("b"), jen.Lit(n.Alias),
 			jen.Qual(pkg, "NewTypedNode").Call(jen.Id("c").Dot(goName(n.Alias))), jen.Qual(runtimePkg, "NodeOptions").Values(opts))}
@@ -299,10 +309,7 @@ func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.Graph
 		if f.context {
 			helper = "InlineContext"
 		}
-		opts := jen.Dict{}
-		if n.Timeout > 0 {
-			opts[jen.Id("Timeout")] = durationCode(time.Duration(n.Timeout))
-		}
+		opts := nodeOptions(n)
 		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddNode").Call(jen.Id("b"), jen.Lit(n.Alias),
 			jen.Qual(runtimePkg, helper).Call(jen.Lit(f.name), jen.Id(f.name)), jen.Qual(runtimePkg, "NodeOptions").Values(opts))}
 	case flowir.KindSwitch:

@@ -53,6 +53,9 @@ type NodeOptions struct {
 	Params json.RawMessage
 	// Timeout bounds one attempt, overriding the connector's; zero keeps it.
 	Timeout time.Duration
+	// HeartbeatTimeout is the longest an attempt may go without a
+	// heartbeat (NodeInfo.HeartbeatTimeout); zero keeps the connector's.
+	HeartbeatTimeout time.Duration
 }
 
 func (b *Builder) add(n *FlowNode) {
@@ -67,22 +70,28 @@ func (b *Builder) add(n *FlowNode) {
 // AddNode adds a connector or inline node.
 func AddNode[I, O any](b *Builder, alias string, n TypedNode[I, O], opts NodeOptions) Ref[I, O] {
 	r := n.Runner
-	if opts.Timeout > 0 {
-		r = timeoutRunner{r, opts.Timeout}
+	if opts.Timeout > 0 || opts.HeartbeatTimeout > 0 {
+		r = timedRunner{r, opts}
 	}
 	b.add(&FlowNode{Alias: alias, Runner: r, Params: opts.Params})
 	return Ref[I, O]{alias}
 }
 
-// timeoutRunner overrides a runner's attempt timeout.
-type timeoutRunner struct {
+// timedRunner overrides a runner's attempt and heartbeat timeouts with
+// the flow's.
+type timedRunner struct {
 	Runner
-	timeout time.Duration
+	opts NodeOptions
 }
 
-func (t timeoutRunner) Info() NodeInfo {
+func (t timedRunner) Info() NodeInfo {
 	info := t.Runner.Info()
-	info.Timeout = t.timeout
+	if t.opts.Timeout > 0 {
+		info.Timeout = t.opts.Timeout
+	}
+	if t.opts.HeartbeatTimeout > 0 {
+		info.HeartbeatTimeout = t.opts.HeartbeatTimeout
+	}
 	return info
 }
 

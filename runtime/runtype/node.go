@@ -75,6 +75,11 @@ type NodeInfo struct {
 	Egress []string
 	// Timeout bounds one attempt; zero means the engine default.
 	Timeout time.Duration
+	// HeartbeatTimeout, when set, is the longest an attempt may go without
+	// a heartbeat: past it the attempt is cancelled and fails as a
+	// Transient timeout (retried by policy), long before the job's lease
+	// would run out. Zero: no heartbeat is required.
+	HeartbeatTimeout time.Duration
 	// Redact, when set, removes the values whose data class is not public
 	// from a decoding or validation error of part ("params", "input" or
 	// "output") before the error reaches job state and logs. Generated

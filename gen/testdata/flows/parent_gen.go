@@ -30,7 +30,10 @@ func NewDemoParent(c DemoParentConnectors) (*runtime.Flow, error) {
 		Activations: 50,
 		Timeout:     time.Hour,
 	})
-	slugNode := runtime.AddNode(b, "slug", pure.NewTypedNode(c.Slug), runtime.NodeOptions{Timeout: 2 * time.Second})
+	slugNode := runtime.AddNode(b, "slug", pure.NewTypedNode(c.Slug), runtime.NodeOptions{
+		HeartbeatTimeout: 500 * time.Millisecond,
+		Timeout:          2 * time.Second,
+	})
 	reviewNode := runtime.AddCheckpoint[pure.Output](b, "review", runtime.Checkpoint{Prompt: "Publish this slug?"})
 	nestedNode := runtime.AddSubflow(b, "nested", runtime.Subflow{
 		Budget: runtime.Budget{Activations: 10},

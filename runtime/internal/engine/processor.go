@@ -170,16 +170,68 @@ func (p *processor) call(ctx context.Context, task Task, info runtype.NodeInfo, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if info.HeartbeatTimeout > 0 {
+		var stop func()
+		cctx, stop = p.watchHeartbeat(cctx, info.HeartbeatTimeout, heartbeat)
+		defer stop()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, runtype.Errorf(flowtype.Permanent, "node %s panicked: %v\n%s", t.Node, p, debug.Stack())
 		}
 	}()
 	out, err = task.Call(cctx, Call{Info: info, Key: key, Attempt: attempt, Params: params, Input: t.Input, Heartbeat: heartbeat})
-	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+	switch {
+	case ctx.Err() != nil: // shutting down or killed: not the node's failure
+	case errors.Is(context.Cause(cctx), errNoHeartbeat):
+		out, err = nil, runtype.Errorf(flowtype.Transient, "node %s %w: %w for %s", t.Node, errTimedOut, errNoHeartbeat, info.HeartbeatTimeout)
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		out, err = nil, runtype.Errorf(flowtype.Transient, "node %s %w after %s", t.Node, errTimedOut, timeout)
 	}
 	return out, err
+}
+
+// errNoHeartbeat is the cause of an attempt cancelled for going longer
+// than its node's heartbeat timeout without a heartbeat.
+var errNoHeartbeat = errors.New("no heartbeat")
+
+// watchHeartbeat returns ctx cancelled with errNoHeartbeat once timeout
+// passes, on the engine's clock, without the heartbeat count moving. It
+// looks every quarter of timeout, so it cancels between timeout and 1.5
+// timeout after the last heartbeat. stop ends the watch.
+func (p *processor) watchHeartbeat(ctx context.Context, timeout time.Duration, heartbeat *atomic.Int64) (_ context.Context, stop func()) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	// The watch starts with the call: its first look is armed before the
+	// node runs.
+	seen, last := heartbeat.Load(), p.now()
+	tick := p.opts.After(timeout / 4)
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick:
+			}
+			tick = p.opts.After(timeout / 4)
+			now := p.now()
+			if beats := heartbeat.Load(); beats != seen {
+				seen, last = beats, now
+			} else if now.Sub(last) >= timeout {
+				cancel(errNoHeartbeat)
+				return
+			}
+		}
+	}()
+	return wctx, func() {
+		close(done)
+		<-finished
+		cancel(nil)
+	}
 }
 
 // write runs fn in a transaction of its own, or, for a folded delivery,
