@@ -202,6 +202,9 @@ func (fg *flowGen) emit(f *jen.File) {
 
 	var body []jen.Code
 	body = append(body, jen.Id("b").Op(":=").Qual(runtimePkg, "NewBuilder").Call(jen.Lit(flow.ID)))
+	if flow.Version != "" {
+		body = append(body, jen.Id("b").Dot("SetVersion").Call(jen.Lit(flow.Version)))
+	}
 	if b := flow.Policies.Budget; b != nil {
 		body = append(body, jen.Id("b").Dot("SetBudget").Call(budgetCode(b)))
 	}

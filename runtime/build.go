@@ -28,6 +28,9 @@ func NewBuilder(name string) *Builder {
 	return &Builder{flow: Flow{Name: name}, nodes: map[string]*FlowNode{}}
 }
 
+// SetVersion sets the flow's version (Flow.Version).
+func (b *Builder) SetVersion(version string) { b.flow.Version = version }
+
 // SetBudget sets the budget of each job of the flow (Flow.Budget).
 func (b *Builder) SetBudget(budget Budget) { b.flow.Budget = budget }
 

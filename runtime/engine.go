@@ -92,9 +92,13 @@ func New(s store.Store, opts Options) *Engine {
 	}
 }
 
-// Register makes a flow runnable by name; registering a name again replaces
-// it for jobs started afterwards. A flow whose nodes or edges do not fit
-// together is refused with an error that names the node or edge.
+// Register makes a flow's definition runnable. Versions of a flow are
+// registered side by side: a job runs to its end on the definition it
+// started on (its version and content hash), and Start picks the newest
+// version unless one is named. Registering the same definition again
+// replaces its build; other content under a version registered before is
+// refused. A flow whose nodes or edges do not fit together is refused
+// with an error that names the node or edge.
 func (e *Engine) Register(f *Flow) error {
 	return e.engine.Register(f.engineFlow(e.grant))
 }
@@ -137,7 +141,9 @@ func (e *Engine) Inspect(ctx context.Context, job JobID) (*Inspection, error) {
 }
 
 // Start creates a job of the named flow with input and publishes its entry
-// activations. The job is durable once Start returns.
+// activations. The job is durable once Start returns. flow is a name (the
+// newest version registered) or name@version; ErrUnknownFlow or
+// ErrFlowVersionMissing when the engine has neither.
 func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) (JobID, error) {
 	return e.engine.Start(ctx, flow, input)
 }
@@ -206,6 +212,10 @@ func (e *Engine) RequeueDeadLetter(ctx context.Context, id MessageID) (MessageID
 func (e *Engine) FailDeadLetter(ctx context.Context, id MessageID, reason string) (MessageID, error) {
 	return e.engine.TakeDeadLetter(ctx, id, runtype.Fail, reason)
 }
+
+// Flows lists the flow definitions the engine serves, by name, newest
+// version first (the one Start runs when no version is named).
+func (e *Engine) Flows() []FlowVersion { return e.engine.Flows() }
 
 // Jobs lists the jobs of the engine's store that match q, newest first.
 func (e *Engine) Jobs(ctx context.Context, q JobQuery) (JobList, error) {

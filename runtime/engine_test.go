@@ -549,6 +549,18 @@ func activationStates(t *testing.T, s store.Store, job JobID) map[string]Activat
 	return out
 }
 
+// activationView is the inspection of activation act of job.
+func activationView(t *testing.T, s store.Store, job JobID, act string) ActivationView {
+	t.Helper()
+	var found ActivationView
+	eachActivation(inspected(t, s, job).Tree, func(v *ActivationView) {
+		if v.Act == act {
+			found = *v
+		}
+	})
+	return found
+}
+
 // eachActivation calls fn for every activation of an inspection tree.
 func eachActivation(vs []*ActivationView, fn func(*ActivationView)) {
 	for _, v := range vs {

@@ -124,8 +124,9 @@ func activityLedgerKey(job JobID, act string) []byte {
 	return fmt.Appendf(nil, "pid/%s/act/%s", base64.RawURLEncoding.EncodeToString(job[:]), act)
 }
 
-// TestDeadLettersCanBeRequeuedOrFailed: a message no worker can take on
-// (here, its flow is registered on no worker yet) waits on the
+// TestDeadLettersCanBeRequeuedOrFailed: a message no worker takes on
+// (here, its flow is registered on no worker yet) is left for a worker
+// that has the flow, and after 15 minutes without one waits on the
 // dead-letter stream, its job held up and inspection saying so. Requeued
 // after the flow is deployed, it runs and the job succeeds; failed, its
 // activation fails as DeadLettered and the job fails by its error policy.
@@ -148,6 +149,18 @@ func TestDeadLettersCanBeRequeuedOrFailed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := drain(t, stale); err != nil {
+				t.Fatal(err)
+			}
+			// The worker leaves the message for one that has the flow, and
+			// says so; only when none took it for a while is it dead.
+			if v := activationView(t, r.store, job, "reserve@"); !strings.Contains(v.Error, "waits for a worker with its flow definition saga#") {
+				t.Errorf("inspection of the unserved activation: %+v", v)
+			}
+			if dead, err := deployed.DeadLetters(ctx); err != nil || len(dead) != 0 {
+				t.Fatalf("dead letters %+v (%v) before the grace period", dead, err)
+			}
+			r.clock.Advance(16 * time.Minute)
 			if err := drain(t, stale); err != nil {
 				t.Fatal(err)
 			}

@@ -11,9 +11,14 @@ import (
 // Flow is a flow as the engine runs it. Generated code builds one from the
 // Flow IR with typed wiring; tests build them by hand.
 type Flow struct {
-	Name  string
-	Nodes []*FlowNode
-	Edges []Edge
+	Name string
+	// Version is the flow's version (the Flow IR's version). A job runs to
+	// its end on the definition it started on: register a changed flow
+	// under a new version, beside the old one (docs/runtime.md, "Changing
+	// a flow").
+	Version string
+	Nodes   []*FlowNode
+	Edges   []Edge
 	// Budget bounds each job of the flow started with Engine.Start; a job
 	// started as a subflow gets Subflow.Budget within its parent's.
 	Budget Budget
@@ -69,7 +74,7 @@ func (f *Flow) engineFlow(grant func(NodeInfo) Capabilities) *engine.Flow {
 		}
 		return runnerTask{r, grant}
 	}
-	ef := &engine.Flow{Name: f.Name, Edges: f.Edges, Budget: f.Budget}
+	ef := &engine.Flow{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget}
 	for _, n := range f.Nodes {
 		en := &engine.Node{Alias: n.Alias, Task: task(n.Runner), Params: n.Params,
 			Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint}

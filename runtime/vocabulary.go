@@ -20,6 +20,9 @@ type MessageID = runtype.MessageID
 // ParseMessageID parses the base64url form MessageID.String prints.
 func ParseMessageID(s string) (MessageID, error) { return runtype.ParseMessageID(s) }
 
+// FlowVersion is one definition of a flow an engine serves.
+type FlowVersion = runtype.FlowVersion
+
 // DeadLetter is a message on the dead-letter stream, as an operator sees
 // it (Engine.DeadLetters).
 type DeadLetter = runtype.DeadLetter
@@ -68,7 +71,10 @@ const (
 // Sentinel errors callers branch on (errors.Is).
 var (
 	ErrUnknownFlow = runtype.ErrUnknownFlow
-	ErrBadQuery    = runtype.ErrBadQuery
+	// ErrFlowVersionMissing: the flow is registered, the version named is
+	// not.
+	ErrFlowVersionMissing = runtype.ErrFlowVersionMissing
+	ErrBadQuery           = runtype.ErrBadQuery
 	// ErrDeadLetterTaken: the dead letter was requeued when asked to fail,
 	// or failed when asked to requeue.
 	ErrDeadLetterTaken = runtype.ErrDeadLetterTaken

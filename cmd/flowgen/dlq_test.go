@@ -5,26 +5,39 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
 
-// TestDLQCommands: a job whose flow no worker had is dead-lettered;
+// TestDLQCommands: a job whose flow no worker had for 15 minutes is
+// dead-lettered;
 // flowgen dlq lists and shows it, fails it (twice, idempotently), refuses
 // to requeue it after that, and the job then fails as the docs say.
 func TestDLQCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "jobs.db")
-	s, err := boltstore.Open(path, boltstore.Options{})
+	// A clock that starts 20 minutes ago, so that the grace period for a
+	// flow no worker serves has passed by now.
+	var late atomic.Bool
+	then := time.Now().Add(-20 * time.Minute)
+	clock := func() time.Time {
+		if late.Load() {
+			return then.Add(16 * time.Minute)
+		}
+		return then
+	}
+	s, err := boltstore.Open(path, boltstore.Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	echo := runtime.Typed(runtime.NodeInfo{ID: "t.echo"}, func(ctx *runtime.Context, _ struct{}, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 	one := &runtime.Flow{Name: "one", Nodes: []*runtime.FlowNode{{Alias: "echo", Runner: echo}}}
-	withFlow, without := runtime.New(s, runtime.Options{}), runtime.New(s, runtime.Options{})
+	withFlow, without := runtime.New(s, runtime.Options{Now: clock}), runtime.New(s, runtime.Options{Now: clock})
 	if err := withFlow.Register(one); err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +45,11 @@ func TestDLQCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := without.Step(ctx); err != nil { // a worker deployed without the flow
-		t.Fatal(err)
+	for range 2 { // a worker deployed without the flow leaves it, then gives up
+		if _, err := without.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		late.Store(true)
 	}
 	s.Close()
 

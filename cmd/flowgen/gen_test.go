@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +224,12 @@ func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
 	stop()
 	if code := <-done; code != exitOK || !strings.Contains(stderr.String(), "worker: stopped") {
 		t.Errorf("worker exit %d:\n%s", code, stderr.String())
+	}
+	// The worker says which flow definitions it serves; the job that flowgen
+	// run started went on in it because both built the same definition.
+	served := regexp.MustCompile(`worker: 2 workers on \S+ for demo\.child 1\.0\.0 \([0-9a-f]{16}\), demo\.parent 1\.0\.0 \([0-9a-f]{16}\)\n`)
+	if !served.MatchString(stderr.String()) {
+		t.Errorf("worker does not report its flow versions:\n%s", stderr.String())
 	}
 }
 

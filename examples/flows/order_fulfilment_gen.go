@@ -53,6 +53,7 @@ func DefaultOrdersFulfilmentConnectors() OrdersFulfilmentConnectors {
 // compile.
 func NewOrdersFulfilment(c OrdersFulfilmentConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("orders.fulfilment")
+	b.SetVersion("1.0.0")
 	lookupNode := runtime.AddNode(b, "lookup", productlookup.NewTypedNode(c.Lookup), runtime.NodeOptions{
 		Params:  json.RawMessage("{\"base_url\":\"https://api.shop.example/v2\"}"),
 		Timeout: 5 * time.Second,

@@ -25,6 +25,7 @@ func DefaultCatalogPriceRefreshConnectors() CatalogPriceRefreshConnectors {
 // compile.
 func NewCatalogPriceRefresh(c CatalogPriceRefreshConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("catalog.price_refresh")
+	b.SetVersion("1.0.0")
 	runtime.AddNode(b, "prices", pricelist.NewTypedNode(c.Prices), runtime.NodeOptions{})
 	return b.Build()
 }

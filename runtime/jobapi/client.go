@@ -83,6 +83,8 @@ func answerError(status int, raw []byte) error {
 		return &remoteError{e.Message, store.ErrNotFound}
 	case "unknown_flow":
 		return &remoteError{e.Message, runtime.ErrUnknownFlow}
+	case "unknown_version":
+		return &remoteError{e.Message, runtime.ErrFlowVersionMissing}
 	case "key_in_use":
 		return &remoteError{e.Message, runtime.ErrKeyInUse}
 	case "dead_letter_taken":

@@ -42,7 +42,7 @@ const maxInput = 16 << 20
 // NewHandler serves svc over HTTP:
 //
 //	GET  /v1/health                       server info (no token needed)
-//	POST /v1/jobs                         {"flow","input"} -> {"job"}
+//	POST /v1/jobs                         {"flow","input","key"} -> {"job","created"} (flow: name or name@version)
 //	GET  /v1/jobs?state=&flow=&since=&until=&where=path=value&subflows=1&limit=&after=
 //	GET  /v1/jobs/{job}                   status and waiting checkpoints
 //	GET  /v1/jobs/{job}/inspection
@@ -51,7 +51,7 @@ const maxInput = 16 << 20
 //	POST /v1/deadletters/{id}/requeue | fail {"reason"}
 //
 // Errors are {"code","message"} with 400, 401, 404 (not_found,
-// unknown_flow), 409 (key_in_use, dead_letter_taken) or 422 (bad_input,
+// unknown_flow, unknown_version), 409 (key_in_use, dead_letter_taken) or 422 (bad_input,
 // with "problems"; undecodable).
 func NewHandler(svc Service, opts HandlerOptions) http.Handler {
 	h := &handler{svc: svc, opts: opts}
@@ -95,6 +95,8 @@ func writeError(w http.ResponseWriter, err error) {
 		writeJSON(w, http.StatusUnprocessableEntity, apiError{Code: "bad_input", Message: err.Error(), Problems: ie.Problems, Flow: ie.Flow})
 	case errors.Is(err, runtime.ErrUnknownFlow):
 		writeJSON(w, http.StatusNotFound, apiError{Code: "unknown_flow", Message: err.Error()})
+	case errors.Is(err, runtime.ErrFlowVersionMissing):
+		writeJSON(w, http.StatusNotFound, apiError{Code: "unknown_version", Message: err.Error()})
 	case errors.Is(err, runtime.ErrKeyInUse):
 		writeJSON(w, http.StatusConflict, apiError{Code: "key_in_use", Message: err.Error()})
 	case errors.Is(err, runtime.ErrDeadLetterTaken):

@@ -197,6 +197,9 @@ func conformance(t *testing.T, svc jobapi.Service, checksInput bool) {
 	if _, err := svc.Start(ctx, "nosuch", json.RawMessage(`{"order":"x"}`)); !errors.Is(err, runtime.ErrUnknownFlow) {
 		t.Errorf("start of an unknown flow: %v", err)
 	}
+	if _, err := svc.Start(ctx, "approval@9.9.9", json.RawMessage(`{"order":"x"}`)); !errors.Is(err, runtime.ErrFlowVersionMissing) {
+		t.Errorf("start of an unknown version: %v", err)
+	}
 	if _, err := svc.Jobs(ctx, runtime.JobQuery{State: "sleeping"}); !errors.Is(err, runtime.ErrBadQuery) {
 		t.Errorf("bad query: %v", err)
 	}

@@ -219,13 +219,13 @@ func Work(ctx context.Context, p Process, flows ...Constructor) int {
 	if err := fs.Parse(p.Args); err != nil {
 		return ExitUsage
 	}
-	e, names, closeAll, err := cf.engine(ctx, p, flows)
+	e, _, closeAll, err := cf.engine(ctx, p, flows)
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return ExitUsage
 	}
 	defer closeAll()
-	fmt.Fprintf(stderr, "worker: %d workers on %s for %s\n", *cf.workers, *cf.store, strings.Join(names, ", "))
+	fmt.Fprintf(stderr, "worker: %d workers on %s for %s\n", *cf.workers, *cf.store, served(e))
 	if err := e.Run(ctx, *cf.workers); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return ExitFailed
@@ -317,6 +317,16 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor) (*run
 		names = append(names, fl.Name)
 	}
 	return e, names, closeAll, nil
+}
+
+// served names the flow definitions e serves: each flow's versions,
+// newest first, with their short content hashes.
+func served(e *runtime.Engine) string {
+	var out []string
+	for _, v := range e.Flows() {
+		out = append(out, v.String())
+	}
+	return strings.Join(out, ", ")
 }
 
 func hostname() string {

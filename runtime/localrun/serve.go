@@ -51,7 +51,8 @@ func Serve(ctx context.Context, p Process, flows ...Constructor) int {
 	}
 	defer closeAll()
 	check := func(flow string, input []byte) error {
-		if g := graphs[flow]; g != nil {
+		name, _, _ := strings.Cut(flow, "@") // name@version
+		if g := graphs[name]; g != nil {
 			return g.CheckInput("input", input)
 		}
 		return nil
@@ -70,7 +71,7 @@ func Serve(ctx context.Context, p Process, flows ...Constructor) int {
 	go func() { workDone <- e.Run(workCtx, *cf.workers) }()
 	err = jobapi.Serve(ctx, *addr, storePath, e, jobapi.HandlerOptions{CheckInput: check, Info: jobapi.Info{Flows: names}},
 		func(ep jobapi.Endpoint) {
-			fmt.Fprintf(stderr, "serve: %d workers on %s for %s\n", *cf.workers, *cf.store, strings.Join(names, ", "))
+			fmt.Fprintf(stderr, "serve: %d workers on %s for %s\n", *cf.workers, *cf.store, served(e))
 			fmt.Fprintf(stderr, "serve: job API on http://%s (endpoint file %s); run, inspect, jobs, pause, resume, kill and signal go through it\n",
 				ep.Addr, endpointFile)
 		})

@@ -38,6 +38,9 @@ type DeadLetter struct {
 	Act  string `json:"act,omitempty"`
 	Flow string `json:"flow,omitempty"`
 	Node string `json:"node,omitempty"`
+	// Definition is the flow definition's short content hash (see
+	// FlowVersion.Hash): the job runs on that definition only.
+	Definition string `json:"definition,omitempty"`
 	// Attempts is how many times the message was delivered before.
 	Attempts int    `json:"attempts"`
 	Reason   string `json:"reason"`

@@ -120,3 +120,27 @@ type Budget struct {
 	Activations int64
 	Timeout     time.Duration
 }
+
+// FlowVersion is one definition of a flow a worker serves.
+type FlowVersion struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	// Hash is the hex SHA-256 of the definition's content; jobs started
+	// on it name it by its first 16 digits.
+	Hash string `json:"hash"`
+	// Newest is set on the version a Start without a version runs.
+	Newest bool `json:"newest,omitempty"`
+}
+
+// String names the definition: name, version and short hash, as in
+// "orders 1.2.0 (3f9a0c1b2d4e5f60)".
+func (v FlowVersion) String() string {
+	short := v.Hash
+	if len(short) > 16 {
+		short = short[:16]
+	}
+	if v.Version == "" {
+		return v.Name + " (" + short + ")"
+	}
+	return v.Name + " " + v.Version + " (" + short + ")"
+}

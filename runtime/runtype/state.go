@@ -62,6 +62,10 @@ const (
 // ErrUnknownFlow: the engine has no flow of that name registered.
 var ErrUnknownFlow = errors.New("not registered with this engine")
 
+// ErrFlowVersionMissing: the engine has the flow, but not the version (or
+// definition) named.
+var ErrFlowVersionMissing = errors.New("version not registered with this engine")
+
 // ErrKeyInUse: a job key already names a job of another flow.
 var ErrKeyInUse = errors.New("job key in use by another flow")
 

@@ -21,6 +21,7 @@ func DefaultDemoChildConnectors() DemoChildConnectors {
 // typed: an edge between different Go types does not compile.
 func NewDemoChild(c DemoChildConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("demo.child")
+	b.SetVersion("1.0.0")
 	runtime.AddSwitch[json.RawMessage](b, "again", runtime.Switch{
 		Cases: []runtime.Case{{
 			Equals: json.RawMessage("\"\""),

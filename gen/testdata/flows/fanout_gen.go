@@ -31,6 +31,7 @@ func DefaultDemoFanoutConnectors() DemoFanoutConnectors {
 // typed: an edge between different Go types does not compile.
 func NewDemoFanout(c DemoFanoutConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("demo.fanout")
+	b.SetVersion("1.0.0")
 	slugNode := runtime.AddNode(b, "slug", pure.NewTypedNode(c.Slug), runtime.NodeOptions{})
 	splitNode := runtime.AddNode(b, "split", split.NewTypedNode(c.Split), runtime.NodeOptions{})
 	routeNode := runtime.AddSwitch[split.Output](b, "route", runtime.Switch{

@@ -24,6 +24,7 @@ func DefaultDemoInlineConnectors() DemoInlineConnectors {
 // typed: an edge between different Go types does not compile.
 func NewDemoInline(c DemoInlineConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("demo.inline")
+	b.SetVersion("1.0.0")
 	slugNode := runtime.AddNode(b, "slug", pure.NewTypedNode(c.Slug), runtime.NodeOptions{})
 	shoutNode := runtime.AddNode(b, "shout", runtime.Inline("Shout", Shout), runtime.NodeOptions{})
 	countNode := runtime.AddNode(b, "count", runtime.InlineContext("CountRunes", CountRunes), runtime.NodeOptions{})

@@ -21,6 +21,7 @@ func DefaultDemoLoopConnectors() DemoLoopConnectors {
 // an edge between different Go types does not compile.
 func NewDemoLoop(c DemoLoopConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("demo.loop")
+	b.SetVersion("1.0.0")
 	attemptNode := runtime.AddNode(b, "attempt", runtime.Inline("Attempt", Attempt), runtime.NodeOptions{})
 	readyNode := runtime.AddSwitch[Poll](b, "ready", runtime.Switch{
 		Cases: []runtime.Case{{

@@ -26,6 +26,7 @@ func DefaultDemoParentConnectors() DemoParentConnectors {
 // typed: an edge between different Go types does not compile.
 func NewDemoParent(c DemoParentConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("demo.parent")
+	b.SetVersion("1.0.0")
 	b.SetBudget(runtime.Budget{
 		Activations: 50,
 		Timeout:     time.Hour,

@@ -47,7 +47,8 @@ func deadLetterView(m store.Message) runtype.DeadLetter {
 	copy(d.Job[:], m.Job)
 	var t task
 	if cbor.Unmarshal(m.Payload, &t) == nil {
-		d.Act, d.Flow, d.Node = t.Act, t.Flow, t.Node
+		ref := parseFlowRef(t.Flow)
+		d.Act, d.Flow, d.Definition, d.Node = t.Act, ref.name, ref.hash, t.Node
 		if json.Valid(t.Input) {
 			d.Input = t.Input
 		}

@@ -38,8 +38,13 @@ type Engine struct {
 	opts  Options
 	log   *slog.Logger
 
-	mu    sync.RWMutex
-	flows map[string]*compiled
+	// flows holds every registered definition by flow key, and versions
+	// each flow's definitions, newest first (versions.go).
+	mu       sync.RWMutex
+	flows    map[string]*compiled
+	versions map[string][]*compiled
+	// unservedLogged holds the flow keys this process said it lacks.
+	unservedLogged sync.Map
 
 	// held is the last lease taken per job (string(job) -> store.Lease) of
 	// the jobs not finished yet, released when Run stops so other workers
@@ -91,40 +96,33 @@ func New(s store.Store, opts Options) *Engine {
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}}
+	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}, versions: map[string][]*compiled{}}
 	_, e.rowLocking = s.(store.RowLocking)
 	e.proc = &processor{store: s, opts: &e.opts, log: e.log}
 	return e
 }
 
-// Register makes a flow runnable by name; registering a name again replaces
-// it for jobs started afterwards.
+// Register makes a flow's definition runnable. Several versions of a flow
+// may be registered side by side: a job runs on the definition it started
+// on, and Start without a version picks the newest. Registering the same
+// definition again replaces its build; registering other content under a
+// version registered before is refused.
 func (e *Engine) Register(f *Flow) error {
 	c, err := compile(f)
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	e.flows[f.Name] = c
-	e.mu.Unlock()
-	return nil
+	return e.register(c)
 }
 
 func (e *Engine) now() time.Time { return e.opts.Now() }
 
-func (e *Engine) flow(name string) (*compiled, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	c, ok := e.flows[name]
-	if !ok {
-		return nil, fmt.Errorf("flow %q: %w", name, runtype.ErrUnknownFlow)
-	}
-	return c, nil
-}
-
 // jobMeta is stored at pid/<root>/meta.
 type jobMeta struct {
 	Flow string `json:"flow"`
+	// Version and Hash name the definition the job runs on to the end.
+	Version string `json:"version,omitempty"`
+	Hash    string `json:"hash,omitempty"`
 	// Key is the caller's job key the job was started under (StartOnce).
 	Key     string          `json:"key,omitempty"`
 	Input   json.RawMessage `json:"input"`
@@ -166,11 +164,11 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 		return runtype.JobID{}, false, err
 	}
 	now := e.now().UTC()
-	rec, err := encodeJob(jobMeta{Flow: flow, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key})
+	rec, err := encodeJob(jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key})
 	if err != nil {
 		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
 	}
-	claim := startKeyRecord{Job: job.String(), Flow: flow}
+	claim := startKeyRecord{Job: job.String(), Flow: c.Name}
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		if key != "" {
 			raw, err := json.Marshal(claim)
@@ -186,7 +184,7 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 		return e.writeJob(tx, job, c, rec, c.entries)
 	})
 	if key != "" && errors.Is(err, store.ErrConflict) {
-		return e.startedUnder(ctx, flow, key)
+		return e.startedUnder(ctx, c.Name, key)
 	}
 	if err != nil {
 		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
@@ -277,7 +275,7 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, rec encod
 	}
 	ts := make([]task, len(entries))
 	for i, alias := range entries {
-		ts[i] = task{Kind: runtype.Entry, Flow: c.Name, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
+		ts[i] = task{Kind: runtype.Entry, Flow: c.key, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
 	}
 	meta.Budget.stamp(ts)
 	if err := spend(tx, job, meta.Budget, ts); err != nil {

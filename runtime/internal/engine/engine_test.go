@@ -114,6 +114,9 @@ func TestJobIndexBackfill(t *testing.T) {
 func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 	t.Parallel()
 	s, e, job := newEngine(t)
+	if err := e.Register(&Flow{Name: "f", Nodes: []*Node{{Alias: "n", Task: echo{}}}}); err != nil {
+		t.Fatal(err)
+	}
 	payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: "n@", Kind: runtype.Entry})
 	if err != nil {
 		t.Fatal(err)

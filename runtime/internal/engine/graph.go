@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -37,10 +38,13 @@ type Call struct {
 // Flow is a flow as the engine runs it: package runtime builds one from
 // its public Flow, with each Runner adapted into a Task.
 type Flow struct {
-	Name   string
-	Nodes  []*Node
-	Edges  []runtype.Edge
-	Budget runtype.Budget
+	Name string
+	// Version is the flow's version (the Flow IR's version); jobs record
+	// it, with the content hash, and run on this definition to the end.
+	Version string
+	Nodes   []*Node
+	Edges   []runtype.Edge
+	Budget  runtype.Budget
 }
 
 // Node is one node of a Flow: exactly one of Task, Switch, ForEach,
@@ -69,10 +73,13 @@ const maxCycleIterations = 1_000_000
 // compiled is a registered flow with its lookups built once.
 type compiled struct {
 	*Flow
-	byAlias map[string]*Node
-	out     map[string][]runtype.Edge // by from alias
-	entries []string
-	bodies  map[string]bool // aliases run only as forEach bodies
+	// hash is the definition's content hash (contentHash) and key its
+	// flow key, name#hash[:16], which every task of its jobs carries.
+	hash, key string
+	byAlias   map[string]*Node
+	out       map[string][]runtype.Edge // by from alias
+	entries   []string
+	bodies    map[string]bool // aliases run only as forEach bodies
 }
 
 func compile(f *Flow) (*compiled, error) {
@@ -121,5 +128,13 @@ func compile(f *Flow) (*compiled, error) {
 	if len(c.entries) == 0 {
 		return nil, fmt.Errorf("flow %s: no entry node (every node has an incoming edge)", f.Name)
 	}
+	if strings.ContainsAny(f.Name, flowKeySep+"@") {
+		return nil, fmt.Errorf("flow %q: a flow name may not contain %q or %q", f.Name, flowKeySep, "@")
+	}
+	var err error
+	if c.hash, err = contentHash(f); err != nil {
+		return nil, err
+	}
+	c.key = f.Name + flowKeySep + c.hash[:16]
 	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -149,6 +150,15 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		}
 		if t.Join != "" {
 			v.Index = t.Index
+		}
+	}
+	for _, e := range in.Entries {
+		var rec unservedRecord
+		if strings.HasPrefix(e.Key, "unserved/") && json.Unmarshal(e.Value, &rec) == nil {
+			if v := view(rec.Act); v.State == "" || v.State == runtype.ActivationEnqueued || v.State == runtype.ActivationLaunched {
+				v.Error = fmt.Sprintf("waits for a worker with its flow definition %s (handed back %d time(s) since %s): %s",
+					rec.Flow, rec.Seen, rec.Since.Format(time.RFC3339), rec.Reason)
+			}
 		}
 	}
 	for _, e := range in.Entries {

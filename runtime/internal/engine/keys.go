@@ -27,6 +27,7 @@ import (
 //	pid/<root>/term/<act>         activation had no successors            value
 //	pid/<root>/log/<act>/<n>      aspect step log of retried attempt n    value
 //	pid/<root>/wait/<act>         parked activation (checkpoint, subflow) value
+//	pid/<root>/unserved/<act>     waits for a worker with its flow        value
 //	pid/<root>/signal/<act>       decision recorded for a checkpoint      value
 //	pid/<root>/act/<act>          activity ledger                         counter
 //	pid/<root>/guid/<msg>         GUID ledger of one message              counter
@@ -63,6 +64,9 @@ func spentKey(j runtype.JobID) []byte  { return jobKey(j, "spent") }
 func resultKey(j runtype.JobID, act string) []byte { return jobKey(j, "res", act) }
 func failKey(j runtype.JobID, act string) []byte   { return jobKey(j, "fail", act) }
 func termKey(j runtype.JobID, act string) []byte   { return jobKey(j, "term", act) }
+func unservedKey(j runtype.JobID, act string) []byte {
+	return jobKey(j, "unserved", act)
+}
 func attemptLogKey(j runtype.JobID, act string, attempt int) []byte {
 	return jobKey(j, "log", act, strconv.Itoa(attempt))
 }

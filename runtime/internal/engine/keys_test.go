@@ -40,6 +40,7 @@ func TestKeyLayout(t *testing.T) {
 		"pid/<root>/agg/<act>/<shard>": aggregateShardKey(j, "<act>", 5),
 		"pid/<root>/items/<act>":       itemsKey(j, "<act>"),
 		"pid/<root>/sub/<act>":         subflowChildKey(j, "<act>"),
+		"pid/<root>/unserved/<act>":    unservedKey(j, "<act>"),
 		"pid/<root>/child/<act>":       subflowStatusKey(j, "<act>"),
 		"pid/<root>/seq":               completionSeqKey(j),
 		"pid/<root>/done/<seq>":        compensableKey(j, 3),

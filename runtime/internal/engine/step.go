@@ -190,6 +190,9 @@ func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int
 	if paused && !killed { // kill beats pause: a killed job winds down
 		return en.handBack(tx, pausedRetry)
 	}
+	if _, err := e.flow(en.t.Flow); err != nil {
+		return e.leaveUnserved(tx, en, err)
+	}
 	var err error
 	en.lease, err = e.lease(tx, en.m.Job)
 	if errors.Is(err, store.ErrLeaseHeld) {
@@ -327,17 +330,8 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 		return nil, err
 	}
 	c, err := e.flow(en.t.Flow)
-	if err != nil {
-		// No worker of this process can run the job: its message waits for
-		// an operator (flowgen dlq), and the job's lease goes with it, so
-		// that the worker that takes the job on next need not wait it out.
-		return nil, e.store.Update(ctx, func(tx store.Tx) error {
-			if err := ignoreStale(tx.DeadLetter(en.m.Receipt, err.Error())); err != nil {
-				return err
-			}
-			e.held.Delete(string(en.m.Job))
-			return tx.ReleaseLease(en.lease)
-		})
+	if err != nil { // judge handed such a delivery back; flows are never removed
+		return nil, fmt.Errorf("%s: %w", en.t.Act, err)
 	}
 	if superseded, err := e.superseded(ctx, c, en); err != nil || superseded {
 		if err != nil {

@@ -143,6 +143,9 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	if err != nil {
 		return refuse("%v", err)
 	}
+	// The child runs on the newest definition of its flow when it starts
+	// (or the version the subflow names, flow@version), to its end.
+	meta.Flow, meta.Version, meta.Hash = cc.Name, cc.Version, cc.hash
 	for _, in := range sf.Inputs {
 		if cc.byAlias[in] == nil {
 			return refuse("subflow %s has no node %q to receive the input", sf.Flow, in)

@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/semver"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Flow versions. A job runs, from start to finish, on the definition of
+// its flow it started on: its meta records the flow's version and content
+// hash, and every message of the job names the definition by its flow
+// key, "name#hash" (the first 16 hex digits of the hash). Workers keep
+// every version registered with them side by side; a worker without a
+// job's definition leaves its messages for a worker that has it (unserved,
+// below). Messages from before versions name a bare flow, which means the
+// newest version registered.
+
+// flowKeySep separates a flow's name from its hash in a flow key.
+const flowKeySep = "#"
+
+// contentHash is the hex SHA-256 of what a flow does: its name, version,
+// nodes (with each task's declaration, params and control settings),
+// edges and budget. Go code is not in it: a new build of the same nodes
+// is the same definition.
+func contentHash(f *Flow) (string, error) {
+	type taskDigest struct {
+		ID, Version                      string
+		Effects, Determinism, RetryOwner string
+		Retry                            runtype.RetryPolicy
+		KeySchema                        string
+		KeyFields, Capabilities, Egress  []string
+		Timeout, HeartbeatTimeout        time.Duration
+		UndoKey                          []string `json:",omitempty"`
+	}
+	digestOf := func(t Task, undoKey []string) *taskDigest {
+		if t == nil {
+			return nil
+		}
+		i := t.Info()
+		return &taskDigest{i.ID, i.Version, i.Effects.String(), i.Determinism.String(), i.RetryOwner.String(), i.Retry,
+			i.KeySchema, i.KeyFields, i.Capabilities, i.Egress, i.Timeout, i.HeartbeatTimeout, undoKey}
+	}
+	type nodeDigest struct {
+		Alias      string
+		Task, Undo *taskDigest
+		Params     json.RawMessage
+		Switch     *runtype.Switch
+		ForEach    *runtype.ForEach
+		Subflow    *runtype.Subflow
+		Checkpoint *runtype.Checkpoint
+	}
+	d := struct {
+		Name, Version string
+		Nodes         []nodeDigest
+		Edges         []runtype.Edge
+		Budget        runtype.Budget
+	}{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget}
+	for _, n := range f.Nodes {
+		nd := nodeDigest{Alias: n.Alias, Task: digestOf(n.Task, nil), Params: n.Params, Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint}
+		if n.Compensate != nil {
+			nd.Undo = digestOf(n.Compensate.Task, n.Compensate.UndoKey)
+		}
+		d.Nodes = append(d.Nodes, nd)
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return "", fmt.Errorf("flow %s: content hash: %w", f.Name, err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// flowRef is how a caller or a message names a flow: its bare name (the
+// newest version), name@version, or a flow key (name#hash).
+type flowRef struct {
+	name, version, hash string
+}
+
+func parseFlowRef(ref string) flowRef {
+	if name, hash, ok := strings.Cut(ref, flowKeySep); ok {
+		return flowRef{name: name, hash: hash}
+	}
+	if name, version, ok := strings.Cut(ref, "@"); ok {
+		return flowRef{name: name, version: version}
+	}
+	return flowRef{name: ref}
+}
+
+// register adds c to the flows the engine serves: a definition already
+// registered (same key) is replaced by its new build, and a version
+// registered before with other content is refused, since jobs on it would
+// change course mid-way.
+func (e *Engine) register(c *compiled) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	versions := e.versions[c.Name]
+	for i, old := range versions {
+		switch {
+		case old.key == c.key:
+			versions[i] = c
+			e.flows[c.key] = c
+			return nil
+		case c.Version != "" && old.Version == c.Version:
+			return fmt.Errorf("flow %s version %s: registered before with other content (%s, now %s): give a changed flow a new version, and keep the old one registered while its jobs run",
+				c.Name, c.Version, old.hash[:16], c.hash[:16])
+		}
+	}
+	e.flows[c.key] = c
+	// Newest first: by semantic version where both have one, else the
+	// later registration.
+	versions = append([]*compiled{c}, versions...)
+	slices.SortStableFunc(versions, func(a, b *compiled) int {
+		va, vb := "v"+strings.TrimPrefix(a.Version, "v"), "v"+strings.TrimPrefix(b.Version, "v")
+		if semver.IsValid(va) && semver.IsValid(vb) {
+			return semver.Compare(vb, va)
+		}
+		return 0
+	})
+	e.versions[c.Name] = versions
+	return nil
+}
+
+// flow returns the definition ref names (see flowRef).
+// runtype.ErrUnknownFlow when the engine has no version of the flow;
+// runtype.ErrFlowVersionMissing when it has others, not the one named.
+func (e *Engine) flow(ref string) (*compiled, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if c, ok := e.flows[ref]; ok {
+		return c, nil
+	}
+	r := parseFlowRef(ref)
+	versions := e.versions[r.name]
+	if len(versions) == 0 {
+		return nil, fmt.Errorf("flow %q: %w", r.name, runtype.ErrUnknownFlow)
+	}
+	switch {
+	case r.hash != "":
+		return nil, fmt.Errorf("flow %s definition %s: %w (this worker has %s)", r.name, r.hash, runtype.ErrFlowVersionMissing, describeVersions(versions))
+	case r.version != "":
+		for _, c := range versions {
+			if c.Version == r.version {
+				return c, nil
+			}
+		}
+		return nil, fmt.Errorf("flow %s version %s: %w (this worker has %s)", r.name, r.version, runtype.ErrFlowVersionMissing, describeVersions(versions))
+	}
+	return versions[0], nil
+}
+
+// describeVersions names the versions a worker has, newest first.
+func describeVersions(versions []*compiled) string {
+	var names []string
+	for _, c := range versions {
+		names = append(names, c.describe())
+	}
+	return strings.Join(names, ", ")
+}
+
+// describe names a definition: version and short hash.
+func (c *compiled) describe() string {
+	if c.Version == "" {
+		return "unversioned " + c.hash[:16]
+	}
+	return c.Version + " (" + c.hash[:16] + ")"
+}
+
+// Flows lists the definitions the engine serves, by name, newest version
+// first.
+func (e *Engine) Flows() []runtype.FlowVersion {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var out []runtype.FlowVersion
+	for _, versions := range e.versions {
+		for i, c := range versions {
+			out = append(out, runtype.FlowVersion{Name: c.Name, Version: c.Version, Hash: c.hash, Newest: i == 0})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b runtype.FlowVersion) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// A worker without a job's flow definition leaves the job's messages for
+// a worker that has it: it hands the message back, lets go of the job's
+// lease (so that such a worker can take the job at once) and records that
+// the activation waits for one (unserved/<act>, which inspection shows).
+// Past unservedGrace with no worker taking it, the message goes to the
+// dead-letter stream, where an operator requeues it after deploying the
+// version, or fails it.
+const (
+	unservedRetry = time.Second
+	unservedGrace = 15 * time.Minute
+)
+
+// unservedRecord is stored at pid/<root>/unserved/<act>.
+type unservedRecord struct {
+	Act    string    `json:"act"`
+	Flow   string    `json:"flow"`
+	Reason string    `json:"reason"`
+	Worker string    `json:"worker"`
+	Since  time.Time `json:"since"`
+	Seen   int       `json:"seen"`
+}
+
+// leaveUnserved hands en back, in the entry's transaction, for a worker
+// that has its flow definition, or dead-letters it past the grace period;
+// why is the lookup's error. The delivery takes no lease.
+func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
+	if _, logged := e.unservedLogged.LoadOrStore(en.t.Flow, true); !logged {
+		e.log.Warn("leaving a job's messages for a worker that has its flow", "flow", en.t.Flow, "job", en.job, "reason", why)
+	}
+	now := e.now().UTC()
+	rec := unservedRecord{Act: en.t.Act, Flow: en.t.Flow, Since: now}
+	switch raw, err := tx.Get(unservedKey(en.job, en.t.Act)); {
+	case err == nil:
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return err
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	rec.Reason, rec.Worker, rec.Seen = why.Error(), e.opts.Owner, rec.Seen+1
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := tx.Put(unservedKey(en.job, en.t.Act), raw); err != nil {
+		return err
+	}
+	if now.Sub(rec.Since) < unservedGrace {
+		return en.handBack(tx, unservedRetry)
+	}
+	en.deferred = true
+	if err := en.uncount(tx); err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("no worker took it for %s: %v; deploy the version, then flowgen dlq requeue", now.Sub(rec.Since).Round(time.Second), why)
+	return ignoreStale(tx.DeadLetter(en.m.Receipt, reason))
+}
