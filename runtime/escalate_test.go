@@ -32,6 +32,40 @@ func crashingSaga(s *sink, calls *atomic.Int64, crash *atomic.Bool) *Flow {
 
 var errCrashed = errors.New("worker crashed")
 
+// sagaJob registers sagaFlow on a fresh engine on r and starts a job.
+func sagaJob(t *testing.T, r *rig, shipFails bool) (*Engine, JobID) {
+	t.Helper()
+	e := New(r.store, Options{Now: r.clock.Now})
+	if err := e.Register(sagaFlow(r.sink, shipFails)); err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.Start(context.Background(), "saga", json.RawMessage(sagaInput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, job
+}
+
+// crashingWorkers returns a maker of worker processes of crashingSaga on
+// r: one that crashes dies at CrashWorked after each call of ship (calls
+// counts them), and a crash is for good, so each try takes a fresh one.
+func crashingWorkers(t *testing.T, r *rig, calls *atomic.Int64) func(crashes bool) *Engine {
+	var crash atomic.Bool
+	return func(crashes bool) *Engine {
+		e := New(r.store, Options{Owner: fmt.Sprint("w", crashes), Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, Now: r.clock.Now,
+			CrashPoint: func(point string) error {
+				if crashes && point == CrashWorked && crash.Swap(false) {
+					return errCrashed
+				}
+				return nil
+			}})
+		if err := e.Register(crashingSaga(r.sink, calls, &crash)); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+}
+
 // TestCrashLoopFailsTheJob: a node that crashes its worker on every
 // delivery is not delivered forever. Past its retry attempts and the
 // allowance for crashed workers it fails as Exhausted, and its job fails
@@ -40,20 +74,7 @@ func TestCrashLoopFailsTheJob(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
 		ctx := context.Background()
 		var calls atomic.Int64
-		var crash atomic.Bool
-		worker := func() *Engine { // a fresh process after each crash
-			e := New(r.store, Options{Owner: "w", Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, Now: r.clock.Now,
-				CrashPoint: func(point string) error {
-					if point == CrashWorked && crash.Swap(false) {
-						return errCrashed
-					}
-					return nil
-				}})
-			if err := e.Register(crashingSaga(r.sink, &calls, &crash)); err != nil {
-				t.Fatal(err)
-			}
-			return e
-		}
+		worker := func() *Engine { return crashingWorkers(t, r, &calls)(true) }
 		job, err := worker().Start(ctx, "saga", json.RawMessage(sagaInput))
 		if err != nil {
 			t.Fatal(err)
@@ -87,15 +108,8 @@ func TestCrashLoopFailsTheJob(t *testing.T) {
 func TestLedgerCeilingFailsTheJob(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
 		ctx := context.Background()
-		e := New(r.store, Options{Now: r.clock.Now})
-		if err := e.Register(sagaFlow(r.sink, false)); err != nil {
-			t.Fatal(err)
-		}
-		job, err := e.Start(ctx, "saga", json.RawMessage(sagaInput))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = r.store.Update(ctx, func(tx store.Tx) error {
+		e, job := sagaJob(t, r, false)
+		err := r.store.Update(ctx, func(tx store.Tx) error {
 			return tx.Bump(activityLedgerKey(job, "ship@<charge"), ledger.MaxLeg2, ledger.MaxValue)
 		})
 		if err != nil {

@@ -206,4 +206,11 @@ func missedHeartbeat(t *testing.T, open func(now func() time.Time) (store.Store,
 	if !strings.Contains(log, "no heartbeat for 8s") || len(in.Tree) != 1 || in.Tree[0].Attempts != 2 {
 		t.Errorf("attempt log %q, tree %+v: want the first attempt failed for want of a heartbeat", log, in.Tree)
 	}
+	var retried bool
+	for _, ev := range in.History {
+		retried = retried || ev.Event == runtime.EventRetrying && ev.Attempt == 1 && strings.Contains(ev.Detail, "no heartbeat for 8s; next attempt in 1s")
+	}
+	if !retried {
+		t.Errorf("history %+v: want the retry of attempt 1", in.History)
+	}
 }

@@ -20,6 +20,29 @@ type MessageID = runtype.MessageID
 // ParseMessageID parses the base64url form MessageID.String prints.
 func ParseMessageID(s string) (MessageID, error) { return runtype.ParseMessageID(s) }
 
+// HistoryEvent is one event of a job's history (Inspection.History).
+type HistoryEvent = runtype.HistoryEvent
+
+// EventKind is what a history event records.
+type EventKind = runtype.EventKind
+
+// The events of a job's history.
+const (
+	EventStarted      = runtype.EventStarted
+	EventLaunched     = runtype.EventLaunched
+	EventRetrying     = runtype.EventRetrying
+	EventParked       = runtype.EventParked
+	EventSucceeded    = runtype.EventSucceeded
+	EventFailed       = runtype.EventFailed
+	EventCanceled     = runtype.EventCanceled
+	EventPaused       = runtype.EventPaused
+	EventResumed      = runtype.EventResumed
+	EventKilled       = runtype.EventKilled
+	EventSignaled     = runtype.EventSignaled
+	EventCompensating = runtype.EventCompensating
+	EventFinished     = runtype.EventFinished
+)
+
 // FlowVersion is one definition of a flow an engine serves.
 type FlowVersion = runtype.FlowVersion
 

@@ -312,6 +312,10 @@ func TestJobCommands(t *testing.T) {
 		strings.Contains(r.stdout, "ordinal") || strings.Contains(r.stdout, "stored state") {
 		t.Fatalf("inspect: %+v", r)
 	}
+	r = run(t, "", "inspect", "--history", "--store", path, done.String())
+	if r.exit != exitOK || !regexp.MustCompile(`(?m)^history \(from \S+\):\n  \+0s +started +flow one unversioned [0-9a-f]{16}\n  \+\S+ +succeeded +echo@ \(attempt 1, ran \S+\)\n  \+\S+ +finished +succeeded\n`).MatchString(r.stdout) {
+		t.Fatalf("inspect --history: %+v", r)
+	}
 	r = run(t, "", "inspect", "--raw", "--store", path, done.String())
 	if r.exit != exitOK || !strings.Contains(r.stdout, "0 open obligations") || !strings.Contains(r.stdout, `"state":"succeeded"`) ||
 		!strings.Contains(r.stdout, "ordinal=1, work done, children published, closed the job, completion done") {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
@@ -17,16 +18,17 @@ import (
 // writeInspection prints a job in words: what it is, where it stands,
 // each activation, its result and errors, and what it waits for; raw adds
 // the ledgers and every stored key.
-func writeInspection(w io.Writer, in *runtime.Inspection, waiting []string, raw bool) {
+func writeInspection(w io.Writer, in *runtime.Inspection, waiting []string, view inspectView) {
 	st := in.Status
 	flow := ""
 	for _, en := range in.Entries {
 		if en.Key == "meta" {
 			var m struct {
-				Flow string `json:"flow"`
+				Flow    string `json:"flow"`
+				Version string `json:"version"`
 			}
 			json.Unmarshal(en.Value, &m)
-			flow = m.Flow
+			flow = strings.TrimSpace(m.Flow + " " + m.Version)
 		}
 	}
 	fmt.Fprintf(w, "job %s of %s: %s\n", in.Job, flow, stateWords(in))
@@ -38,7 +40,7 @@ func writeInspection(w io.Writer, in *runtime.Inspection, waiting []string, raw 
 	}
 	fmt.Fprintln(w, "activations, in flow order:")
 	for _, v := range in.Tree {
-		writeActivation(w, v, "  ", st.Started, raw)
+		writeActivation(w, v, "  ", st.Started, view.raw)
 	}
 	if len(st.Result) > 0 {
 		fmt.Fprintln(w, "result:")
@@ -61,7 +63,10 @@ func writeInspection(w io.Writer, in *runtime.Inspection, waiting []string, raw 
 			fmt.Fprintf(w, "  %s: flowgen signal --approve %s %s   (or --reject)\n", node, in.Job, node)
 		}
 	}
-	if !raw {
+	if view.history {
+		writeHistory(w, in.History)
+	}
+	if !view.raw {
 		return
 	}
 	fmt.Fprintf(w, "ledgers: %s\n", in.Summary)
@@ -80,6 +85,38 @@ func writeInspection(w io.Writer, in *runtime.Inspection, waiting []string, raw 
 			fmt.Fprintf(w, "  %-40s %q\n", en.Key, en.Text)
 		}
 	}
+}
+
+// inspectView is what flowgen inspect prints beyond the job in words.
+type inspectView struct {
+	// raw adds the ledgers in words and every stored key.
+	raw bool
+	// history adds the job's events in time order.
+	history bool
+}
+
+// writeHistory prints a job's events, each at its time after the first.
+func writeHistory(w io.Writer, events []runtime.HistoryEvent) {
+	if len(events) == 0 {
+		fmt.Fprintln(w, "history: none recorded (a job from before histories)")
+		return
+	}
+	fmt.Fprintf(w, "history (from %s):\n", events[0].At.UTC().Format(time.RFC3339Nano))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, ev := range events {
+		what := ev.Act
+		switch {
+		case ev.Attempt > 0 && !ev.Since.IsZero():
+			what += fmt.Sprintf(" (attempt %d, ran %s)", ev.Attempt, ev.At.Sub(ev.Since).Round(time.Microsecond))
+		case ev.Attempt > 0:
+			what += fmt.Sprintf(" (attempt %d)", ev.Attempt)
+		}
+		if ev.Detail != "" {
+			what = strings.TrimSpace(what + " " + firstLine(ev.Detail))
+		}
+		fmt.Fprintf(tw, "  +%s\t%s\t%s\n", ev.At.Sub(events[0].At).Round(time.Microsecond), ev.Event, what)
+	}
+	tw.Flush()
 }
 
 // stateWords is the job's state with what qualifies it.

@@ -21,14 +21,17 @@ const defaultStore = "flowgen.db"
 
 const storeFlagHelp = "job store: a bbolt file path or a postgres:// URL (default $FLOWGEN_STORE, else " + defaultStore + ")"
 
-const inspectUsage = `Usage: flowgen inspect [--store PATH] [--raw | --json] JOB
+const inspectUsage = `Usage: flowgen inspect [--store PATH] [--history] [--raw | --json] JOB
 
-Prints a job in words: its flow, state, start and finish times, then each
-activation (node) with its state, attempts, finish time, the port its
-output left on and its error, forEach elements under their forEach, and
-the checkpoints waiting for a decision with the command that decides.
---raw adds the ledger digits and every stored key; --json prints all of
-it as JSON.
+Prints a job in words: its flow and version, state, start and finish
+times, then each activation (node) with its state, attempts, finish time,
+the port its output left on and its error, forEach elements under their
+forEach, and the checkpoints waiting for a decision with the command that
+decides. --history adds the job's history: every event (started,
+launched, retrying, succeeded, failed, canceled, paused, resumed, killed,
+signaled, compensating, finished) with its time, written in the same
+commit as what it records. --raw adds the ledger digits and every stored
+key; --json prints all of it as JSON.
 
 When flowgen serve owns the store, inspect asks it (through the endpoint
 file next to the store); otherwise it opens the store itself.
@@ -99,6 +102,7 @@ func runInspect(e *env, args []string) int {
 	open := storeFlag(fs)
 	asJSON := fs.Bool("json", false, "print the inspection as JSON")
 	raw := fs.Bool("raw", false, "also print ledger digits and every stored key")
+	history := fs.Bool("history", false, "also print the job's history: every event with its time")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -119,7 +123,7 @@ func runInspect(e *env, args []string) int {
 	if !in.Status.Done() {
 		waiting, _ = svc.Waiting(e.ctx, job)
 	}
-	writeInspection(e.stdout, in, waiting, *raw)
+	writeInspection(e.stdout, in, waiting, inspectView{raw: *raw, history: *history})
 	return exitOK
 }
 

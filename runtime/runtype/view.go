@@ -40,6 +40,9 @@ type Inspection struct {
 	Status  JobStatus         `json:"status"`
 	Summary string            `json:"summary"`
 	Tree    []*ActivationView `json:"tree"`
+	// History is the job's events in time order (EventKind), each
+	// written with the state change it describes.
+	History []HistoryEvent    `json:"history,omitempty"`
 	Entries []InspectionEntry `json:"entries"`
 }
 

@@ -51,6 +51,10 @@ func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error)
 		if err := tx.Put(waitKey(en.job, en.t.Act), en.m.Payload); err != nil {
 			return err
 		}
+		ev := runtype.HistoryEvent{Event: runtype.EventParked, Act: en.t.Act, Attempt: en.m.Attempt, Since: en.entered.UTC()}
+		if err := e.record(tx, en.job, ev); err != nil {
+			return err
+		}
 		if also != nil {
 			if err := also(tx); err != nil {
 				return err
@@ -81,6 +85,13 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 				return false, nil
 			}
 			n++
+			detail := map[bool]string{true: "approved", false: "rejected"}[d.Approved]
+			if d.By != "" {
+				detail += " by " + d.By
+			}
+			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventSignaled, Act: t.Act, Detail: detail}); err != nil {
+				return false, err
+			}
 			return true, tx.PutOnce(signalKey(job, t.Act), raw)
 		})
 	})

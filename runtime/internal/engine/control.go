@@ -32,6 +32,9 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 		if err := tx.Put(tombKey(job), []byte(reason)); err != nil {
 			return err
 		}
+		if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventKilled, Detail: reason}); err != nil {
+			return err
+		}
 	} else if err != nil {
 		return err
 	}
@@ -74,6 +77,9 @@ func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
+			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventPaused}); err != nil {
+				return err
+			}
 			return tx.Put(pausedKey(job), at)
 		})
 	})
@@ -83,6 +89,12 @@ func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
 func (e *Engine) Resume(ctx context.Context, job runtype.JobID) error {
 	return e.store.Update(ctx, func(tx store.Tx) error {
 		return eachSubflowJob(tx, job, "resume", 0, func(job runtype.JobID) error {
+			if paused, err := isPaused(tx, job); err != nil || !paused {
+				return err
+			}
+			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventResumed}); err != nil {
+				return err
+			}
 			return tx.Delete(pausedKey(job))
 		})
 	})

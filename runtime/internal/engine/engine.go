@@ -260,6 +260,9 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, rec encod
 	if err := tx.PutOnce(metaKey(job), rec.raw); err != nil {
 		return err
 	}
+	if err := e.record(tx, job, runtype.HistoryEvent{At: meta.Started, Event: runtype.EventStarted, Detail: "flow " + c.Name + " " + c.describe()}); err != nil {
+		return err
+	}
 	if err := tx.Put(jobIndexKey(job), rec.indexed); err != nil {
 		return err
 	}

@@ -99,6 +99,12 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 	if st, ok := byKey["status"]; ok {
 		json.Unmarshal(st.Value, &in.Status)
 	}
+	for _, e := range in.Entries { // in key order, which is time order
+		var ev runtype.HistoryEvent
+		if strings.HasPrefix(e.Key, "hist/") && json.Unmarshal(e.Value, &ev) == nil {
+			in.History = append(in.History, ev)
+		}
+	}
 	views := map[string]*runtype.ActivationView{}
 	view := func(act string) *runtype.ActivationView {
 		if v, ok := views[act]; ok {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
@@ -28,6 +29,8 @@ import (
 //	pid/<root>/log/<act>/<n>      aspect step log of retried attempt n    value
 //	pid/<root>/wait/<act>         parked activation (checkpoint, subflow) value
 //	pid/<root>/unserved/<act>     waits for a worker with its flow        value
+//	pid/<root>/hist/<t>/<ev>/<act> history event at time t (ns.seq; a   value
+//	                              job's own events have no /<act>)
 //	pid/<root>/signal/<act>       decision recorded for a checkpoint      value
 //	pid/<root>/act/<act>          activity ledger                         counter
 //	pid/<root>/guid/<msg>         GUID ledger of one message              counter
@@ -64,6 +67,13 @@ func spentKey(j runtype.JobID) []byte  { return jobKey(j, "spent") }
 func resultKey(j runtype.JobID, act string) []byte { return jobKey(j, "res", act) }
 func failKey(j runtype.JobID, act string) []byte   { return jobKey(j, "fail", act) }
 func termKey(j runtype.JobID, act string) []byte   { return jobKey(j, "term", act) }
+func historyKey(j runtype.JobID, at time.Time, seq uint64, ev runtype.EventKind, act string) []byte {
+	t := fmt.Sprintf("%020d.%06d", at.UnixNano(), seq)
+	if act == "" {
+		return jobKey(j, "hist", t, string(ev))
+	}
+	return jobKey(j, "hist", t, string(ev), act)
+}
 func unservedKey(j runtype.JobID, act string) []byte {
 	return jobKey(j, "unserved", act)
 }

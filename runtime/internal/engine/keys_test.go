@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
@@ -22,43 +23,44 @@ func TestKeyLayout(t *testing.T) {
 	root := "pid/" + j.String() + "/"
 	msg := [16]byte{0xab}
 	layout := map[string][]byte{
-		"pid/<root>/meta":              metaKey(j),
-		"pid/<root>/status":            statusKey(j),
-		"pid/<root>/tomb":              tombKey(j),
-		"pid/<root>/paused":            pausedKey(j),
-		"pid/<root>/sem":               semKey(j),
-		"pid/<root>/spent":             spentKey(j),
-		"pid/<root>/res/<act>":         resultKey(j, "<act>"),
-		"pid/<root>/fail/<act>":        failKey(j, "<act>"),
-		"pid/<root>/term/<act>":        termKey(j, "<act>"),
-		"pid/<root>/log/<act>/<n>":     attemptLogKey(j, "<act>", 7),
-		"pid/<root>/wait/<act>":        waitKey(j, "<act>"),
-		"pid/<root>/signal/<act>":      signalKey(j, "<act>"),
-		"pid/<root>/act/<act>":         activityKey(j, "<act>"),
-		"pid/<root>/guid/<msg>":        guidKey(j, msg),
-		"pid/<root>/agg/<act>":         aggregateKey(j, "<act>"),
-		"pid/<root>/agg/<act>/<shard>": aggregateShardKey(j, "<act>", 5),
-		"pid/<root>/items/<act>":       itemsKey(j, "<act>"),
-		"pid/<root>/sub/<act>":         subflowChildKey(j, "<act>"),
-		"pid/<root>/unserved/<act>":    unservedKey(j, "<act>"),
-		"pid/<root>/child/<act>":       subflowStatusKey(j, "<act>"),
-		"pid/<root>/seq":               completionSeqKey(j),
-		"pid/<root>/done/<seq>":        compensableKey(j, 3),
-		"pid/<root>/comp":              compensationKey(j),
-		"pid/<root>/comp/<i>":          compensationStepKey(j, 4),
-		"jobs/<inverted-root>":         jobIndexKey(j),
-		"jobs.indexed":                 jobIndexBuiltKey(),
-		"blobs/<sha256>":               blobKey("<sha256>"),
-		"start/<key>":                  startKey("<key>"),
-		"dlq/<msg>":                    deadLetterKey([16]byte{0xab}),
-		"dedupe/edge/<key>":            edgeDedupeKey("<key>"),
-		"dedupe/<key>":                 CapabilityDedupeKey("<key>"),
-		"kv/<namespace>/<key>":         KVKey("<namespace>", "<key>"),
+		"pid/<root>/meta":                metaKey(j),
+		"pid/<root>/status":              statusKey(j),
+		"pid/<root>/tomb":                tombKey(j),
+		"pid/<root>/paused":              pausedKey(j),
+		"pid/<root>/sem":                 semKey(j),
+		"pid/<root>/spent":               spentKey(j),
+		"pid/<root>/res/<act>":           resultKey(j, "<act>"),
+		"pid/<root>/fail/<act>":          failKey(j, "<act>"),
+		"pid/<root>/term/<act>":          termKey(j, "<act>"),
+		"pid/<root>/log/<act>/<n>":       attemptLogKey(j, "<act>", 7),
+		"pid/<root>/wait/<act>":          waitKey(j, "<act>"),
+		"pid/<root>/signal/<act>":        signalKey(j, "<act>"),
+		"pid/<root>/act/<act>":           activityKey(j, "<act>"),
+		"pid/<root>/guid/<msg>":          guidKey(j, msg),
+		"pid/<root>/agg/<act>":           aggregateKey(j, "<act>"),
+		"pid/<root>/agg/<act>/<shard>":   aggregateShardKey(j, "<act>", 5),
+		"pid/<root>/items/<act>":         itemsKey(j, "<act>"),
+		"pid/<root>/sub/<act>":           subflowChildKey(j, "<act>"),
+		"pid/<root>/unserved/<act>":      unservedKey(j, "<act>"),
+		"pid/<root>/hist/<t>/<ev>/<act>": historyKey(j, time.Unix(0, 7), 8, "<ev>", "<act>"),
+		"pid/<root>/child/<act>":         subflowStatusKey(j, "<act>"),
+		"pid/<root>/seq":                 completionSeqKey(j),
+		"pid/<root>/done/<seq>":          compensableKey(j, 3),
+		"pid/<root>/comp":                compensationKey(j),
+		"pid/<root>/comp/<i>":            compensationStepKey(j, 4),
+		"jobs/<inverted-root>":           jobIndexKey(j),
+		"jobs.indexed":                   jobIndexBuiltKey(),
+		"blobs/<sha256>":                 blobKey("<sha256>"),
+		"start/<key>":                    startKey("<key>"),
+		"dlq/<msg>":                      deadLetterKey([16]byte{0xab}),
+		"dedupe/edge/<key>":              edgeDedupeKey("<key>"),
+		"dedupe/<key>":                   CapabilityDedupeKey("<key>"),
+		"kv/<namespace>/<key>":           KVKey("<namespace>", "<key>"),
 	}
 	// What each placeholder becomes for the arguments above.
 	fill := strings.NewReplacer(
 		"pid/<root>/", root, "<n>", "7", "<msg>", "ab000000000000000000000000000000",
-		"<seq>", "000000000003", "<i>", "000000000004", "<shard>", "000000000005",
+		"<seq>", "000000000003", "<t>", "00000000000000000007.000008", "<i>", "000000000004", "<shard>", "000000000005",
 		"<inverted-root>", "fe"+strings.Repeat("ff", 15),
 	)
 	for drawn, key := range layout {

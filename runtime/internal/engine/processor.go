@@ -117,6 +117,10 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 			if err := tx.Put(attemptLogKey(job, t.Act, m.Attempt), raw); err != nil {
 				return err
 			}
+			ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: t.Act, Attempt: m.Attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(err), delay)}
+			if err := record(tx, p.now(), job, ev); err != nil {
+				return err
+			}
 			return ignoreStale(tx.Nack(m.Receipt, delay))
 		})
 		if err != nil {

@@ -42,6 +42,10 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, e
 	if err := tx.Put(compensationKey(job), []byte(fmt.Sprint(len(acts)))); err != nil {
 		return false, err
 	}
+	ev := runtype.HistoryEvent{Event: runtype.EventCompensating, Detail: fmt.Sprintf("undoing %d completed step(s), newest first", len(acts))}
+	if err := e.record(tx, job, ev); err != nil {
+		return false, err
+	}
 	for i := range acts {
 		if err := tx.Put(compensationStepKey(job, i+1), []byte(acts[len(acts)-1-i])); err != nil {
 			return false, err

@@ -64,6 +64,8 @@ type entry struct {
 	lease  store.Lease
 	guid   ledger.GUID
 	killed bool
+	// entered is when the entry commit was made (for the history).
+	entered time.Time
 	// exhausted says why the activation can never make progress (its
 	// ledger is at its ceiling): it fails as Exhausted instead of running.
 	exhausted string
@@ -225,7 +227,11 @@ func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int
 		cur = int64(seed)
 	}
 	en.guid = ledger.GUID(cur)
-	return nil
+	en.entered = e.now()
+	if en.m.Attempt <= 1 {
+		return nil // its outcome event says when it entered (Since)
+	}
+	return e.record(tx, en.job, runtype.HistoryEvent{At: en.entered, Event: runtype.EventLaunched, Act: en.t.Act, Attempt: en.m.Attempt})
 }
 
 // uncount takes back the leg 2 entry enter counted for a delivery that
@@ -464,6 +470,9 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 		if err := tx.PutOnce(resultKey(job, t.Act), raw); err != nil {
+			return false, err
+		}
+		if err := e.record(tx, job, resultEvent(en, res)); err != nil {
 			return false, err
 		}
 		if res.failed() && t.Join == "" { // a forEach join judges its elements
@@ -849,6 +858,9 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcom
 		return err
 	}
 	if err := tx.Put(statusKey(job), raw); err != nil {
+		return err
+	}
+	if err := e.record(tx, job, runtype.HistoryEvent{At: st.Finished, Event: runtype.EventFinished, Detail: string(st.State)}); err != nil {
 		return err
 	}
 	return e.reportToParent(tx, job, meta.Parent, raw)
