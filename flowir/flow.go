@@ -52,7 +52,7 @@ type Flow struct {
 }
 
 // Node is one node of a flow. Exactly one of Uses, Spec, Switch, ForEach,
-// Subflow and Checkpoint is set; Kind says which.
+// Subflow, Checkpoint and Sleep is set; Kind says which.
 type Node struct {
 	diag.Source `json:"-"`
 	Alias       string            `json:"alias" flowgen:"required" doc:"Name of the node within the flow."`
@@ -64,6 +64,7 @@ type Node struct {
 	ForEach     *ForEach          `json:"forEach,omitempty" doc:"Fan out over an array and aggregate the results."`
 	Subflow     *Subflow          `json:"subflow,omitempty" doc:"Run another flow as this node."`
 	Checkpoint  *Checkpoint       `json:"checkpoint,omitempty" doc:"Wait for a human approval."`
+	Sleep       *Sleep            `json:"sleep,omitempty" doc:"Wait, holding no worker, for a duration or until a time in the input; the input leaves unchanged."`
 	Timeout     flowtype.Duration `json:"timeout,omitzero" doc:"Deadline for one call of the node."`
 	// HeartbeatTimeout is the longest one call may go without a heartbeat.
 	HeartbeatTimeout flowtype.Duration        `json:"heartbeatTimeout,omitzero" doc:"Longest one call of a connector or inline node may go without a heartbeat; past it the call is cancelled and fails as a Transient timeout, retried by policy, long before the job's lease runs out."`
@@ -89,9 +90,11 @@ const (
 	KindSubflow
 	// KindCheckpoint waits for a human decision.
 	KindCheckpoint
+	// KindSleep waits for a duration or until a time: a durable timer.
+	KindSleep
 )
 
-var kindNames = []string{"invalid", "connector", "inline", "switch", "forEach", "subflow", "checkpoint"}
+var kindNames = []string{"invalid", "connector", "inline", "switch", "forEach", "subflow", "checkpoint", "sleep"}
 
 func (k NodeKind) String() string { return kindNames[k] }
 
@@ -122,6 +125,9 @@ func (n *Node) Kind() NodeKind {
 	}
 	if n.Checkpoint != nil {
 		kinds = append(kinds, KindCheckpoint)
+	}
+	if n.Sleep != nil {
+		kinds = append(kinds, KindSleep)
 	}
 	if len(kinds) != 1 {
 		return KindInvalid
@@ -185,6 +191,13 @@ type Checkpoint struct {
 	Prompt      string            `json:"prompt" flowgen:"required" doc:"What the approver is asked."`
 	Approvers   []string          `json:"approvers,omitempty" doc:"Groups or people allowed to decide."`
 	Timeout     flowtype.Duration `json:"timeout,omitzero" doc:"How long to wait before taking the rejected port."`
+}
+
+// Sleep is a durable timer node: exactly one of for and until.
+type Sleep struct {
+	diag.Source `json:"-"`
+	For         flowtype.Duration `json:"for,omitzero" doc:"How long to wait from when the node is first reached."`
+	Until       string            `json:"until,omitempty" doc:"Dotted path of an input field holding the time (RFC 3339) to wait until; a past time goes on at once."`
 }
 
 // ErrorHandler says what the orchestrator does when a node fails.

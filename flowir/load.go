@@ -384,6 +384,12 @@ func (r *resolver) ports(gn *GraphNode) {
 		}
 	case KindCheckpoint:
 		gn.In["in"], gn.Out["approved"], gn.Out["rejected"] = &Port{}, &Port{}, &Port{}
+	case KindSleep:
+		gn.In["in"], gn.Out["out"] = &Port{}, &Port{}
+		if s := n.Sleep; (s.For > 0) == (s.Until != "") || s.For < 0 {
+			r.diags.Add(n.At("sleep"), diag.FMT006, "give exactly one of a positive for: duration and an until: field path",
+				"sleep %s needs exactly one of for and until", n.Alias)
+		}
 	case KindForEach:
 		gn.In["in"], gn.Out["out"] = &Port{}, &Port{}
 	case KindSubflow:

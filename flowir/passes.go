@@ -189,7 +189,7 @@ func portTypes(g *Graph, diags *diag.List) {
 	for _, v := range topoOrder(g) {
 		gn := g.Nodes[v]
 		switch gn.Kind() {
-		case KindSwitch, KindCheckpoint:
+		case KindSwitch, KindCheckpoint, KindSleep:
 			if src := firstTyped(incoming[v]); src != nil {
 				gn.In["in"] = src
 				for _, p := range gn.Out {

@@ -123,7 +123,7 @@ func (fg *flowGen) inType(n *flowir.GraphNode, depth int) nodePort {
 		if f, ok := fg.inline(n); ok {
 			return f.in
 		}
-	case flowir.KindSwitch, flowir.KindCheckpoint, flowir.KindForEach:
+	case flowir.KindSwitch, flowir.KindCheckpoint, flowir.KindSleep, flowir.KindForEach:
 		if depth > len(fg.g.Nodes) {
 			return rawType
 		}
@@ -144,7 +144,7 @@ func (fg *flowGen) outType(n *flowir.GraphNode, depth int) nodePort {
 		if f, ok := fg.inline(n); ok {
 			return f.out
 		}
-	case flowir.KindSwitch, flowir.KindCheckpoint:
+	case flowir.KindSwitch, flowir.KindCheckpoint, flowir.KindSleep:
 		return fg.inType(n, depth)
 	case flowir.KindForEach:
 		if n.Body != nil {
@@ -330,6 +330,16 @@ func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.Graph
 	case flowir.KindCheckpoint:
 		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddCheckpoint").Types(fg.inType(n, 0).code).Call(jen.Id("b"), jen.Lit(n.Alias),
 			jen.Qual(runtimePkg, "Checkpoint").Values(jen.Dict{jen.Id("Prompt"): jen.Lit(n.Checkpoint.Prompt)}))}
+	case flowir.KindSleep:
+		d := jen.Dict{}
+		if n.Sleep.For > 0 {
+			d[jen.Id("For")] = durationCode(time.Duration(n.Sleep.For))
+		}
+		if n.Sleep.Until != "" {
+			d[jen.Id("Until")] = jen.Lit(n.Sleep.Until)
+		}
+		return []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddSleep").Types(fg.inType(n, 0).code).Call(jen.Id("b"), jen.Lit(n.Alias),
+			jen.Qual(runtimePkg, "Sleep").Values(d))}
 	case flowir.KindForEach:
 		fe := n.ForEach
 		d := jen.Dict{jen.Id("Items"): jen.Lit(fe.Items)}

@@ -105,6 +105,13 @@ func AddSwitch[T any](b *Builder, alias string, sw Switch) Ref[T, T] {
 	return Ref[T, T]{alias}
 }
 
+// AddSleep adds a durable timer: its input leaves unchanged on "out" once
+// the sleep's time comes.
+func AddSleep[T any](b *Builder, alias string, s Sleep) Ref[T, T] {
+	b.add(&FlowNode{Alias: alias, Sleep: &s})
+	return Ref[T, T]{alias}
+}
+
 // AddCheckpoint adds a human-approval point; its input leaves unchanged on
 // "approved" or "rejected".
 func AddCheckpoint[T any](b *Builder, alias string, cp Checkpoint) Ref[T, T] {

@@ -45,6 +45,11 @@ type FlowNode struct {
 	// Checkpoint parks the job's branch until a human decides (Signal);
 	// the input leaves unchanged on port "approved" or "rejected".
 	Checkpoint *Checkpoint
+	// Sleep parks the activation, holding no worker, until its time comes
+	// (a duration, or a time in the input); the input leaves unchanged on
+	// "out". The timer survives restarts: it is the store's visibility of
+	// the message that wakes it.
+	Sleep *Sleep
 }
 
 // Compensation is how a node's effect is undone: Runner receives the
@@ -77,7 +82,7 @@ func (f *Flow) engineFlow(grant func(NodeInfo) Capabilities) *engine.Flow {
 	ef := &engine.Flow{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget}
 	for _, n := range f.Nodes {
 		en := &engine.Node{Alias: n.Alias, Task: task(n.Runner), Params: n.Params,
-			Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint}
+			Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint, Sleep: n.Sleep}
 		if n.Compensate != nil {
 			en.Compensate = &engine.Compensation{Task: task(n.Compensate.Runner), UndoKey: n.Compensate.UndoKey}
 		}

@@ -39,6 +39,7 @@ const (
 	EventResumed      = runtype.EventResumed
 	EventKilled       = runtype.EventKilled
 	EventSignaled     = runtype.EventSignaled
+	EventTimerFired   = runtype.EventTimerFired
 	EventCompensating = runtype.EventCompensating
 	EventFinished     = runtype.EventFinished
 )
@@ -133,6 +134,8 @@ type (
 	Subflow = runtype.Subflow
 	// Checkpoint is a human-approval point.
 	Checkpoint = runtype.Checkpoint
+	// Sleep is a durable timer node (FlowNode.Sleep).
+	Sleep = runtype.Sleep
 	// Budget bounds what one job may spend.
 	Budget = runtype.Budget
 )

@@ -24,6 +24,17 @@ type Subflow struct {
 	Budget Budget
 }
 
+// Sleep is a durable timer: the activation parks, holding no worker, and
+// its input leaves unchanged on "out" once the time comes. Exactly one of
+// For and Until is set.
+type Sleep struct {
+	// For is how long to wait from when the activation is first delivered.
+	For time.Duration
+	// Until is the dotted path of a field of the input holding the time to
+	// wake at (RFC 3339); a time in the past wakes at once.
+	Until string
+}
+
 // Checkpoint is a human-approval point.
 type Checkpoint struct {
 	Prompt string

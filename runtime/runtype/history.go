@@ -18,6 +18,7 @@ const (
 	EventResumed      EventKind = "resumed"      // the job was resumed
 	EventKilled       EventKind = "killed"       // the job was killed (Detail: the reason)
 	EventSignaled     EventKind = "signaled"     // a decision was recorded at a checkpoint
+	EventTimerFired   EventKind = "timer fired"  // a sleep's time came and its input went on
 	EventCompensating EventKind = "compensating" // the job failed and its compensation chain began
 	EventFinished     EventKind = "finished"     // the job ended (Detail: its state)
 )

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -137,5 +139,55 @@ func TestLoopRunsEachPassInItsOwnAddress(t *testing.T) {
 	st = runJob(t, `{"need": 7}`, flow)
 	if st.State != runtime.StateFailed || !strings.Contains(strings.Join(st.Errors, "\n"), "pass 6 exceeds maxIterations 5") {
 		t.Fatalf("seven attempts: %+v", st)
+	}
+}
+
+// TestTimerFlowSleeps runs the generated sleep node on a clock the test
+// moves: the job waits at cool until 90 seconds have passed.
+func TestTimerFlowSleeps(t *testing.T) {
+	flow, err := NewDemoTimer(DefaultDemoTimerConnectors())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := runtime.New(store, runtime.Options{Owner: "test", Now: clock})
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	job, err := e.Start(ctx, "demo.timer", json.RawMessage(`{"title": "Wait For It"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wait := range []time.Duration{0, 89 * time.Second, 2 * time.Second} {
+		mu.Lock()
+		now = now.Add(wait)
+		mu.Unlock()
+		for {
+			did, err := e.Step(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !did {
+				break
+			}
+		}
+		st, err := e.Status(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done := now.Sub(st.Started) >= 90*time.Second; st.Done() != done {
+			t.Fatalf("%s after the start: %+v", now.Sub(st.Started), st)
+		}
+		if st.Done() && (st.State != runtime.StateSucceeded || string(st.Result["shout"]) != `{"text":"WAIT-FOR-IT"}`) {
+			t.Fatalf("after the sleep: %+v %s", st, st.Result["shout"])
+		}
 	}
 }

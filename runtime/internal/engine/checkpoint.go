@@ -81,7 +81,7 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		n = 0
 		return e.resumeWaiting(tx, job, "signal", func(t task) (bool, error) {
-			if t.Node != alias {
+			if t.Node != alias || t.Wake != 0 { // a sleep wakes by its time only
 				return false, nil
 			}
 			n++

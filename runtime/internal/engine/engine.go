@@ -350,6 +350,9 @@ type task struct {
 	// the processor fails the activation as DeadLettered with this reason
 	// instead of running it, and the job goes on by its error policy.
 	Failed string `cbor:"22,keyasint,omitempty"`
+	// Wake is set on a sleeping activation's parked task and on the
+	// message that wakes it (Resume "timer"): when, in Unix nanoseconds.
+	Wake int64 `cbor:"23,keyasint,omitempty"`
 }
 
 // publish puts t on the work stream as a message of job.

@@ -58,6 +58,7 @@ type Node struct {
 	Compensate *Compensation
 	Subflow    *runtype.Subflow
 	Checkpoint *runtype.Checkpoint
+	Sleep      *runtype.Sleep
 }
 
 // Compensation undoes a node's effect: Task receives the node's output,
@@ -86,13 +87,16 @@ func compile(f *Flow) (*compiled, error) {
 	c := &compiled{Flow: f, byAlias: map[string]*Node{}, out: map[string][]runtype.Edge{}, bodies: map[string]bool{}}
 	for _, n := range f.Nodes {
 		kinds := 0
-		for _, set := range []bool{n.Task != nil, n.Switch != nil, n.ForEach != nil, n.Checkpoint != nil, n.Subflow != nil} {
+		for _, set := range []bool{n.Task != nil, n.Switch != nil, n.ForEach != nil, n.Checkpoint != nil, n.Subflow != nil, n.Sleep != nil} {
 			if set {
 				kinds++
 			}
 		}
 		if kinds != 1 {
-			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach, Checkpoint, Subflow", f.Name, n.Alias)
+			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach, Checkpoint, Subflow, Sleep", f.Name, n.Alias)
+		}
+		if s := n.Sleep; s != nil && (s.For > 0) == (s.Until != "") || n.Sleep != nil && n.Sleep.For < 0 {
+			return nil, fmt.Errorf("flow %s: sleep %q needs exactly one of a positive For and an Until field", f.Name, n.Alias)
 		}
 		if _, dup := c.byAlias[n.Alias]; dup {
 			return nil, fmt.Errorf("flow %s: duplicate alias %q", f.Name, n.Alias)

@@ -42,6 +42,8 @@ func (e *Engine) record(tx store.Tx, job runtype.JobID, ev runtype.HistoryEvent)
 func resultEvent(en *entry, r *result) runtype.HistoryEvent {
 	ev := runtype.HistoryEvent{Event: runtype.EventSucceeded, Act: en.t.Act, Attempt: r.Attempts, Since: en.entered.UTC()}
 	switch {
+	case !r.failed() && en.t.Resume == timerResume:
+		ev.Event, ev.Detail = runtype.EventTimerFired, "woke at "+time.Unix(0, en.t.Wake).UTC().Format(time.RFC3339Nano)
 	case !r.failed():
 		if r.Port != "" && r.Port != "out" {
 			ev.Detail = "port " + r.Port

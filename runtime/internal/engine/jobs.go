@@ -197,7 +197,7 @@ func inputMatches(input json.RawMessage, where map[string]string) bool {
 
 // waitingCheckpoints lists the checkpoint nodes of job that wait for a
 // decision: parked activations that are not subflow nodes waiting for
-// their child job.
+// their child job, nor sleeps.
 func waitingCheckpoints(tx store.ReadTx, job runtype.JobID) ([]string, error) {
 	var nodes []string
 	prefix := jobPrefix(job, "wait")
@@ -211,6 +211,9 @@ func waitingCheckpoints(tx store.ReadTx, job runtype.JobID) ([]string, error) {
 		var t task
 		if err := cbor.Unmarshal(v, &t); err != nil {
 			return err
+		}
+		if t.Wake != 0 {
+			return nil // a sleep waits for its time, not for a decision
 		}
 		if !slices.Contains(nodes, t.Node) {
 			nodes = append(nodes, t.Node)

@@ -64,6 +64,8 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		return result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}, nil
 	case n.Checkpoint != nil:
 		return p.decision(ctx, job, t)
+	case n.Sleep != nil:
+		return p.sleep(ctx, en, n.Sleep)
 	case n.ForEach != nil:
 		items, err := lookupArray(t.Input, n.ForEach.Items)
 		if err != nil {

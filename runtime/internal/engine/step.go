@@ -66,6 +66,8 @@ type entry struct {
 	killed bool
 	// entered is when the entry commit was made (for the history).
 	entered time.Time
+	// wake is when a sleep node's first delivery set its timer for.
+	wake time.Time
 	// exhausted says why the activation can never make progress (its
 	// ledger is at its ceiling): it fails as Exhausted instead of running.
 	exhausted string
@@ -360,6 +362,9 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 			if errors.Is(err, errParked) {
 				return nil, e.park(ctx, en, nil)
 			}
+			if errors.Is(err, errSleeping) {
+				return nil, e.park(ctx, en, func(tx store.Tx) error { return e.setTimer(tx, en) })
+			}
 			if errors.Is(err, errStartChild) {
 				return nil, e.park(ctx, en, func(tx store.Tx) error { return e.startChild(tx, c, en) })
 			}
@@ -601,14 +606,14 @@ func semaphoreDelta(t task, children []task) int64 {
 }
 
 // superseded reports a delivery whose activation another message already
-// completed. Only a parking node (checkpoint or subflow) has two messages
+// completed. Only a parking node (checkpoint, subflow, sleep) has two messages
 // for one activation: the one that parked and the one that resumed it.
 // Whichever commits the result first completes the activation and takes
 // its obligation off the semaphore; a later delivery of the other, one
 // that has done no step of its own, is a duplicate to acknowledge.
 func (e *Engine) superseded(ctx context.Context, c *compiled, en *entry) (bool, error) {
 	n := c.byAlias[en.t.Node]
-	if en.guid.WorkDone() || n == nil || (n.Checkpoint == nil && n.Subflow == nil) || en.t.Kind == runtype.Undo {
+	if en.guid.WorkDone() || n == nil || (n.Checkpoint == nil && n.Subflow == nil && n.Sleep == nil) || en.t.Kind == runtype.Undo {
 		return false, nil
 	}
 	done := false

@@ -58,6 +58,7 @@ func contentHash(f *Flow) (string, error) {
 		ForEach    *runtype.ForEach
 		Subflow    *runtype.Subflow
 		Checkpoint *runtype.Checkpoint
+		Sleep      *runtype.Sleep `json:",omitempty"`
 	}
 	d := struct {
 		Name, Version string
@@ -66,7 +67,7 @@ func contentHash(f *Flow) (string, error) {
 		Budget        runtype.Budget
 	}{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget}
 	for _, n := range f.Nodes {
-		nd := nodeDigest{Alias: n.Alias, Task: digestOf(n.Task, nil), Params: n.Params, Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint}
+		nd := nodeDigest{Alias: n.Alias, Task: digestOf(n.Task, nil), Params: n.Params, Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint, Sleep: n.Sleep}
 		if n.Compensate != nil {
 			nd.Undo = digestOf(n.Compensate.Task, n.Compensate.UndoKey)
 		}
