@@ -217,6 +217,19 @@ func (e *Engine) FailDeadLetter(ctx context.Context, id MessageID, reason string
 // version first (the one Start runs when no version is named).
 func (e *Engine) Flows() []FlowVersion { return e.engine.Flows() }
 
+// AddSchedule makes the engine start s's jobs: Run looks about once a
+// second, StartDue when called. Every tick's job is started under a job
+// key of the schedule's name and the tick, so of all the processes with
+// the schedule one starts each tick's job, once. Ticks missed while no
+// process ran are started when one comes back (up to s.CatchUp old), and
+// a tick that comes while the last tick's job still runs is skipped,
+// buffered or started by s.Overlap.
+func (e *Engine) AddSchedule(s Schedule) error { return e.engine.AddSchedule(s) }
+
+// StartDue starts the jobs of the engine's schedule ticks that came due
+// and returns how many it started.
+func (e *Engine) StartDue(ctx context.Context) (int, error) { return e.engine.StartDue(ctx) }
+
 // Jobs lists the jobs of the engine's store that match q, newest first.
 func (e *Engine) Jobs(ctx context.Context, q JobQuery) (JobList, error) {
 	return e.engine.Jobs(ctx, q)

@@ -44,6 +44,20 @@ const (
 	EventFinished     = runtype.EventFinished
 )
 
+// Schedule starts a flow's jobs at the ticks of a cron expression
+// (Engine.AddSchedule).
+type Schedule = runtype.Schedule
+
+// Overlap is what a schedule's tick does while the last tick's job runs.
+type Overlap = runtype.Overlap
+
+// The overlap policies.
+const (
+	OverlapSkip   = runtype.OverlapSkip
+	OverlapBuffer = runtype.OverlapBuffer
+	OverlapAllow  = runtype.OverlapAllow
+)
+
 // FlowVersion is one definition of a flow an engine serves.
 type FlowVersion = runtype.FlowVersion
 

@@ -45,6 +45,9 @@ type Engine struct {
 	versions map[string][]*compiled
 	// unservedLogged holds the flow keys this process said it lacks.
 	unservedLogged sync.Map
+	// schedules are the schedules this process starts jobs for
+	// (schedule.go), under mu.
+	schedules []*schedule
 
 	// held is the last lease taken per job (string(job) -> store.Lease) of
 	// the jobs not finished yet, released when Run stops so other workers
@@ -159,30 +162,12 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 	if err != nil {
 		return runtype.JobID{}, false, err
 	}
-	job, err := runtype.NewJobID()
-	if err != nil {
-		return runtype.JobID{}, false, err
-	}
-	now := e.now().UTC()
-	rec, err := encodeJob(jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key})
+	s, err := e.newStart(c, key, input)
 	if err != nil {
 		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
 	}
-	claim := startKeyRecord{Job: job.String(), Flow: c.Name}
-	err = e.store.Update(ctx, func(tx store.Tx) error {
-		if key != "" {
-			raw, err := json.Marshal(claim)
-			if err != nil {
-				return err
-			}
-			if err := tx.PutOnce(startKey(key), raw); err != nil {
-				return err
-			}
-		}
-		// A fresh UUIDv7 names no job yet: no read to find out (a round
-		// trip on PostgreSQL), and the meta's put-once still guards it.
-		return e.writeJob(tx, job, c, rec, c.entries)
-	})
+	job := s.job
+	err = e.store.Update(ctx, func(tx store.Tx) error { return e.writeStart(tx, c, s) })
 	if key != "" && errors.Is(err, store.ErrConflict) {
 		return e.startedUnder(ctx, c.Name, key)
 	}
@@ -190,6 +175,43 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
 	}
 	return job, true, nil
+}
+
+// start is a new job, encoded before its transaction.
+type start struct {
+	job   runtype.JobID
+	key   string
+	rec   encodedJob
+	claim []byte // the job key's record; nil without a key
+}
+
+// newStart prepares a job of c with input under key (none when empty).
+func (e *Engine) newStart(c *compiled, key string, input json.RawMessage) (start, error) {
+	job, err := runtype.NewJobID()
+	if err != nil {
+		return start{}, err
+	}
+	now := e.now().UTC()
+	s := start{job: job, key: key}
+	s.rec, err = encodeJob(jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key})
+	if err != nil || key == "" {
+		return s, err
+	}
+	s.claim, err = json.Marshal(startKeyRecord{Job: job.String(), Flow: c.Name})
+	return s, err
+}
+
+// writeStart writes s in tx: the job key's record, write-once (ErrConflict
+// when the key names a job already), and the job.
+func (e *Engine) writeStart(tx store.Tx, c *compiled, s start) error {
+	if s.key != "" {
+		if err := tx.PutOnce(startKey(s.key), s.claim); err != nil {
+			return err
+		}
+	}
+	// A fresh UUIDv7 names no job yet: no read to find out (a round trip
+	// on PostgreSQL), and the meta's put-once still guards it.
+	return e.writeJob(tx, s.job, c, s.rec, c.entries)
 }
 
 // startKeyRecord is what a job key names: the job its first start created.
@@ -394,6 +416,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 	lim := e.limits(workers)
 	lim.wake = wake
 	var wg sync.WaitGroup
+	wg.Go(func() { e.runSchedules(ctx) })
 	for range max(workers, 1) {
 		wg.Add(1)
 		go func() {

@@ -46,6 +46,7 @@ import (
 //	jobs/<inverted-root>          job index entry, newest first           value
 //	start/<key>                   the job a caller's job key started      value
 //	dlq/<msg>                     what an operator did with a dead letter value
+//	sched/<name>                  a schedule's last tick and buffer       value
 //	jobs.indexed                  the job index covers older jobs         value
 //	blobs/<sha256>                an input too large to travel inline     value
 //	dedupe/edge/<key>             exactly-once edge record                value
@@ -100,6 +101,7 @@ func compensationStepKey(j runtype.JobID, i int) []byte   { return jobKey(j, "co
 func blobKey(ref string) []byte                           { return []byte("blobs/" + ref) }
 func startKey(key string) []byte                          { return []byte("start/" + segment(key)) }
 func deadLetterKey(msg [16]byte) []byte                   { return []byte("dlq/" + hex.EncodeToString(msg[:])) }
+func scheduleKey(name string) []byte                      { return []byte("sched/" + segment(name)) }
 func edgeDedupeKey(key string) []byte                     { return []byte("dedupe/edge/" + key) }
 
 // CapabilityDedupeKey is where the dedupe capability records key.

@@ -53,6 +53,7 @@ func TestKeyLayout(t *testing.T) {
 		"blobs/<sha256>":                 blobKey("<sha256>"),
 		"start/<key>":                    startKey("<key>"),
 		"dlq/<msg>":                      deadLetterKey([16]byte{0xab}),
+		"sched/<name>":                   scheduleKey("<name>"),
 		"dedupe/edge/<key>":              edgeDedupeKey("<key>"),
 		"dedupe/<key>":                   CapabilityDedupeKey("<key>"),
 		"kv/<namespace>/<key>":           KVKey("<namespace>", "<key>"),

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Schedules. Every process that has a schedule looks at it about once a
+// second (Run) and starts the jobs of the ticks that came due, in one
+// transaction that reads and writes the schedule's state (sched/<name>):
+// the last tick handled and the ticks buffered. Each tick's job is started
+// under the job key schedule/<name>/<tick>, written once, so two processes
+// that race on a tick start one job between them: the loser's transaction
+// fails on the key, and its next look finds the tick handled.
+
+// schedule is a registered schedule with its parsed cron expression.
+type schedule struct {
+	runtype.Schedule
+	cron cron.Schedule
+}
+
+// scheduleState is stored at sched/<name>.
+type scheduleState struct {
+	// Last is the last tick handled (started, skipped or buffered); the
+	// schedule's registration time before its first tick.
+	Last time.Time `json:"last"`
+	// Buffered are ticks waiting for the running job (OverlapBuffer).
+	Buffered []time.Time `json:"buffered,omitempty"`
+	// Job is the job of the last tick started.
+	Job     string `json:"job,omitempty"`
+	Started int    `json:"started"`
+	Skipped int    `json:"skipped"`
+	Dropped int    `json:"dropped,omitempty"` // missed ticks older than CatchUp
+}
+
+// defaultCatchUp is how far back missed ticks are started by default.
+const defaultCatchUp = time.Hour
+
+// AddSchedule makes this engine start s's jobs (StartDue, and Run about
+// once a second). Several processes may have the same schedule: each tick
+// starts one job whichever of them sees it first.
+func (e *Engine) AddSchedule(s runtype.Schedule) error {
+	if s.Name == "" || strings.ContainsAny(s.Name, "/") {
+		return fmt.Errorf("schedule %q: a schedule needs a name without slashes", s.Name)
+	}
+	c, err := cron.ParseStandard(s.Cron)
+	if err != nil {
+		return fmt.Errorf("schedule %s: cron %q: %w", s.Name, s.Cron, err)
+	}
+	switch s.Overlap {
+	case "":
+		s.Overlap = runtype.OverlapSkip
+	case runtype.OverlapSkip, runtype.OverlapBuffer, runtype.OverlapAllow:
+	default:
+		return fmt.Errorf("schedule %s: overlap %q: want skip, buffer or allow", s.Name, s.Overlap)
+	}
+	if s.CatchUp <= 0 {
+		s.CatchUp = defaultCatchUp
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.schedules = slices.DeleteFunc(e.schedules, func(o *schedule) bool { return o.Name == s.Name })
+	e.schedules = append(e.schedules, &schedule{Schedule: s, cron: c})
+	return nil
+}
+
+// StartDue starts the jobs of every tick of the engine's schedules that
+// came due, by their overlap policies, and returns how many it started.
+func (e *Engine) StartDue(ctx context.Context) (int, error) {
+	e.mu.RLock()
+	schedules := slices.Clone(e.schedules)
+	e.mu.RUnlock()
+	started := 0
+	var errs []error
+	for _, s := range schedules {
+		n, err := e.startDue(ctx, s)
+		started += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("schedule %s: %w", s.Name, err))
+		}
+	}
+	return started, errors.Join(errs...)
+}
+
+// startDue handles the due ticks of one schedule in one transaction.
+func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
+	c, err := e.flow(s.Flow)
+	if err != nil {
+		return 0, err
+	}
+	now := e.now().UTC()
+	started := 0
+	err = e.store.Update(ctx, func(tx store.Tx) error {
+		started = 0
+		var st scheduleState
+		switch raw, err := tx.Get(scheduleKey(s.Name)); {
+		case errors.Is(err, store.ErrNotFound):
+			st.Last = now // a new schedule: its ticks start from now
+			return putJSON(tx, scheduleKey(s.Name), st)
+		case err != nil:
+			return err
+		default:
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return err
+			}
+		}
+		due := s.ticks(&st, now)
+		if len(due) == 0 {
+			return nil
+		}
+		for len(due) > 0 {
+			running, err := jobRunning(tx, st.Job)
+			if err != nil {
+				return err
+			}
+			if running && s.Overlap == runtype.OverlapSkip {
+				st.Skipped++
+				due = due[1:]
+				continue
+			}
+			if running && s.Overlap == runtype.OverlapBuffer {
+				break
+			}
+			job, err := e.startTick(tx, c, s, due[0])
+			if err != nil {
+				return err
+			}
+			st.Job, st.Started, due = job.String(), st.Started+1, due[1:]
+			started++
+		}
+		st.Buffered = due
+		return putJSON(tx, scheduleKey(s.Name), st)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return started, nil
+}
+
+// ticks returns the schedule's ticks to handle now: those buffered, then
+// those that came due since the last one handled (at most CatchUp old),
+// and moves st.Last past them.
+func (s *schedule) ticks(st *scheduleState, now time.Time) []time.Time {
+	due := st.Buffered
+	for t := s.cron.Next(st.Last); !t.After(now); t = s.cron.Next(t) {
+		st.Last = t
+		if now.Sub(t) > s.CatchUp {
+			st.Dropped++
+			continue
+		}
+		due = append(due, t)
+	}
+	return due
+}
+
+// startTick starts, in tx, the job of the schedule's tick under its
+// deterministic job key, or returns the job that key names already.
+func (e *Engine) startTick(tx store.Tx, c *compiled, s *schedule, tick time.Time) (runtype.JobID, error) {
+	key := "schedule/" + s.Name + "/" + tick.UTC().Format(time.RFC3339)
+	if raw, err := tx.Get(startKey(key)); err == nil {
+		var claim startKeyRecord
+		if err := json.Unmarshal(raw, &claim); err != nil {
+			return runtype.JobID{}, err
+		}
+		return runtype.ParseJobID(claim.Job)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return runtype.JobID{}, err
+	}
+	st, err := e.newStart(c, key, s.Input)
+	if err != nil {
+		return runtype.JobID{}, err
+	}
+	return st.job, e.writeStart(tx, c, st)
+}
+
+// jobRunning reports whether the job (its id as a string; "" for none)
+// still runs.
+func jobRunning(tx store.ReadTx, id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	job, err := runtype.ParseJobID(id)
+	if err != nil {
+		return false, err
+	}
+	raw, err := tx.Get(statusKey(job))
+	if err != nil {
+		return false, err
+	}
+	var st runtype.JobStatus
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return false, err
+	}
+	return !st.Done(), nil
+}
+
+// putJSON puts v, as JSON, under key.
+func putJSON(tx store.Tx, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Put(key, raw)
+}
+
+// runSchedules calls StartDue about once a second until ctx ends.
+func (e *Engine) runSchedules(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		if _, err := e.StartDue(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("starting scheduled jobs; will look again", "err", err)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+)
+
+// scheduledJobs are the jobs of flow in r's store, oldest first.
+func scheduledJobs(t *testing.T, e *Engine, flow string) []JobSummary {
+	t.Helper()
+	list, err := e.Jobs(context.Background(), JobQuery{Flow: flow, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Jobs
+}
+
+// TestScheduleStartsEachTickOnce: two processes with the same schedule
+// look at it at the same time; each minute's tick starts one job between
+// them, and ticks missed while neither looked are caught up, as far back
+// as the schedule allows.
+func TestScheduleStartsEachTickOnce(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
+		ctx := context.Background()
+		every := Schedule{Name: "minutely", Flow: "linear", Cron: "* * * * *", Input: json.RawMessage(`{"n":1}`), Overlap: OverlapAllow, CatchUp: 5 * time.Minute}
+		var procs []*Engine
+		for _, owner := range []string{"a", "b"} {
+			e := New(r.store, Options{Owner: owner, Now: r.clock.Now})
+			if err := e.Register(linearFlow()); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.AddSchedule(every); err != nil {
+				t.Fatal(err)
+			}
+			procs = append(procs, e)
+		}
+		look := func() int { // both processes at once, then once more each
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			n := 0
+			for _, e := range procs {
+				wg.Go(func() {
+					started, _ := e.StartDue(ctx) // the loser of a race fails, and looks again
+					mu.Lock()
+					n += started
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			for _, e := range procs {
+				started, err := e.StartDue(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += started
+			}
+			return n
+		}
+		if n := look(); n != 0 {
+			t.Fatalf("a new schedule started %d jobs for ticks before it existed", n)
+		}
+		for minute := 1; minute <= 3; minute++ {
+			r.clock.Advance(time.Minute)
+			if n := look(); n != 1 {
+				t.Fatalf("minute %d: %d jobs started, want 1", minute, n)
+			}
+		}
+		r.clock.Advance(10 * time.Minute) // no process looked for ten ticks
+		if n := look(); n != 5 {
+			t.Fatalf("after ten missed ticks: %d jobs started, want the last 5 (CatchUp)", n)
+		}
+		if jobs := scheduledJobs(t, procs[0], "linear"); len(jobs) != 8 {
+			t.Fatalf("%d jobs, want 8", len(jobs))
+		}
+		if err := drain(t, procs[0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestScheduleOverlap: a tick that comes while the last tick's job waits
+// at its checkpoint is skipped (skip) or started once that job finishes
+// (buffer).
+func TestScheduleOverlap(t *testing.T) {
+	for _, overlap := range []Overlap{OverlapSkip, OverlapBuffer} {
+		t.Run(string(overlap), func(t *testing.T) {
+			onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
+				ctx := context.Background()
+				e := New(r.store, Options{Now: r.clock.Now})
+				if err := e.Register(approvalFlow()); err != nil {
+					t.Fatal(err)
+				}
+				err := e.AddSchedule(Schedule{Name: "approvals", Flow: "approval", Cron: "@every 1m", Input: json.RawMessage(`{"order":"o"}`), Overlap: overlap})
+				if err != nil {
+					t.Fatal(err)
+				}
+				due := func() int {
+					n, err := e.StartDue(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := drain(t, e); err != nil {
+						t.Fatal(err)
+					}
+					return n
+				}
+				due() // the schedule begins now
+				r.clock.Advance(time.Minute)
+				if n := due(); n != 1 {
+					t.Fatalf("first tick: %d started", n)
+				}
+				first := scheduledJobs(t, e, "approval")[0]
+				r.clock.Advance(time.Minute)
+				if n := due(); n != 0 {
+					t.Fatalf("tick while the first job waits: %d started, want 0", n)
+				}
+				id, _ := ParseJobID(first.Job)
+				if _, err := e.Signal(ctx, id, "approve", Decision{Approved: true}); err != nil {
+					t.Fatal(err)
+				}
+				if err := drain(t, e); err != nil {
+					t.Fatal(err)
+				}
+				want := map[Overlap]int{OverlapSkip: 0, OverlapBuffer: 1}[overlap] // the buffered tick
+				if n := due(); n != want {
+					t.Fatalf("after the first job finished: %d started, want %d", n, want)
+				}
+				if jobs := scheduledJobs(t, e, "approval"); len(jobs) != 1+want {
+					t.Fatalf("%d jobs, want %d", len(jobs), 1+want)
+				}
+			})
+		})
+	}
+}
