@@ -355,8 +355,12 @@ func TestServeOwnsTheStore(t *testing.T) {
 			t.Fatalf("%s: %+v", cmd, r)
 		}
 	}
-	if r := run(t, "", "signal", "--store", store, "--approve", "--by", "editor", approved, "review"); r.exit != exitOK || strings.Contains(r.stderr, "no flowgen serve") {
-		t.Fatalf("signal: %+v", r)
+	if r := run(t, "", "signal", "--store", store, "--approve", "--by", "editor", "--where", "title=Nobody", "review"); r.exit != exitProblems || !strings.Contains(r.stderr, "no job matching") {
+		t.Fatalf("signal --where matching no job: %+v", r)
+	}
+	if r := run(t, "", "signal", "--store", store, "--approve", "--by", "editor", "--where", "title=Approve Me", "review"); r.exit != exitOK ||
+		r.stdout != "approved at review in 1 job(s) (1 activation(s) resumed)\n" {
+		t.Fatalf("signal --where: %+v", r)
 	}
 	if r := run(t, "", "kill", "--store", store, "--reason", "not wanted", killed); r.exit != exitOK {
 		t.Fatalf("kill: %+v", r)

@@ -201,6 +201,28 @@ func controlCommand(name, summary, extraArgs, what string, act func(svc jobapi.S
 	}}
 }
 
+// signalWhere is flowgen signal --where: the decision at node in every
+// waiting job q matches.
+func signalWhere(e *env, open func(*env) (jobapi.Service, func(), error), q runtime.JobQuery, node string, d runtime.Decision) int {
+	svc, done, err := open(e)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "flowgen signal: %v\n", err)
+		return exitUsage
+	}
+	defer done()
+	resumed, jobs, err := jobapi.SignalAll(e.ctx, svc, q, node, d)
+	decision := map[bool]string{true: "approved", false: "rejected"}[d.Approved]
+	fmt.Fprintf(e.stdout, "%s at %s in %d job(s) (%d activation(s) resumed)\n", decision, node, jobs, resumed)
+	if err != nil {
+		return jobError(e, "signal", err)
+	}
+	if jobs == 0 {
+		fmt.Fprintf(e.stderr, "flowgen signal: no job matching %v waits at %s\n", q.Where, node)
+		return exitProblems
+	}
+	return exitOK
+}
+
 func controlCommands() []command {
 	return []command{
 		controlCommand("kill", "kill a job from the top", " [--reason TEXT]", "Kill a job: every activation not yet run finishes canceled and the job ends killed.",
@@ -218,6 +240,7 @@ func controlCommands() []command {
 }
 
 const signalUsage = `Usage: flowgen signal [--store PATH] (--approve | --reject) [--by NAME] [--note TEXT] JOB NODE
+       flowgen signal [--store PATH] (--approve | --reject) [--by NAME] [--note TEXT] [--flow ID] --where PATH=VALUE... NODE
 
 Records a human decision at the checkpoint node NODE of job JOB and resumes
 the job: the checkpoint's input continues on its "approved" or "rejected"
@@ -225,7 +248,12 @@ port. A decision is final. When flowgen serve owns the store the job goes
 on at once; otherwise it goes on in the next process that runs workers
 for its flow (flowgen serve, worker or run).
 
-Exit status: 0 resumed, 1 no such job or no checkpoint NODE waiting, 2 usage or I/O error.
+With --where (and --flow) instead of JOB, the decision goes to every job
+whose input matches and that waits at NODE (as flowgen jobs --state
+waiting lists them), each job on its own.
+
+Exit status: 0 resumed, 1 no such job or no checkpoint NODE waiting (no
+matching job waiting, with --where), 2 usage or I/O error.
 
 Flags:
 `
@@ -237,9 +265,21 @@ func runSignal(e *env, args []string) int {
 	reject := fs.Bool("reject", false, "reject")
 	by := fs.String("by", e.getenv("USER"), "who decides (recorded)")
 	note := fs.String("note", "", "why (recorded)")
+	where := whereFlags{}
+	fs.Var(where, "where", "signal every waiting job whose input field PATH equals VALUE (repeatable), instead of one JOB")
+	flow := fs.String("flow", "", "with --where: only jobs of this flow")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	d := runtime.Decision{Approved: *approve, By: *by, Note: *note}
+	if len(where) > 0 {
+		if *approve == *reject || len(rest) != 1 {
+			fmt.Fprint(e.stderr, "flowgen signal: with --where, give exactly one of --approve and --reject and a node\n\n")
+			fs.Usage()
+			return exitUsage
+		}
+		return signalWhere(e, open, runtime.JobQuery{Flow: *flow, Where: where}, rest[0], d)
 	}
 	if *approve == *reject || len(rest) != 2 {
 		fmt.Fprint(e.stderr, "flowgen signal: give exactly one of --approve and --reject, a job and a node\n\n")
@@ -251,7 +291,7 @@ func runSignal(e *env, args []string) int {
 		return code
 	}
 	defer done()
-	n, err := svc.Signal(e.ctx, job, rest[1], runtime.Decision{Approved: *approve, By: *by, Note: *note})
+	n, err := svc.Signal(e.ctx, job, rest[1], d)
 	if err != nil {
 		return jobError(e, "signal", err)
 	}

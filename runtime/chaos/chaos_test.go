@@ -62,13 +62,37 @@ func flow(sinkDir string) *runtime.Flow {
 			{Alias: "each", ForEach: &runtime.ForEach{Items: "lines", Do: "price"}},
 			{Alias: "price", Runner: price},
 			{Alias: "total", Runner: total},
+			{Alias: "nap", Sleep: &runtime.Sleep{For: 200 * time.Millisecond}},
 			{Alias: "charge", Runner: charge},
 		},
 		Edges: []runtime.Edge{
 			{From: "each", FromPort: "out", To: "total"},
-			{From: "total", FromPort: "out", To: "charge"},
+			{From: "total", FromPort: "out", To: "nap"},
+			{From: "nap", FromPort: "out", To: "charge"},
 		},
 	}
+}
+
+// tickFlow is what the chaos schedule starts every second.
+func tickFlow() *runtime.Flow {
+	echo := runtime.Typed(runtime.NodeInfo{ID: "chaos.tick"}, func(ctx *runtime.Context, _ struct{}, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+	return &runtime.Flow{Name: "tick", Nodes: []*runtime.FlowNode{{Alias: "tick", Runner: echo}}}
+}
+
+// tick is the schedule every worker process has.
+var tick = runtime.Schedule{Name: "chaos", Flow: "tick", Cron: "@every 1s", Input: json.RawMessage(`{}`), Overlap: runtime.OverlapAllow}
+
+// register gives e the chaos flows, and the schedule when withSchedule.
+func register(e *runtime.Engine, sinkDir string, withSchedule bool) error {
+	for _, f := range []*runtime.Flow{flow(sinkDir), tickFlow()} {
+		if err := e.Register(f); err != nil {
+			return err
+		}
+	}
+	if withSchedule {
+		return e.AddSchedule(tick)
+	}
+	return nil
 }
 
 // TestChaosWorker is the worker process the chaos test starts and kills.
@@ -91,7 +115,7 @@ func TestChaosWorker(t *testing.T) {
 		os.Exit(3)
 	}
 	e := runtime.New(s, runtime.Options{Owner: fmt.Sprintf("pid-%d", os.Getpid()), Visibility: time.Second, LeaseTTL: time.Second})
-	if err := e.Register(flow(os.Getenv("FLOWGEN_CHAOS_SINK"))); err != nil {
+	if err := register(e, os.Getenv("FLOWGEN_CHAOS_SINK"), os.Getenv("FLOWGEN_CHAOS_SCHEDULE") != ""); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
@@ -100,8 +124,10 @@ func TestChaosWorker(t *testing.T) {
 
 // TestChaos runs 1,000 jobs on 3 worker processes sharing PostgreSQL while
 // a controller kill -9s a random worker every few hundred milliseconds and
-// restarts it, and restarts PostgreSQL once mid-run. Every job must
-// complete, each effect exactly once, nothing stuck or unacknowledged.
+// restarts it, and restarts PostgreSQL once mid-run. Every job sleeps on a
+// durable timer before its effect, and every worker has a schedule that
+// starts a job each second. Every job must complete, each effect exactly
+// once, each schedule tick one job, nothing stuck or unacknowledged.
 func TestChaos(t *testing.T) {
 	if os.Getenv("FLOWGEN_CHAOS_STORE") != "" {
 		t.Skip("inside a worker")
@@ -114,7 +140,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := runtime.New(s, runtime.Options{})
-	if err := e.Register(flow(sinkDir)); err != nil {
+	if err := register(e, sinkDir, false); err != nil {
 		t.Fatal(err)
 	}
 	ids := make([]runtime.JobID, jobs)
@@ -129,7 +155,7 @@ func TestChaos(t *testing.T) {
 	procs := make([]*exec.Cmd, workers)
 	start := func(i int) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestChaosWorker$", "-test.timeout=0")
-		cmd.Env = append(os.Environ(), "FLOWGEN_CHAOS_STORE="+url, "FLOWGEN_CHAOS_SINK="+sinkDir)
+		cmd.Env = append(os.Environ(), "FLOWGEN_CHAOS_STORE="+url, "FLOWGEN_CHAOS_SINK="+sinkDir, "FLOWGEN_CHAOS_SCHEDULE=1")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -175,6 +201,18 @@ func TestChaos(t *testing.T) {
 	if !restarted {
 		t.Error("PostgreSQL was never restarted: the run was too fast to test it")
 	}
+	// The schedule stops with its workers; a worker without it finishes
+	// the tick jobs they started.
+	mu.Lock()
+	for _, p := range procs {
+		p.Process.Kill()
+		p.Wait()
+	}
+	mu.Unlock()
+	drained, stop := context.WithCancel(ctx)
+	go e.Run(drained, 4)
+	defer stop()
+	checkTicks(t, e)
 
 	for i, id := range ids {
 		st, err := e.Status(ctx, id)
@@ -202,10 +240,70 @@ func TestChaos(t *testing.T) {
 	}
 }
 
-// finished counts jobs whose status is final.
+// checkTicks waits for the schedule's jobs to finish and checks that no
+// tick started two: each job's key (the tick) is its own.
+func checkTicks(t *testing.T, e *runtime.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		running, err := e.Jobs(ctx, runtime.JobQuery{Flow: "tick", State: string(runtime.StateRunning), Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(running.Jobs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tick job %s still running", running.Jobs[0].Job)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	keys := map[string]string{}
+	q := runtime.JobQuery{Flow: "tick", Limit: 1000}
+	for {
+		list, err := e.Jobs(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range list.Jobs {
+			id, _ := runtime.ParseJobID(j.Job)
+			in, err := e.Inspect(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta struct{ Key string }
+			for _, en := range in.Entries {
+				if en.Key == "meta" {
+					json.Unmarshal(en.Value, &meta)
+				}
+			}
+			if other, dup := keys[meta.Key]; dup || meta.Key == "" {
+				t.Fatalf("tick %q started jobs %s and %s", meta.Key, other, j.Job)
+			}
+			keys[meta.Key] = j.Job
+			if j.State != runtime.StateSucceeded {
+				t.Errorf("tick job %s: %s", j.Job, j.State)
+			}
+		}
+		if list.Next == "" {
+			break
+		}
+		q.After = list.Next
+	}
+	if len(keys) < 3 {
+		t.Errorf("the schedule started %d jobs in a run of several seconds", len(keys))
+	}
+	t.Logf("%d scheduled jobs, one per tick", len(keys))
+}
+
+// finished counts the chaos flow's jobs whose status is final (the
+// schedule's jobs are not counted).
 func finished(db *sql.DB) (int, error) {
 	var n int
-	err := db.QueryRow(`SELECT count(*) FROM flowgen_kv WHERE encode(k, 'escape') LIKE 'pid/%/status'
-		AND encode(v, 'escape') NOT LIKE '%"running"%'`).Scan(&n)
+	err := db.QueryRow(`SELECT count(*) FROM flowgen_kv st WHERE encode(st.k, 'escape') LIKE 'pid/%/status'
+		AND encode(st.v, 'escape') NOT LIKE '%"running"%'
+		AND EXISTS (SELECT 1 FROM flowgen_kv m WHERE m.k = substring(st.k FROM 1 FOR length(st.k) - 6) || 'meta'::bytea
+			AND encode(m.v, 'escape') LIKE '%"flow":"chaos"%')`).Scan(&n)
 	return n, err
 }

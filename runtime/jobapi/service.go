@@ -8,9 +8,13 @@ package jobapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // Service is what a job command needs: *runtime.Engine implements it
@@ -82,3 +86,40 @@ func Await(ctx context.Context, svc Service, job runtime.JobID, timeout time.Dur
 }
 
 const awaitPoll = 25 * time.Millisecond
+
+// SignalAll records decision d at checkpoint node in every job that q
+// matches and that waits there (q.State is taken as "waiting"), page by
+// page, and returns how many activations it resumed and in how many jobs.
+// Each job's signal commits on its own: a job that stops waiting before
+// its turn is left out, and an error stops the walk with the jobs before
+// it signalled. It works on the engine itself and through a server alike.
+func SignalAll(ctx context.Context, svc Service, q runtime.JobQuery, node string, d runtime.Decision) (resumed, jobs int, err error) {
+	q.State, q.Limit = "waiting", 1000
+	for {
+		list, err := svc.Jobs(ctx, q)
+		if err != nil {
+			return resumed, jobs, err
+		}
+		for _, j := range list.Jobs {
+			if !slices.Contains(j.Waiting, node) {
+				continue
+			}
+			job, err := runtime.ParseJobID(j.Job)
+			if err != nil {
+				return resumed, jobs, err
+			}
+			n, err := svc.Signal(ctx, job, node, d)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // decided or finished meanwhile
+			}
+			if err != nil {
+				return resumed, jobs, fmt.Errorf("signal %s in job %s: %w", node, job, err)
+			}
+			resumed, jobs = resumed+n, jobs+1
+		}
+		if list.Next == "" {
+			return resumed, jobs, nil
+		}
+		q.After = list.Next
+	}
+}

@@ -213,6 +213,32 @@ func conformance(t *testing.T, svc jobapi.Service, checksInput bool) {
 		}
 	}
 
+	// A decision for every job whose input matches, waiting at approve.
+	var batch []runtime.JobID
+	for _, order := range []string{"o-7", "o-7", "o-8"} {
+		job, err := svc.Start(ctx, "approval", json.RawMessage(`{"order":"`+order+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := jobapi.Await(ctx, svc, job, time.Minute); err != nil || len(out.Waiting) != 1 {
+			t.Fatalf("await: %+v %v", out, err)
+		}
+		batch = append(batch, job)
+	}
+	resumed, jobs, err := jobapi.SignalAll(ctx, svc, runtime.JobQuery{Flow: "approval", Where: map[string]string{"order": "o-7"}}, "approve", runtime.Decision{Approved: true, By: "ops"})
+	if err != nil || resumed != 2 || jobs != 2 {
+		t.Fatalf("signal all o-7: %d resumed in %d jobs, %v", resumed, jobs, err)
+	}
+	for i, job := range batch {
+		out, err := jobapi.Await(ctx, svc, job, time.Minute)
+		if err != nil || out.Finished != (i < 2) {
+			t.Errorf("job %d after signalling o-7: %+v %v", i, out, err)
+		}
+	}
+	if err := svc.Kill(ctx, batch[2], "done testing"); err != nil {
+		t.Fatal(err)
+	}
+
 	// A job key starts one job, whoever asks again.
 	keyed, created, err := svc.StartOnce(ctx, "approval", "order-o-3", json.RawMessage(`{"order":"o-3"}`))
 	if err != nil || !created {
