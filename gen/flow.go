@@ -272,7 +272,8 @@ func catalogOf(g *flowir.Graph) *connectorspec.Catalog {
 }
 
 // nodeOptions is the runtime.NodeOptions of a node that runs code: its
-// attempt and heartbeat timeouts (params are the connector's own).
+// attempt and heartbeat timeouts and rate limit (params are the
+// connector's own).
 func nodeOptions(n *flowir.GraphNode) jen.Dict {
 	opts := jen.Dict{}
 	if n.Timeout > 0 {
@@ -280,6 +281,9 @@ func nodeOptions(n *flowir.GraphNode) jen.Dict {
 	}
 	if n.HeartbeatTimeout > 0 {
 		opts[jen.Id("HeartbeatTimeout")] = durationCode(time.Duration(n.HeartbeatTimeout))
+	}
+	if l := n.RateLimit; l != nil {
+		opts[jen.Id("RateLimit")] = jen.Qual(runtimePkg, "RateLimit").Values(jen.Dict{jen.Id("QPS"): jen.Lit(l.QPS), jen.Id("Burst"): jen.Lit(l.Burst)})
 	}
 	return opts
 }

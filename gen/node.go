@@ -199,6 +199,9 @@ func (e *nodeEmitter) emitInfo() {
 		Id("Egress"):       Id("Egress").Call(),
 		Id("Redact"):       Id("redact"),
 	}
+	if e.spec.RateLimit != nil {
+		d[Id("RateLimit")] = Qual(runtimePkg, "RateLimit").Values(Dict{Id("QPS"): Id("RateLimitQPS"), Id("Burst"): Id("RateLimitBurst")})
+	}
 	if keys := e.keyFields(); len(keys) > 0 {
 		var lits []Code
 		for _, k := range keys {

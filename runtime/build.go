@@ -59,6 +59,9 @@ type NodeOptions struct {
 	// HeartbeatTimeout is the longest an attempt may go without a
 	// heartbeat (NodeInfo.HeartbeatTimeout); zero keeps the connector's.
 	HeartbeatTimeout time.Duration
+	// RateLimit replaces the connector's rate limit (NodeInfo.RateLimit)
+	// for this node; the zero value keeps it.
+	RateLimit RateLimit
 }
 
 func (b *Builder) add(n *FlowNode) {
@@ -73,27 +76,30 @@ func (b *Builder) add(n *FlowNode) {
 // AddNode adds a connector or inline node.
 func AddNode[I, O any](b *Builder, alias string, n TypedNode[I, O], opts NodeOptions) Ref[I, O] {
 	r := n.Runner
-	if opts.Timeout > 0 || opts.HeartbeatTimeout > 0 {
-		r = timedRunner{r, opts}
+	if opts.Timeout > 0 || opts.HeartbeatTimeout > 0 || opts.RateLimit.QPS > 0 {
+		r = optionsRunner{r, opts}
 	}
 	b.add(&FlowNode{Alias: alias, Runner: r, Params: opts.Params})
 	return Ref[I, O]{alias}
 }
 
-// timedRunner overrides a runner's attempt and heartbeat timeouts with
-// the flow's.
-type timedRunner struct {
+// optionsRunner overrides a runner's attempt and heartbeat timeouts and
+// its rate limit with the flow's.
+type optionsRunner struct {
 	Runner
 	opts NodeOptions
 }
 
-func (t timedRunner) Info() NodeInfo {
+func (t optionsRunner) Info() NodeInfo {
 	info := t.Runner.Info()
 	if t.opts.Timeout > 0 {
 		info.Timeout = t.opts.Timeout
 	}
 	if t.opts.HeartbeatTimeout > 0 {
 		info.HeartbeatTimeout = t.opts.HeartbeatTimeout
+	}
+	if t.opts.RateLimit.QPS > 0 {
+		info.RateLimit = t.opts.RateLimit
 	}
 	return info
 }

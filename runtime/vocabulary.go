@@ -44,6 +44,10 @@ const (
 	EventFinished     = runtype.EventFinished
 )
 
+// RateLimit is a connector's token bucket, shared by every worker of a
+// store (NodeInfo.RateLimit).
+type RateLimit = runtype.RateLimit
+
 // Schedule starts a flow's jobs at the ticks of a cron expression
 // (Engine.AddSchedule).
 type Schedule = runtype.Schedule

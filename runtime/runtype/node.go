@@ -55,6 +55,14 @@ func (p RetryPolicy) Retryable(kind flowtype.ErrorKind, attempt int) bool {
 	return true
 }
 
+// RateLimit is a token bucket: QPS tokens a second, at most Burst at once
+// (at least 1, and QPS rounded up when Burst is 0). The zero value is no
+// limit.
+type RateLimit struct {
+	QPS   float64
+	Burst int
+}
+
 // NodeInfo is what the runtime needs to know about a connector; generated
 // code fills it from the spec.
 type NodeInfo struct {
@@ -80,6 +88,11 @@ type NodeInfo struct {
 	// Transient timeout (retried by policy), long before the job's lease
 	// would run out. Zero: no heartbeat is required.
 	HeartbeatTimeout time.Duration
+	// RateLimit, when set, bounds the calls of every node of this
+	// connector across all workers of the store (a token bucket kept in
+	// the store): a call beyond it waits, its message handed back without
+	// spending an attempt.
+	RateLimit RateLimit
 	// Redact, when set, removes the values whose data class is not public
 	// from a decoding or validation error of part ("params", "input" or
 	// "output") before the error reaches job state and logs. Generated

@@ -82,10 +82,14 @@ func Info() runtime.NodeInfo {
 		Egress:       Egress(),
 		ID:           ID,
 		KeySchema:    KeySchema,
-		Redact:       redact,
-		Retry:        RetryPolicy(),
-		RetryOwner:   RetryOwner,
-		Version:      Version,
+		RateLimit: runtime.RateLimit{
+			Burst: RateLimitBurst,
+			QPS:   RateLimitQPS,
+		},
+		Redact:     redact,
+		Retry:      RetryPolicy(),
+		RetryOwner: RetryOwner,
+		Version:    Version,
 	}
 }
 

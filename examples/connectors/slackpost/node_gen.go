@@ -88,10 +88,14 @@ func Info() runtime.NodeInfo {
 		ID:           ID,
 		KeyFields:    []string{"order_id"},
 		KeySchema:    KeySchema,
-		Redact:       redact,
-		Retry:        RetryPolicy(),
-		RetryOwner:   RetryOwner,
-		Version:      Version,
+		RateLimit: runtime.RateLimit{
+			Burst: RateLimitBurst,
+			QPS:   RateLimitQPS,
+		},
+		Redact:     redact,
+		Retry:      RetryPolicy(),
+		RetryOwner: RetryOwner,
+		Version:    Version,
 	}
 }
 

@@ -89,10 +89,14 @@ func Info() runtime.NodeInfo {
 		ID:           ID,
 		KeyFields:    []string{"request_id", "account.id", "account.owner.id"},
 		KeySchema:    KeySchema,
-		Redact:       redact,
-		Retry:        RetryPolicy(),
-		RetryOwner:   RetryOwner,
-		Version:      Version,
+		RateLimit: runtime.RateLimit{
+			Burst: RateLimitBurst,
+			QPS:   RateLimitQPS,
+		},
+		Redact:     redact,
+		Retry:      RetryPolicy(),
+		RetryOwner: RetryOwner,
+		Version:    Version,
 	}
 }
 

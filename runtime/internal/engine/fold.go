@@ -46,8 +46,11 @@ func foldsTask(c *compiled, t task) bool {
 	if n == nil || n.Task == nil || n.Subflow != nil || n.Checkpoint != nil || n.ForEach != nil || n.Switch != nil {
 		return false
 	}
-	effects := n.Task.Info().Effects
-	return effects == flowtype.Pure || effects == flowtype.ReadOnly
+	info := n.Task.Info()
+	if info.RateLimit.QPS > 0 {
+		return false // its token is taken in a commit of its own (ratelimit.go)
+	}
+	return info.Effects == flowtype.Pure || info.Effects == flowtype.ReadOnly
 }
 
 // foldable is a delivery that fold accepted, with its flow.

@@ -54,6 +54,7 @@ func TestKeyLayout(t *testing.T) {
 		"start/<key>":                    startKey("<key>"),
 		"dlq/<msg>":                      deadLetterKey([16]byte{0xab}),
 		"sched/<name>":                   scheduleKey("<name>"),
+		"rate/<connector>":               rateKey("<connector>"),
 		"dedupe/edge/<key>":              edgeDedupeKey("<key>"),
 		"dedupe/<key>":                   CapabilityDedupeKey("<key>"),
 		"kv/<namespace>/<key>":           KVKey("<namespace>", "<key>"),

@@ -94,6 +94,11 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 			return prev, err
 		}
 	}
+	if info.RateLimit.QPS > 0 {
+		if err := p.takeToken(ctx, en, info); err != nil {
+			return result{}, err
+		}
+	}
 	var log aspectLog
 	log.add(p, "call", "start", fmt.Sprintf("attempt %d", m.Attempt))
 	stop := p.keepLease(ctx, en)

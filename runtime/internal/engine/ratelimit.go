@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// A connector's rate limit is a token bucket in the store
+// (rate/<connector>), so every worker of every process on the store draws
+// from the same one, one at a time. A call takes a token in a commit of its own before it
+// runs; without one, its message goes back to the stream until the next
+// token is due, with no attempt spent, and the worker moves on.
+
+// bucket is stored at rate/<connector>.
+type bucket struct {
+	Tokens float64   `json:"tokens"`
+	At     time.Time `json:"at"`
+}
+
+// burst is how many tokens the bucket holds at most.
+func burst(l runtype.RateLimit) float64 {
+	if l.Burst > 0 {
+		return float64(l.Burst)
+	}
+	return max(1, math.Ceil(l.QPS))
+}
+
+// takeToken takes a token of the node's rate limit, or hands the message
+// back until one is due and returns errRetryLater.
+func (p *processor) takeToken(ctx context.Context, en *entry, info runtype.NodeInfo) error {
+	limit := info.RateLimit
+	var wait time.Duration
+	err := p.store.Update(ctx, func(tx store.Tx) error {
+		// The counter under the bucket's key is its lock: adding to it
+		// takes its row until the commit on PostgreSQL, so concurrent takes
+		// read the bucket one after another; it goes back to 0 in the same
+		// commit. (bbolt has one writer anyway.)
+		if _, err := tx.Add(rateKey(info.ID), 1, 1); err != nil {
+			return err
+		}
+		if err := tx.Bump(rateKey(info.ID), -1, 1); err != nil {
+			return err
+		}
+		now := p.now()
+		b := bucket{Tokens: burst(limit), At: now}
+		switch raw, err := tx.Get(rateKey(info.ID)); {
+		case err == nil:
+			if err := json.Unmarshal(raw, &b); err != nil {
+				return err
+			}
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		if elapsed := now.Sub(b.At); elapsed > 0 {
+			b.Tokens = min(burst(limit), b.Tokens+elapsed.Seconds()*limit.QPS)
+			b.At = now
+		}
+		wait = 0
+		if b.Tokens < 1 {
+			wait = time.Duration(math.Ceil((1 - b.Tokens) / limit.QPS * float64(time.Second)))
+			return en.handBack(tx, wait)
+		}
+		b.Tokens--
+		return putJSON(tx, rateKey(info.ID), b)
+	})
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		return errRetryLater
+	}
+	return nil
+}
