@@ -18,10 +18,10 @@ import (
 // Schedules. Every process that has a schedule looks at it about once a
 // second (Run) and starts the jobs of the ticks that came due, in one
 // transaction that reads and writes the schedule's state (sched/<name>):
-// the last tick handled and the ticks buffered. Each tick's job is started
-// under the job key schedule/<name>/<tick>, written once, so two processes
-// that race on a tick start one job between them: the loser's transaction
-// fails on the key, and its next look finds the tick handled.
+// the last tick handled and the ticks buffered. Looks at one schedule go
+// one at a time (its state's counter is their lock), and each tick's job
+// is started under the job key schedule/<name>/<tick>, written once, so
+// even two looks that did race would start one job between them.
 
 // schedule is a registered schedule with its parsed cron expression.
 type schedule struct {
@@ -102,6 +102,15 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 	started := 0
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		started = 0
+		// The counter under the state's key is its lock (as a rate
+		// limit's): processes looking at once read the state one after
+		// another on PostgreSQL.
+		if _, err := tx.Add(scheduleKey(s.Name), 1, 1); err != nil {
+			return err
+		}
+		if err := tx.Bump(scheduleKey(s.Name), -1, 1); err != nil {
+			return err
+		}
 		var st scheduleState
 		switch raw, err := tx.Get(scheduleKey(s.Name)); {
 		case errors.Is(err, store.ErrNotFound):
@@ -131,12 +140,15 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 			if running && s.Overlap == runtype.OverlapBuffer {
 				break
 			}
-			job, err := e.startTick(tx, c, s, due[0])
+			job, created, err := e.startTick(tx, c, s, due[0])
 			if err != nil {
 				return err
 			}
-			st.Job, st.Started, due = job.String(), st.Started+1, due[1:]
-			started++
+			st.Job, due = job.String(), due[1:]
+			if created {
+				st.Started++
+				started++
+			}
 		}
 		st.Buffered = due
 		return putJSON(tx, scheduleKey(s.Name), st)
@@ -164,23 +176,25 @@ func (s *schedule) ticks(st *scheduleState, now time.Time) []time.Time {
 }
 
 // startTick starts, in tx, the job of the schedule's tick under its
-// deterministic job key, or returns the job that key names already.
-func (e *Engine) startTick(tx store.Tx, c *compiled, s *schedule, tick time.Time) (runtype.JobID, error) {
+// deterministic job key and reports true, or returns the job that key
+// names already and false.
+func (e *Engine) startTick(tx store.Tx, c *compiled, s *schedule, tick time.Time) (runtype.JobID, bool, error) {
 	key := "schedule/" + s.Name + "/" + tick.UTC().Format(time.RFC3339)
 	if raw, err := tx.Get(startKey(key)); err == nil {
 		var claim startKeyRecord
 		if err := json.Unmarshal(raw, &claim); err != nil {
-			return runtype.JobID{}, err
+			return runtype.JobID{}, false, err
 		}
-		return runtype.ParseJobID(claim.Job)
+		job, err := runtype.ParseJobID(claim.Job)
+		return job, false, err
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return runtype.JobID{}, err
+		return runtype.JobID{}, false, err
 	}
 	st, err := e.newStart(c, key, s.Input)
 	if err != nil {
-		return runtype.JobID{}, err
+		return runtype.JobID{}, false, err
 	}
-	return st.job, e.writeStart(tx, c, st)
+	return st.job, true, e.writeStart(tx, c, st)
 }
 
 // jobRunning reports whether the job (its id as a string; "" for none)
