@@ -56,6 +56,18 @@ func (s *Strategy) UnmarshalText(b []byte) error {
 	return oneOf(string(b), "error strategy", Strategy("").EnumValues(), func(v string) { *s = Strategy(v) })
 }
 
+// CompensationFailure is what a failed job's compensation chain does when
+// a compensation fails. The zero value continues.
+type CompensationFailure string
+
+// EnumValues lists the accepted spellings.
+func (CompensationFailure) EnumValues() []string { return []string{"continue", "halt", "retry"} }
+
+// UnmarshalText accepts one of EnumValues.
+func (c *CompensationFailure) UnmarshalText(b []byte) error {
+	return oneOf(string(b), "compensation failure policy", CompensationFailure("").EnumValues(), func(v string) { *c = CompensationFailure(v) })
+}
+
 // OnFull is what a full edge buffer does. The zero value blocks the sender.
 type OnFull string
 

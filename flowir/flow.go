@@ -246,11 +246,13 @@ type Policies struct {
 	Egress          []string `json:"egress,omitempty" doc:"Hosts the flow's connectors may contact."`
 	MaxSubflowDepth int      `json:"maxSubflowDepth,omitempty" doc:"Deepest subflow nesting allowed (default 8)."`
 	Budget          *Budget  `json:"budget,omitempty" doc:"Bounds each job of the flow; a subflow's budget never exceeds what its parent has left."`
+	// OnCompensationFailure is the compensation chain's policy.
+	OnCompensationFailure CompensationFailure `json:"onCompensationFailure,omitempty" doc:"When a compensation of a failed job fails: continue with the next (default), halt the chain there, or retry it with backoff until it succeeds."`
 }
 
 // IsZero reports whether no policy is set, for canonical JSON.
 func (p Policies) IsZero() bool {
-	return p.DedupeStore == "" && len(p.Egress) == 0 && p.MaxSubflowDepth == 0 && p.Budget == nil
+	return p.DedupeStore == "" && len(p.Egress) == 0 && p.MaxSubflowDepth == 0 && p.Budget == nil && p.OnCompensationFailure == ""
 }
 
 // SplitPort splits "alias.port" at the first dot.

@@ -208,6 +208,10 @@ func (fg *flowGen) emit(f *jen.File) {
 	if b := flow.Policies.Budget; b != nil {
 		body = append(body, jen.Id("b").Dot("SetBudget").Call(budgetCode(b)))
 	}
+	if p := flow.Policies.OnCompensationFailure; p != "" {
+		policy := map[flowir.CompensationFailure]string{"continue": "CompensateContinue", "halt": "CompensateHalt", "retry": "CompensateRetry"}[p]
+		body = append(body, jen.Id("b").Dot("SetCompensationFailure").Call(jen.Qual(runtimePkg, policy)))
+	}
 	vars := map[*flowir.GraphNode]string{}
 	// Bodies of forEach nodes are added before their forEach.
 	order := make([]*flowir.GraphNode, 0, len(fg.g.Nodes))

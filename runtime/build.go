@@ -31,6 +31,10 @@ func NewBuilder(name string) *Builder {
 // SetVersion sets the flow's version (Flow.Version).
 func (b *Builder) SetVersion(version string) { b.flow.Version = version }
 
+// SetCompensationFailure sets the flow's policy for a compensation that
+// fails (Flow.OnCompensationFailure).
+func (b *Builder) SetCompensationFailure(p CompensationFailure) { b.flow.OnCompensationFailure = p }
+
 // SetBudget sets the budget of each job of the flow (Flow.Budget).
 func (b *Builder) SetBudget(budget Budget) { b.flow.Budget = budget }
 

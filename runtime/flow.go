@@ -22,6 +22,10 @@ type Flow struct {
 	// Budget bounds each job of the flow started with Engine.Start; a job
 	// started as a subflow gets Subflow.Budget within its parent's.
 	Budget Budget
+	// OnCompensationFailure says what a failed job's compensation chain
+	// does when a compensation fails: continue (the default), halt or
+	// retry (CompensationFailure).
+	OnCompensationFailure CompensationFailure
 }
 
 // FlowNode is one node of a flow: exactly one of Runner, Switch, ForEach,
@@ -79,7 +83,7 @@ func (f *Flow) engineFlow(grant func(NodeInfo) Capabilities) *engine.Flow {
 		}
 		return runnerTask{r, grant}
 	}
-	ef := &engine.Flow{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget}
+	ef := &engine.Flow{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget, OnCompensationFailure: f.OnCompensationFailure}
 	for _, n := range f.Nodes {
 		en := &engine.Node{Alias: n.Alias, Task: task(n.Runner), Params: n.Params,
 			Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint, Sleep: n.Sleep}

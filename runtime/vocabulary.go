@@ -44,6 +44,17 @@ const (
 	EventFinished     = runtype.EventFinished
 )
 
+// CompensationFailure is a flow's policy for a compensation that fails
+// (Flow.OnCompensationFailure).
+type CompensationFailure = runtype.CompensationFailure
+
+// The compensation-failure policies.
+const (
+	CompensateContinue = runtype.CompensateContinue
+	CompensateHalt     = runtype.CompensateHalt
+	CompensateRetry    = runtype.CompensateRetry
+)
+
 // RateLimit is a connector's token bucket, shared by every worker of a
 // store (NodeInfo.RateLimit).
 type RateLimit = runtype.RateLimit

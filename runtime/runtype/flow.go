@@ -132,6 +132,24 @@ type Budget struct {
 	Timeout     time.Duration
 }
 
+// CompensationFailure is what a job does when one of its compensations
+// fails. The zero value is CompensateContinue.
+type CompensationFailure string
+
+// The compensation-failure policies.
+const (
+	// CompensateContinue records the failure and goes on with the next
+	// compensation of the chain.
+	CompensateContinue CompensationFailure = "continue"
+	// CompensateHalt stops the chain at the failed compensation: the ones
+	// after it do not run, and the job ends failed saying where it halted.
+	CompensateHalt CompensationFailure = "halt"
+	// CompensateRetry retries a failed compensation with backoff (the
+	// compensator's retry policy, else 1 s doubling to 1 min) until it
+	// succeeds, however many attempts and whatever the error kind.
+	CompensateRetry CompensationFailure = "retry"
+)
+
 // FlowVersion is one definition of a flow a worker serves.
 type FlowVersion struct {
 	Name    string `json:"name"`

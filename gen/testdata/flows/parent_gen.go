@@ -31,6 +31,7 @@ func NewDemoParent(c DemoParentConnectors) (*runtime.Flow, error) {
 		Activations: 50,
 		Timeout:     time.Hour,
 	})
+	b.SetCompensationFailure(runtime.CompensateHalt)
 	slugNode := runtime.AddNode(b, "slug", pure.NewTypedNode(c.Slug), runtime.NodeOptions{
 		HeartbeatTimeout: 500 * time.Millisecond,
 		Timeout:          2 * time.Second,

@@ -45,6 +45,9 @@ type Flow struct {
 	Nodes   []*Node
 	Edges   []runtype.Edge
 	Budget  runtype.Budget
+	// OnCompensationFailure is the flow's policy for a compensation that
+	// fails (runtype.CompensationFailure); empty is continue.
+	OnCompensationFailure runtype.CompensationFailure
 }
 
 // Node is one node of a Flow: exactly one of Task, Switch, ForEach,
@@ -131,6 +134,11 @@ func compile(f *Flow) (*compiled, error) {
 	}
 	if len(c.entries) == 0 {
 		return nil, fmt.Errorf("flow %s: no entry node (every node has an incoming edge)", f.Name)
+	}
+	switch f.OnCompensationFailure {
+	case "", runtype.CompensateContinue, runtype.CompensateHalt, runtype.CompensateRetry:
+	default:
+		return nil, fmt.Errorf("flow %s: compensation failure policy %q: want continue, halt or retry", f.Name, f.OnCompensationFailure)
 	}
 	if strings.ContainsAny(f.Name, flowKeySep+"@") {
 		return nil, fmt.Errorf("flow %q: a flow name may not contain %q or %q", f.Name, flowKeySep, "@")

@@ -43,6 +43,7 @@ import (
 //	pid/<root>/done/<seq>         compensable activations, in order       value
 //	pid/<root>/comp               compensation started (chain length)     value
 //	pid/<root>/comp/<i>           the compensation chain, newest first    value
+//	pid/<root>/halt               compensation halted at step <i>         value
 //	jobs/<inverted-root>          job index entry, newest first           value
 //	start/<key>                   the job a caller's job key started      value
 //	dlq/<msg>                     what an operator did with a dead letter value
@@ -99,6 +100,7 @@ func completionSeqKey(j runtype.JobID) []byte             { return jobKey(j, "se
 func compensableKey(j runtype.JobID, seq int64) []byte    { return jobKey(j, "done", padded(seq)) }
 func compensationKey(j runtype.JobID) []byte              { return jobKey(j, "comp") }
 func compensationStepKey(j runtype.JobID, i int) []byte   { return jobKey(j, "comp", padded(int64(i))) }
+func compensationHaltKey(j runtype.JobID) []byte          { return jobKey(j, "halt") }
 func blobKey(ref string) []byte                           { return []byte("blobs/" + ref) }
 func startKey(key string) []byte                          { return []byte("start/" + segment(key)) }
 func deadLetterKey(msg [16]byte) []byte                   { return []byte("dlq/" + hex.EncodeToString(msg[:])) }

@@ -47,6 +47,7 @@ func TestKeyLayout(t *testing.T) {
 		"pid/<root>/seq":                 completionSeqKey(j),
 		"pid/<root>/done/<seq>":          compensableKey(j, 3),
 		"pid/<root>/comp":                compensationKey(j),
+		"pid/<root>/halt":                compensationHaltKey(j),
 		"pid/<root>/comp/<i>":            compensationStepKey(j, 4),
 		"jobs/<inverted-root>":           jobIndexKey(j),
 		"jobs.indexed":                   jobIndexBuiltKey(),

@@ -84,7 +84,9 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 	if t.Delivery == flowtype.AtMostOnce && m.Attempt > 1 {
 		return result{ErrKind: runtype.NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
 	}
-	if budget := deliveryBudget(info.Retry); m.Attempt > budget {
+	// A compensation under CompensateRetry is tried until it succeeds.
+	untilDone := t.Kind == runtype.Undo && c.OnCompensationFailure == runtype.CompensateRetry
+	if budget := deliveryBudget(info.Retry); m.Attempt > budget && !untilDone {
 		err := fmt.Sprintf("delivered %d times without an outcome, past its %d retry attempts and %d more for workers that crash or stop: a crash loop",
 			m.Attempt-1, max(info.Retry.MaxAttempts, 1), crashAllowance)
 		return result{ErrKind: runtype.Exhausted, Err: err, Attempts: m.Attempt}, nil
@@ -111,8 +113,12 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 	}
 	kind := runtype.KindOf(err)
 	log.add(p, "call", "error", kind.String()+": "+err.Error())
-	if info.RetryOwner == flowtype.RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt) && ctx.Err() == nil {
+	retryable := info.RetryOwner == flowtype.RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt)
+	if (retryable || untilDone) && ctx.Err() == nil {
 		delay := info.Retry.Backoff(m.Attempt + 1)
+		if !retryable || (untilDone && delay <= 0) {
+			delay = compensationBackoff(m.Attempt)
+		}
 		var ce *runtype.Error
 		if errors.As(err, &ce) && ce.RetryAfter > delay {
 			delay = ce.RetryAfter
@@ -140,6 +146,12 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 	}
 	log.add(p, "retry", "end", "no retry: final")
 	return result{ErrKind: runtype.FailureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
+}
+
+// compensationBackoff is the delay before retrying a compensation whose
+// own policy gives none: 1 s, doubling, at most a minute.
+func compensationBackoff(attempt int) time.Duration {
+	return min(time.Second<<min(max(attempt-1, 0), 6), time.Minute)
 }
 
 // crashAllowance is how many deliveries beyond its retry attempts an

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -35,6 +36,10 @@ func (r router) route(tx store.Tx, c *compiled, job runtype.JobID, t task, res r
 // is not a forEach body.
 func (r router) follow(tx store.Tx, c *compiled, job runtype.JobID, t task, res result) ([]task, error) {
 	if t.Kind == runtype.Undo {
+		if res.failed() && c.OnCompensationFailure == runtype.CompensateHalt {
+			// The chain stops here; step 3 says where (complete).
+			return nil, tx.Put(compensationHaltKey(job), []byte(strconv.Itoa(t.Undo)))
+		}
 		return nextCompensation(tx, job, t)
 	}
 	if res.failed() {

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -59,6 +62,27 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, e
 		return false, err
 	}
 	return true, e.publish(tx, job, first)
+}
+
+// haltedAt, for a job whose compensation chain halted at a failed step
+// (CompensateHalt), keeps in st only the compensations before it and says
+// where the chain stopped.
+func haltedAt(tx store.Tx, job runtype.JobID, st *runtype.JobStatus) error {
+	raw, err := tx.Get(compensationHaltKey(job))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	i, err := strconv.Atoi(string(raw))
+	if err != nil || i < 1 || i > len(st.Compensated) {
+		return fmt.Errorf("job %s: compensation halt %q", job, raw)
+	}
+	st.Errors = append(st.Errors, fmt.Sprintf("compensation halted at step %d of %d (%s): not undone: %s",
+		i, len(st.Compensated), st.Compensated[i-1], strings.Join(st.Compensated[i-1:], ", ")))
+	st.Compensated = st.Compensated[:i-1]
+	return nil
 }
 
 // nextCompensation is the router's step for an undo: the next one in the

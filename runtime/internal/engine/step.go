@@ -846,6 +846,11 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcom
 	if len(out.errors) > 0 {
 		st.State = runtype.StateFailed
 	}
+	if len(st.Compensated) > 0 {
+		if err := haltedAt(tx, job, &st); err != nil {
+			return err
+		}
+	}
 	rs, err := readResults(tx, out.results, known)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", job, err)

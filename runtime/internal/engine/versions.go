@@ -61,11 +61,12 @@ func contentHash(f *Flow) (string, error) {
 		Sleep      *runtype.Sleep `json:",omitempty"`
 	}
 	d := struct {
-		Name, Version string
-		Nodes         []nodeDigest
-		Edges         []runtype.Edge
-		Budget        runtype.Budget
-	}{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget}
+		Name, Version         string
+		Nodes                 []nodeDigest
+		Edges                 []runtype.Edge
+		Budget                runtype.Budget
+		OnCompensationFailure runtype.CompensationFailure `json:",omitempty"`
+	}{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget, OnCompensationFailure: f.OnCompensationFailure}
 	for _, n := range f.Nodes {
 		nd := nodeDigest{Alias: n.Alias, Task: digestOf(n.Task, nil), Params: n.Params, Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint, Sleep: n.Sleep}
 		if n.Compensate != nil {
