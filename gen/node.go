@@ -199,6 +199,23 @@ func (e *nodeEmitter) emitInfo() {
 		Id("Egress"):       Id("Egress").Call(),
 		Id("Redact"):       Id("redact"),
 	}
+	if c := e.spec.Cache; c != nil && len(c.Key)+len(c.Pin) > 0 {
+		var fields []Code
+		keys := slices.Clone(c.Key)
+		for _, f := range c.Pin { // a pin is part of the key
+			if !slices.Contains(keys, f) {
+				keys = append(keys, f)
+			}
+		}
+		for _, f := range keys {
+			fields = append(fields, Lit(f))
+		}
+		cache := Dict{Id("Key"): Index().String().Values(fields...)}
+		if c.TTL > 0 {
+			cache[Id("TTL")] = durationCode(time.Duration(c.TTL))
+		}
+		d[Id("Cache")] = Qual(runtimePkg, "Cache").Values(cache)
+	}
 	if e.spec.RateLimit != nil {
 		d[Id("RateLimit")] = Qual(runtimePkg, "RateLimit").Values(Dict{Id("QPS"): Id("RateLimitQPS"), Id("Burst"): Id("RateLimitBurst")})
 	}

@@ -55,6 +55,9 @@ const (
 	CompensateRetry    = runtype.CompensateRetry
 )
 
+// Cache is a connector's result cache (NodeInfo.Cache).
+type Cache = runtype.Cache
+
 // RateLimit is a connector's token bucket, shared by every worker of a
 // store (NodeInfo.RateLimit).
 type RateLimit = runtype.RateLimit

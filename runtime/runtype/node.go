@@ -55,6 +55,13 @@ func (p RetryPolicy) Retryable(kind flowtype.ErrorKind, attempt int) bool {
 	return true
 }
 
+// Cache is a connector's result cache: the input fields that key an
+// output, and how long it is reused (zero: for good).
+type Cache struct {
+	Key []string
+	TTL time.Duration
+}
+
 // RateLimit is a token bucket: QPS tokens a second, at most Burst at once
 // (at least 1, and QPS rounded up when Burst is 0). The zero value is no
 // limit.
@@ -93,6 +100,10 @@ type NodeInfo struct {
 	// the store): a call beyond it waits, its message handed back without
 	// spending an attempt.
 	RateLimit RateLimit
+	// Cache, when its Key is set, memoises the connector's successful
+	// outputs in the store, keyed by the connector, its version and the
+	// Key fields of the input (a Stable connector's pins among them).
+	Cache Cache
 	// Redact, when set, removes the values whose data class is not public
 	// from a decoding or validation error of part ("params", "input" or
 	// "output") before the error reaches job state and logs. Generated

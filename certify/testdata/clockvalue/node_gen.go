@@ -64,6 +64,7 @@ func redact(part string, err error) error {
 // Info is what the runtime needs to know about the connector.
 func Info() runtime.NodeInfo {
 	return runtime.NodeInfo{
+		Cache:        runtime.Cache{Key: []string{"id"}},
 		Capabilities: Capabilities(),
 		Determinism:  Determinism,
 		Effects:      Effects,

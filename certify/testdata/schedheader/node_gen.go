@@ -8,6 +8,7 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"net/http"
+	"time"
 )
 
 // Metadata declared in connector.yaml.
@@ -65,6 +66,10 @@ func redact(part string, err error) error {
 // Info is what the runtime needs to know about the connector.
 func Info() runtime.NodeInfo {
 	return runtime.NodeInfo{
+		Cache: runtime.Cache{
+			Key: []string{"pair", "etag"},
+			TTL: time.Hour,
+		},
 		Capabilities: Capabilities(),
 		Determinism:  Determinism,
 		Effects:      Effects,

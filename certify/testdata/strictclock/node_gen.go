@@ -7,6 +7,7 @@ import (
 	"context"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"time"
 )
 
 // Metadata declared in connector.yaml.
@@ -64,6 +65,10 @@ func redact(part string, err error) error {
 // Info is what the runtime needs to know about the connector.
 func Info() runtime.NodeInfo {
 	return runtime.NodeInfo{
+		Cache: runtime.Cache{
+			Key: []string{"n"},
+			TTL: time.Hour,
+		},
 		Capabilities: Capabilities(),
 		Determinism:  Determinism,
 		Effects:      Effects,

@@ -69,6 +69,10 @@ func redact(part string, err error) error {
 // Info is what the runtime needs to know about the connector.
 func Info() runtime.NodeInfo {
 	return runtime.NodeInfo{
+		Cache: runtime.Cache{
+			Key: []string{"url", "etag"},
+			TTL: 720 * time.Hour,
+		},
 		Capabilities: Capabilities(),
 		Determinism:  Determinism,
 		Effects:      Effects,

@@ -44,6 +44,8 @@ func resultEvent(en *entry, r *result) runtype.HistoryEvent {
 	switch {
 	case !r.failed() && en.t.Resume == timerResume:
 		ev.Event, ev.Detail = runtype.EventTimerFired, "woke at "+time.Unix(0, en.t.Wake).UTC().Format(time.RFC3339Nano)
+	case !r.failed() && r.Cached != "":
+		ev.Detail = "cached output of job " + r.Cached
 	case !r.failed():
 		if r.Port != "" && r.Port != "out" {
 			ev.Detail = "port " + r.Port

@@ -49,6 +49,7 @@ import (
 //	dlq/<msg>                     what an operator did with a dead letter value
 //	sched/<name>                  a schedule's last tick and buffer       value
 //	rate/<connector>              a connector's token bucket              value
+//	cache/<key>                   a cached connector output               value
 //	jobs.indexed                  the job index covers older jobs         value
 //	blobs/<sha256>                an input too large to travel inline     value
 //	dedupe/edge/<key>             exactly-once edge record                value
@@ -106,6 +107,7 @@ func startKey(key string) []byte                          { return []byte("start
 func deadLetterKey(msg [16]byte) []byte                   { return []byte("dlq/" + hex.EncodeToString(msg[:])) }
 func scheduleKey(name string) []byte                      { return []byte("sched/" + segment(name)) }
 func rateKey(connector string) []byte                     { return []byte("rate/" + segment(connector)) }
+func cacheEntryKey(key string) []byte                     { return []byte("cache/" + key) }
 func edgeDedupeKey(key string) []byte                     { return []byte("dedupe/edge/" + key) }
 
 // CapabilityDedupeKey is where the dedupe capability records key.

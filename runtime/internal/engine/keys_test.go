@@ -56,6 +56,7 @@ func TestKeyLayout(t *testing.T) {
 		"dlq/<msg>":                      deadLetterKey([16]byte{0xab}),
 		"sched/<name>":                   scheduleKey("<name>"),
 		"rate/<connector>":               rateKey("<connector>"),
+		"cache/<key>":                    cacheEntryKey("<key>"),
 		"dedupe/edge/<key>":              edgeDedupeKey("<key>"),
 		"dedupe/<key>":                   CapabilityDedupeKey("<key>"),
 		"kv/<namespace>/<key>":           KVKey("<namespace>", "<key>"),

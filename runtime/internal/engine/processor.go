@@ -96,6 +96,11 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 			return prev, err
 		}
 	}
+	if t.Kind != runtype.Undo && len(info.Cache.Key) > 0 {
+		if hit, ok, err := p.cached(ctx, info, t); err != nil || ok {
+			return hit, err
+		}
+	}
 	if info.RateLimit.QPS > 0 {
 		if err := p.takeToken(ctx, en, info); err != nil {
 			return result{}, err

@@ -35,6 +35,9 @@ type result struct {
 	// Deduplicated names the job whose recorded output an exactly-once
 	// activation reused instead of running.
 	Deduplicated string `json:"deduplicated,omitempty"`
+	// Cached names the job whose output a cached connector's activation
+	// reused instead of calling the node.
+	Cached string `json:"cached,omitempty"`
 	// Steps is the aspect step log of the attempt that produced the result.
 	Steps aspectLog `json:"steps,omitempty"`
 	// Finished is when the result was committed.
@@ -490,6 +493,9 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 			return false, err
 		}
 		if err := e.recordDedupe(tx, c, en, res); err != nil {
+			return false, err
+		}
+		if err := e.recordCache(tx, c, en, res); err != nil {
 			return false, err
 		}
 		steps = append(steps, 1)
