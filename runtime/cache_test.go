@@ -19,7 +19,9 @@ func TestCacheReusesOutputsAcrossJobs(t *testing.T) {
 		var calls atomic.Int64
 		lookup := Typed(NodeInfo{ID: "catalog.lookup", Version: "1.0.0", Effects: ReadOnly, Determinism: Strict,
 			Cache: Cache{Key: []string{"sku"}, TTL: time.Minute}},
-			func(ctx *Context, _ noParams, in struct{ SKU string `json:"sku"` }) (json.RawMessage, error) {
+			func(ctx *Context, _ noParams, in struct {
+				SKU string `json:"sku"`
+			}) (json.RawMessage, error) {
 				return json.RawMessage(fmt.Sprintf(`{"sku":%q,"call":%d}`, in.SKU, calls.Add(1))), nil
 			})
 		e := New(r.store, Options{Now: r.clock.Now})
