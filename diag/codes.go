@@ -62,6 +62,7 @@ const (
 	CAPV101   Code = "CAPV101"
 	CTRL010   Code = "CTRL010"
 	CTRL011   Code = "CTRL011"
+	CTRL012   Code = "CTRL012"
 	SUB001    Code = "SUB001"
 	SUB002    Code = "SUB002"
 )
@@ -159,6 +160,8 @@ var Codes = []Info{
 		"Declare the case, use `default`, or correct the label."},
 	{CTRL011, Error, "for_each items not an array",
 		"Point `items` at an array field of the upstream output."},
+	{CTRL012, Warning, "ordering declared but not enforced",
+		"Remove `ordering: Ordered`, or set `ordering: Unordered`, and do not rely on the order deliveries arrive in."},
 	{SUB001, Error, "subflow input not listed",
 		"Add the port to the subflow's `inputs` if it may see this data."},
 	{SUB002, Error, "subflow nesting too deep or recursive",
