@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -90,6 +92,54 @@ func TestPauseCascadesToSubflow(t *testing.T) {
 			if st, err := e.Status(ctx, j); err != nil || st.State != StateSucceeded {
 				t.Fatalf("job %s after resume: %+v (%v)", j, st, err)
 			}
+		}
+	})
+}
+
+// TestKillOfAPausedJobCompensates: a saga paused while it waits at a
+// checkpoint after two effects, then killed, ends killed with both
+// effects undone, newest first, as a plain kill would, without anyone
+// resuming it.
+func TestKillOfAPausedJobCompensates(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
+		ctx := context.Background()
+		f := sagaFlow(r.sink, false)
+		f.Nodes = append(f.Nodes, &FlowNode{Alias: "approve", Checkpoint: &Checkpoint{Prompt: "ship?"}})
+		f.Edges = []Edge{
+			{From: "reserve", FromPort: "out", To: "charge"},
+			{From: "charge", FromPort: "out", To: "approve"},
+			{From: "approve", FromPort: "approved", To: "ship"},
+		}
+		e := New(r.store, Options{Now: r.clock.Now})
+		if err := e.Register(f); err != nil {
+			t.Fatal(err)
+		}
+		job, err := e.Start(ctx, "saga", json.RawMessage(sagaInput))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Pause(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Kill(ctx, job, "order cancelled"); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			r.clock.Advance(time.Second)
+		}
+		st, err := e.Status(ctx, job)
+		if err != nil || st.State != StateKilled || fmt.Sprint(st.Compensated) != "[charge@<reserve reserve@]" {
+			t.Fatalf("status %+v (%v), want killed with charge and reserve undone", st, err)
+		}
+		effects := fmt.Sprint(r.sink.effects())
+		if !strings.Contains(effects, "payments.refund payments.charge:o-9") || !strings.Contains(effects, "stock.release stock.reserve:o-9") {
+			t.Errorf("effects %s, want the refund and the release", effects)
 		}
 	})
 }
