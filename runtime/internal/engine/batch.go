@@ -186,8 +186,8 @@ func (e *Engine) admit(tx store.Tx, ms []store.Message) ([]*entry, []foldable, e
 			return nil, nil, err
 		}
 		entered = append(entered, en)
-		if c, err := e.flow(en.t.Flow); err == nil && e.fold(c, en) {
-			folded = append(folded, foldable{en, c})
+		if e.fold(en.c, en) {
+			folded = append(folded, foldable{en, en.c})
 		}
 	}
 	return entered, folded, nil

@@ -3,11 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -34,23 +32,11 @@ func cacheKey(info runtype.NodeInfo, input json.RawMessage) (string, error) {
 	if len(info.Cache.Key) == 0 {
 		return "", nil
 	}
-	all, err := idemkey.ParseFields(input)
+	k, err := canonicalKey("cache:"+info.ID+"@"+info.Version, info.ID, info.Cache.Key, input)
 	if err != nil {
 		return "", fmt.Errorf("cache key of %s: %w", info.ID, err)
 	}
-	fields := make(map[string]any, len(info.Cache.Key))
-	for _, f := range info.Cache.Key {
-		v, ok := fieldAt(all, f)
-		if !ok {
-			return "", fmt.Errorf("cache key of %s: input has no field %q", info.ID, f)
-		}
-		fields[f] = v
-	}
-	k, err := idemkey.Compute(idemkey.Input{Schema: "cache:" + info.ID + "@" + info.Version, Node: info.ID, Fields: fields})
-	if err != nil {
-		return "", fmt.Errorf("cache key of %s: %w", info.ID, err)
-	}
-	return k.String(), nil
+	return k, nil
 }
 
 // cached returns the memoised output of an activation, if a live entry
@@ -61,18 +47,12 @@ func (p *processor) cached(ctx context.Context, info runtype.NodeInfo, t task) (
 		return result{}, false, nil // the call reports the input's problem
 	}
 	var rec cacheRecord
-	err = p.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(cacheEntryKey(key))
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(raw, &rec)
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return result{}, false, nil
-	}
+	found, err := lookupJSON(ctx, p.store, cacheEntryKey(key), &rec)
 	if err != nil {
 		return result{}, false, fmt.Errorf("cache: %w", err)
+	}
+	if !found {
+		return result{}, false, nil
 	}
 	if !rec.Expires.IsZero() && !rec.Expires.After(p.now()) {
 		return result{}, false, nil
@@ -100,9 +80,5 @@ func (e *Engine) recordCache(tx store.Tx, c *compiled, en *entry, res *result) e
 	if info.Cache.TTL > 0 {
 		rec.Expires = e.now().Add(info.Cache.TTL)
 	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return tx.Put(cacheEntryKey(key), raw)
+	return putJSON(tx, cacheEntryKey(key), rec)
 }

@@ -82,12 +82,11 @@ func TakeDeadLetter(ctx context.Context, s store.Store, id runtype.MessageID, ac
 	}
 	var next runtype.MessageID
 	take := func(tx store.Tx) error {
-		raw, err := tx.Get(deadLetterKey(id))
-		if err == nil {
-			return alreadyTaken(raw, action, &next)
-		}
-		if !errors.Is(err, store.ErrNotFound) {
+		var was taken
+		if found, err := getJSON(tx, deadLetterKey(id), &was); err != nil {
 			return err
+		} else if found {
+			return alreadyTaken(was, action, &next)
 		}
 		ms, err := tx.Pending(deadStream)
 		if err != nil {
@@ -113,11 +112,7 @@ func TakeDeadLetter(ctx context.Context, s store.Store, id runtype.MessageID, ac
 
 // alreadyTaken answers a second take of a dead letter from what the first
 // recorded.
-func alreadyTaken(raw []byte, action runtype.DeadLetterAction, next *runtype.MessageID) error {
-	var was taken
-	if err := json.Unmarshal(raw, &was); err != nil {
-		return err
-	}
+func alreadyTaken(was taken, action runtype.DeadLetterAction, next *runtype.MessageID) error {
 	if was.Action != action {
 		return fmt.Errorf("%w: it was %s as message %s", runtype.ErrDeadLetterTaken, map[runtype.DeadLetterAction]string{runtype.Requeue: "requeued", runtype.Fail: "failed"}[was.Action], was.Message)
 	}
@@ -152,11 +147,7 @@ func revive(tx store.Tx, m store.Message, action runtype.DeadLetterAction, reaso
 	if err := tx.Enqueue(store.Message{ID: next, Stream: runtype.WorkStream, Job: m.Job, Payload: payload}); err != nil {
 		return runtype.MessageID{}, err
 	}
-	raw, err := json.Marshal(taken{Action: action, Message: next.String(), Reason: reason})
-	if err != nil {
-		return runtype.MessageID{}, err
-	}
-	return next, tx.Put(deadLetterKey(m.ID), raw)
+	return next, putJSON(tx, deadLetterKey(m.ID), taken{Action: action, Message: next.String(), Reason: reason})
 }
 
 // DeadLetters lists the dead letters of the engine's store.

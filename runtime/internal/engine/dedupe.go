@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -38,18 +37,12 @@ func (p *processor) deduped(ctx context.Context, info runtype.NodeInfo, t task) 
 		return result{}, false, nil // the call reports the key problem
 	}
 	var rec dedupeRecord
-	err = p.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(edgeDedupeKey(key))
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(raw, &rec)
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return result{}, false, nil
-	}
+	found, err := lookupJSON(ctx, p.store, edgeDedupeKey(key), &rec)
 	if err != nil {
 		return result{}, false, fmt.Errorf("dedupe store: %w", err)
+	}
+	if !found {
+		return result{}, false, nil
 	}
 	if !rec.Expires.After(p.now()) {
 		return result{}, false, nil

@@ -341,21 +341,31 @@ func IdempotencyKey(info runtype.NodeInfo, node string, input json.RawMessage) (
 	if len(info.KeyFields) == 0 {
 		return "", nil
 	}
-	all, err := idemkey.ParseFields(input)
+	k, err := canonicalKey(info.KeySchema, node, info.KeyFields, input)
 	if err != nil {
 		return "", fmt.Errorf("idempotency key of %s: %w", node, err)
 	}
-	fields := make(map[string]any, len(info.KeyFields))
-	for _, f := range info.KeyFields {
+	return k, nil
+}
+
+// canonicalKey is the lowercase hex canonical key (package idemkey) of
+// schema and node over the fields of input at the dotted paths keyFields.
+func canonicalKey(schema, node string, keyFields []string, input json.RawMessage) (string, error) {
+	all, err := idemkey.ParseFields(input)
+	if err != nil {
+		return "", err
+	}
+	fields := make(map[string]any, len(keyFields))
+	for _, f := range keyFields {
 		v, ok := fieldAt(all, f)
 		if !ok {
-			return "", fmt.Errorf("idempotency key of %s: input has no field %q", node, f)
+			return "", fmt.Errorf("input has no field %q", f)
 		}
 		fields[f] = v
 	}
-	k, err := idemkey.Compute(idemkey.Input{Schema: info.KeySchema, Node: node, Fields: fields})
+	k, err := idemkey.Compute(idemkey.Input{Schema: schema, Node: node, Fields: fields})
 	if err != nil {
-		return "", fmt.Errorf("idempotency key of %s: %w", node, err)
+		return "", err
 	}
 	return k.String(), nil
 }
@@ -454,13 +464,11 @@ func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *run
 // viewJSON decodes the JSON value under key, read in a transaction of its
 // own, into v.
 func (e *Engine) viewJSON(ctx context.Context, key []byte, v any) error {
-	return e.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(key)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(raw, v)
-	})
+	found, err := lookupJSON(ctx, e.store, key, v)
+	if err == nil && !found {
+		err = store.ErrNotFound
+	}
+	return err
 }
 
 // Status returns the job's current status.

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"math"
 	"time"
 
@@ -37,24 +35,13 @@ func (p *processor) takeToken(ctx context.Context, en *entry, info runtype.NodeI
 	limit := info.RateLimit
 	var wait time.Duration
 	err := p.store.Update(ctx, func(tx store.Tx) error {
-		// The counter under the bucket's key is its lock: adding to it
-		// takes its row until the commit on PostgreSQL, so concurrent takes
-		// read the bucket one after another; it goes back to 0 in the same
-		// commit. (bbolt has one writer anyway.)
-		if _, err := tx.Add(rateKey(info.ID), 1, 1); err != nil {
-			return err
-		}
-		if err := tx.Bump(rateKey(info.ID), -1, 1); err != nil {
+		// Concurrent takes read the bucket one after another.
+		if err := lockRow(tx, rateKey(info.ID)); err != nil {
 			return err
 		}
 		now := p.now()
 		b := bucket{Tokens: burst(limit), At: now}
-		switch raw, err := tx.Get(rateKey(info.ID)); {
-		case err == nil:
-			if err := json.Unmarshal(raw, &b); err != nil {
-				return err
-			}
-		case !errors.Is(err, store.ErrNotFound):
+		if _, err := getJSON(tx, rateKey(info.ID), &b); err != nil {
 			return err
 		}
 		if elapsed := now.Sub(b.At); elapsed > 0 {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -102,26 +101,16 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 	started := 0
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		started = 0
-		// The counter under the state's key is its lock (as a rate
-		// limit's): processes looking at once read the state one after
-		// another on PostgreSQL.
-		if _, err := tx.Add(scheduleKey(s.Name), 1, 1); err != nil {
-			return err
-		}
-		if err := tx.Bump(scheduleKey(s.Name), -1, 1); err != nil {
+		// Processes looking at once read the state one after another.
+		if err := lockRow(tx, scheduleKey(s.Name)); err != nil {
 			return err
 		}
 		var st scheduleState
-		switch raw, err := tx.Get(scheduleKey(s.Name)); {
-		case errors.Is(err, store.ErrNotFound):
+		if found, err := getJSON(tx, scheduleKey(s.Name), &st); err != nil {
+			return err
+		} else if !found {
 			st.Last = now // a new schedule: its ticks start from now
 			return putJSON(tx, scheduleKey(s.Name), st)
-		case err != nil:
-			return err
-		default:
-			if err := json.Unmarshal(raw, &st); err != nil {
-				return err
-			}
 		}
 		due := s.ticks(&st, now)
 		if len(due) == 0 {
@@ -180,15 +169,12 @@ func (s *schedule) ticks(st *scheduleState, now time.Time) []time.Time {
 // names already and false.
 func (e *Engine) startTick(tx store.Tx, c *compiled, s *schedule, tick time.Time) (runtype.JobID, bool, error) {
 	key := "schedule/" + s.Name + "/" + tick.UTC().Format(time.RFC3339)
-	if raw, err := tx.Get(startKey(key)); err == nil {
-		var claim startKeyRecord
-		if err := json.Unmarshal(raw, &claim); err != nil {
-			return runtype.JobID{}, false, err
-		}
+	var claim startKeyRecord
+	if found, err := getJSON(tx, startKey(key), &claim); err != nil {
+		return runtype.JobID{}, false, err
+	} else if found {
 		job, err := runtype.ParseJobID(claim.Job)
 		return job, false, err
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return runtype.JobID{}, false, err
 	}
 	st, err := e.newStart(c, key, s.Input)
 	if err != nil {
@@ -207,24 +193,11 @@ func jobRunning(tx store.ReadTx, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	raw, err := tx.Get(statusKey(job))
-	if err != nil {
-		return false, err
-	}
 	var st runtype.JobStatus
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if found, err := getJSON(tx, statusKey(job), &st); err != nil || !found {
 		return false, err
 	}
 	return !st.Done(), nil
-}
-
-// putJSON puts v, as JSON, under key.
-func putJSON(tx store.Tx, key []byte, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return tx.Put(key, raw)
 }
 
 // runSchedules calls StartDue about once a second until ctx ends.

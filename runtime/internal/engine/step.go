@@ -67,6 +67,9 @@ type entry struct {
 	lease  store.Lease
 	guid   ledger.GUID
 	killed bool
+	// c is the flow definition the delivery's job runs on, which judge
+	// looked up.
+	c *compiled
 	// entered is when the entry commit was made (for the history).
 	entered time.Time
 	// wake is when a sleep node's first delivery set its timer for.
@@ -197,10 +200,10 @@ func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int
 	if paused && !killed { // kill beats pause: a killed job winds down
 		return en.handBack(tx, pausedRetry)
 	}
-	if _, err := e.flow(en.t.Flow); err != nil {
+	var err error
+	if en.c, err = e.flow(en.t.Flow); err != nil {
 		return e.leaveUnserved(tx, en, err)
 	}
-	var err error
 	en.lease, err = e.lease(tx, en.m.Job)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		return en.handBack(tx, leaseHeldRetry)
@@ -340,10 +343,8 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 	if err := e.crash(runtype.CrashEntered); err != nil {
 		return nil, err
 	}
-	c, err := e.flow(en.t.Flow)
-	if err != nil { // judge handed such a delivery back; flows are never removed
-		return nil, fmt.Errorf("%s: %w", en.t.Act, err)
-	}
+	c := en.c // judge found it, or handed the delivery back
+	var err error
 	if superseded, err := e.superseded(ctx, c, en); err != nil || superseded {
 		if err != nil {
 			return nil, err

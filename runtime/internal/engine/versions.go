@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -223,20 +222,11 @@ func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
 	}
 	now := e.now().UTC()
 	rec := unservedRecord{Act: en.t.Act, Flow: en.t.Flow, Since: now}
-	switch raw, err := tx.Get(unservedKey(en.job, en.t.Act)); {
-	case err == nil:
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return err
-		}
-	case !errors.Is(err, store.ErrNotFound):
+	if _, err := getJSON(tx, unservedKey(en.job, en.t.Act), &rec); err != nil {
 		return err
 	}
 	rec.Reason, rec.Worker, rec.Seen = why.Error(), e.opts.Owner, rec.Seen+1
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if err := tx.Put(unservedKey(en.job, en.t.Act), raw); err != nil {
+	if err := putJSON(tx, unservedKey(en.job, en.t.Act), rec); err != nil {
 		return err
 	}
 	if now.Sub(rec.Since) < unservedGrace {

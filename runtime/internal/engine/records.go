@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// getJSON decodes the JSON value under key into v and reports whether
+// there was one; an absent key leaves v as it was.
+func getJSON(tx store.ReadTx, key []byte, v any) (bool, error) {
+	raw, err := tx.Get(key)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+// lookupJSON is getJSON in a read transaction of its own.
+func lookupJSON(ctx context.Context, s store.Store, key []byte, v any) (found bool, err error) {
+	err = s.View(ctx, func(tx store.ReadTx) error {
+		found, err = getJSON(tx, key, v)
+		return err
+	})
+	return found, err
+}
+
+// putJSON puts v, as JSON, under key.
+func putJSON(tx store.Tx, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Put(key, raw)
+}
+
+// lockRow makes the transactions that call it with key run one after
+// another from that call on: it adds to the counter under key (which, on
+// PostgreSQL, takes the counter's row until the commit; bbolt has one
+// writer anyway) and takes the addition back in the same commit, so the
+// counter stays 0. A record read after it reflects every earlier holder's
+// commit.
+func lockRow(tx store.Tx, key []byte) error {
+	if _, err := tx.Add(key, 1, 1); err != nil {
+		return err
+	}
+	return tx.Bump(key, -1, 1)
+}
