@@ -357,13 +357,16 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 		{"status", "0003 ack_by_key           applied"},
 		{"status", "0004 enqueue_reserved     applied"},
 		{"status", "0005 reserve              applied"},
+		{"status", "0006 acked_at             applied"},
+		{"down", "reverted 6"},
+		{"status", "0006 acked_at             pending"},
 		{"down", "reverted 5"},
 		{"down", "reverted 4"},
 		{"status", "0004 enqueue_reserved     pending"},
 		{"down", "reverted 3"},
 		{"status", "0003 ack_by_key           pending"},
 		{"status", "0002 apply                applied"},
-		{"up", "applied 3\napplied 4\napplied 5"},
+		{"up", "applied 3\napplied 4\napplied 5\napplied 6"},
 		{"up", "schema is up to date"},
 	} {
 		r := run(t, "", "migrate", step.args, "--database-url", url)

@@ -46,6 +46,14 @@ type Store interface {
 	Update(ctx context.Context, fn func(Tx) error) error
 	// View runs fn in a read-only transaction over a consistent snapshot.
 	View(ctx context.Context, fn func(ReadTx) error) error
+	// PurgeAcked forgets up to max messages of stream that were
+	// acknowledged before before, and returns how many it forgot. It works
+	// in transactions of its own, short enough not to hold up other
+	// writers; call it again for more. Pending and dead-lettered messages
+	// are never forgotten. An Enqueue of a forgotten ID publishes it again,
+	// so only messages that no step can publish again may go: the caller
+	// picks before accordingly.
+	PurgeAcked(ctx context.Context, stream string, before time.Time, max int) (int, error)
 	// Close releases the store; a closed store's methods return errors.
 	Close() error
 }
@@ -169,6 +177,11 @@ type Tx interface {
 	Fence(l Lease) error
 	// ReleaseLease ends l early if it is still current.
 	ReleaseLease(l Lease) error
+	// DeleteLease forgets the job's lease record, current or not, for a
+	// job that no one will work again (its records are being deleted): a
+	// holder's next Fence fails with ErrFenced, and a later AcquireLease
+	// would count its tokens from the start again.
+	DeleteLease(job []byte) error
 }
 
 // Savepoints is implemented by transactions that can undo part of their

@@ -27,7 +27,7 @@ var (
 	bucketLeases   = []byte("leases")
 	bucketMsgs     = []byte("msgs")  // stream \0 id -> record
 	bucketReady    = []byte("ready") // stream \0 visibleAt id -> nil
-	bucketDone     = []byte("done")  // stream \0 id -> nil, acknowledged ids
+	bucketDone     = []byte("done")  // stream \0 id -> acknowledged at (purge.go)
 	allBuckets     = [][]byte{bucketKV, bucketCounters, bucketLeases, bucketMsgs, bucketReady, bucketDone}
 )
 
@@ -55,6 +55,7 @@ type Store struct {
 	now       func() time.Time
 	commit    committer
 	listeners subscribers
+	purge     purgeCursor
 }
 
 var _ store.Store = (*Store)(nil)

@@ -84,3 +84,5 @@ func (t *tx) ReleaseLease(want store.Lease) error {
 	}
 	return t.b(bucketLeases).Put(want.Job, raw)
 }
+
+func (t *tx) DeleteLease(job []byte) error { return t.b(bucketLeases).Delete(job) }

@@ -213,7 +213,7 @@ func (t *tx) Ack(rc store.Receipt) error {
 	if err := t.b(bucketMsgs).Delete(key); err != nil {
 		return err
 	}
-	return t.b(bucketDone).Put(key, nil)
+	return t.b(bucketDone).Put(key, ackedAt(t.now))
 }
 
 func (t *tx) Settle(rc store.Receipt) error {

@@ -58,6 +58,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"StreamNackAndDeadLetter", testStreamNackAndDeadLetter},
 		{"PendingReceiptSettles", testPendingReceiptSettles},
 		{"EnqueueIsIdempotent", testEnqueueIsIdempotent},
+		{"PurgeAckedForgetsOnlyOldAcknowledgements", testPurgeAcked},
+		{"DeleteLeaseFencesItsHolder", testDeleteLease},
 		{"EnqueueInFailedUpdateIsNotPublished", testEnqueueInFailedUpdate},
 		{"EnqueueReserved", testEnqueueReserved},
 		{"Leases", testLeases},
@@ -625,6 +627,120 @@ func testEnqueueIsIdempotent(t *testing.T, h *harness) {
 	})
 	if _, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
 		t.Fatalf("duplicate publish delivered again: %v", err)
+	}
+}
+
+// testPurgeAcked: PurgeAcked forgets acknowledgements older than its
+// horizon, at most max a call, oldest first where the backend orders
+// them, never a pending, a younger or a dead-lettered message; a
+// forgotten id can be published again.
+func testPurgeAcked(t *testing.T, h *harness) {
+	ctx := context.Background()
+	publish := func(ns ...byte) {
+		h.update(func(tx store.Tx) error {
+			for _, n := range ns {
+				if err := tx.Enqueue(store.Message{ID: id(n), Stream: "s", Payload: []byte{n}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	ack := func() {
+		m, err := h.reserve("s", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.update(func(tx store.Tx) error { return tx.Ack(m.Receipt) })
+	}
+	publish(1, 2, 3, 4, 5, 6)
+	for range 3 { // 1, 2 and 3, an hour ago
+		ack()
+	}
+	h.clock.Advance(time.Hour)
+	horizon := h.clock.Now()
+	ack() // 4, now
+	m5, err := h.reserve("s", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.update(func(tx store.Tx) error { return tx.DeadLetter(m5.Receipt, "poison") })
+	h.clock.Advance(time.Hour)
+	// 6 stays pending; an acknowledged message of another stream is not
+	// this stream's.
+	h.update(func(tx store.Tx) error {
+		return tx.Enqueue(store.Message{ID: id(9), Stream: "other", Payload: []byte("o")})
+	})
+	o, err := h.reserve("other", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Ack(o.Receipt) })
+
+	var forgot int
+	for range 4 {
+		n, err := h.s.PurgeAcked(ctx, "s", horizon, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 2 {
+			t.Fatalf("one call forgot %d messages, more than its max of 2", n)
+		}
+		forgot += n
+	}
+	if forgot != 3 {
+		t.Fatalf("forgot %d messages acknowledged before the horizon, want 3", forgot)
+	}
+	// Publishing every id again: the forgotten come back, the rest do not.
+	publish(1, 2, 3, 4, 5, 6)
+	h.update(func(tx store.Tx) error {
+		return tx.Enqueue(store.Message{ID: id(9), Stream: "other", Payload: []byte("o")})
+	})
+	var got []byte
+	for {
+		m, err := h.reserve("s", time.Minute)
+		if errors.Is(err, store.ErrEmpty) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.ID[15])
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []byte{1, 2, 3, 6}) {
+		t.Fatalf("after the purge, publishing again delivered %v, want [1 2 3 6]", got)
+	}
+	if _, err := h.reserve("other", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("a purge of s forgot a message of another stream: %v", err)
+	}
+	var dead []store.Message
+	h.view(func(tx store.ReadTx) error {
+		dead, err = tx.Pending("s" + store.DeadLetterSuffix)
+		return err
+	})
+	if len(dead) != 1 || dead[0].ID != id(5) {
+		t.Fatalf("dead letters after the purge: %v", dead)
+	}
+}
+
+// testDeleteLease: a deleted lease is gone; its holder is fenced.
+func testDeleteLease(t *testing.T, h *harness) {
+	a, err := acquire(h, "job", "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.update(func(tx store.Tx) error { return tx.DeleteLease([]byte("job")) })
+	h.update(func(tx store.Tx) error { return tx.DeleteLease([]byte("never leased")) })
+	h.view(func(tx store.ReadTx) error {
+		if _, err := tx.Lease([]byte("job")); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("lease after its deletion: %v", err)
+		}
+		return nil
+	})
+	err = h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Fence(a) })
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("the holder of a deleted lease was not fenced: %v", err)
 	}
 }
 
