@@ -114,6 +114,12 @@ type Tx interface {
 	PutOnce(key, value []byte) error
 	// Delete removes the value under key; deleting nothing succeeds.
 	Delete(key []byte) error
+	// DeletePrefix removes up to max of the values and counters whose keys
+	// start with prefix, values first and each in key order, and returns
+	// how many it removed: fewer than max means none is left. It deletes
+	// without reading them to the caller, so a large prefix goes in
+	// bounded transactions, one call each.
+	DeletePrefix(prefix []byte, max int) (int, error)
 	// Add adds delta to the counter under key and returns the new value,
 	// failing with ErrOverflow when it would leave [0, max].
 	Add(key []byte, delta, max int64) (int64, error)

@@ -101,3 +101,27 @@ func (p *purgeCursor) remember(stream string, next []byte) {
 	}
 	p.from[stream] = next
 }
+
+func (t *tx) DeletePrefix(prefix []byte, max int) (int, error) {
+	// The counters this transaction changed are written first, so the
+	// buckets hold everything to delete.
+	if err := t.flushCounters(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range [][]byte{bucketKV, bucketCounters} {
+		b := t.b(name)
+		var doomed [][]byte
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n+len(doomed) < max; k, _ = c.Next() {
+			doomed = append(doomed, bytes.Clone(k))
+		}
+		for _, k := range doomed {
+			if err := b.Delete(k); err != nil {
+				return n, err
+			}
+		}
+		n += len(doomed)
+	}
+	return n, nil
+}

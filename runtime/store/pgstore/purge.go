@@ -40,3 +40,42 @@ func (t *tx) DeleteLease(job []byte) error {
 	delete(t.holding, string(job))
 	return t.exec(deleteLeaseSQL, job)
 }
+
+// deletePrefixSQL deletes up to $3 values, then up to what is left of $3
+// counters, with keys in [$1, $2), in one statement; deleteFromSQL is it
+// for a prefix with no end bound (0xff bytes). The bounds are written
+// out, not ORed with a test for a missing one, so that each read of the
+// key index stops at the prefix's end.
+const (
+	deletePrefixSQL = `WITH v AS (
+	DELETE FROM flowgen_kv WHERE k IN (SELECT k FROM flowgen_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3)
+	RETURNING 1
+), c AS (
+	DELETE FROM flowgen_counters WHERE k IN (SELECT k FROM flowgen_counters WHERE k >= $1 AND k < $2 ORDER BY k
+		LIMIT greatest($3 - (SELECT count(*) FROM v), 0))
+	RETURNING 1
+) SELECT (SELECT count(*) FROM v) + (SELECT count(*) FROM c)`
+	deleteFromSQL = `WITH v AS (
+	DELETE FROM flowgen_kv WHERE k IN (SELECT k FROM flowgen_kv WHERE k >= $1 ORDER BY k LIMIT $2)
+	RETURNING 1
+), c AS (
+	DELETE FROM flowgen_counters WHERE k IN (SELECT k FROM flowgen_counters WHERE k >= $1 ORDER BY k
+		LIMIT greatest($2 - (SELECT count(*) FROM v), 0))
+	RETURNING 1
+) SELECT (SELECT count(*) FROM v) + (SELECT count(*) FROM c)`
+)
+
+func (t *tx) DeletePrefix(prefix []byte, max int) (int, error) {
+	if err := t.flush(); err != nil {
+		return 0, err
+	}
+	start, end := prefixRange(prefix)
+	var n int
+	var err error
+	if end == nil {
+		err = t.queryRow(deleteFromSQL, nonNil(start), max).Scan(&n)
+	} else {
+		err = t.queryRow(deletePrefixSQL, nonNil(start), end, max).Scan(&n)
+	}
+	return n, err
+}

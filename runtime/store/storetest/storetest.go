@@ -60,6 +60,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"EnqueueIsIdempotent", testEnqueueIsIdempotent},
 		{"PurgeAckedForgetsOnlyOldAcknowledgements", testPurgeAcked},
 		{"DeleteLeaseFencesItsHolder", testDeleteLease},
+		{"DeletePrefixInBoundedCalls", testDeletePrefix},
 		{"EnqueueInFailedUpdateIsNotPublished", testEnqueueInFailedUpdate},
 		{"EnqueueReserved", testEnqueueReserved},
 		{"Leases", testLeases},
@@ -721,6 +722,77 @@ func testPurgeAcked(t *testing.T, h *harness) {
 	})
 	if len(dead) != 1 || dead[0].ID != id(5) {
 		t.Fatalf("dead letters after the purge: %v", dead)
+	}
+}
+
+// testDeletePrefix: DeletePrefix removes values and counters under a
+// prefix, at most max a call, including what the same transaction wrote
+// just before, and nothing outside the prefix.
+func testDeletePrefix(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		for _, k := range []string{"a/1", "a/2", "a/3", "a/4", "a/5", "a", "ab/1", "b/1"} {
+			if err := tx.Put([]byte(k), []byte("v")); err != nil {
+				return err
+			}
+		}
+		for _, k := range []string{"a/x", "a/y", "b/x"} {
+			if err := tx.Bump([]byte(k), 7, 100); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var calls []int
+	for {
+		var n int
+		h.update(func(tx store.Tx) error {
+			// A write held back in this transaction is under the prefix too.
+			if err := tx.Put([]byte("a/6"), []byte("late")); err != nil {
+				return err
+			}
+			if err := tx.Bump([]byte("a/z"), 1, 100); err != nil {
+				return err
+			}
+			var err error
+			n, err = tx.DeletePrefix([]byte("a/"), 3)
+			return err
+		})
+		calls = append(calls, n)
+		if n < 3 || len(calls) == 5 {
+			break
+		}
+	}
+	// Each call puts a/6 and a/z back and removes three, until fewer
+	// than three are left.
+	for i, n := range calls[:len(calls)-1] {
+		if n != 3 {
+			t.Fatalf("call %d removed %d, want 3 (calls %v)", i, n, calls)
+		}
+	}
+	h.update(func(tx store.Tx) error {
+		n, err := tx.DeletePrefix([]byte("a/"), 100)
+		if err == nil && n != 0 {
+			return fmt.Errorf("a last call removed %d, want 0", n)
+		}
+		return err
+	})
+	for _, k := range []string{"a/1", "a/5", "a/6"} {
+		if _, err := h.get(k); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s after DeletePrefix: %v", k, err)
+		}
+	}
+	for _, k := range []string{"a/x", "a/z"} {
+		if n := h.counter(k); n != 0 {
+			t.Errorf("counter %s after DeletePrefix: %d", k, n)
+		}
+	}
+	for _, k := range []string{"a", "ab/1", "b/1"} {
+		if v, err := h.get(k); err != nil || v != "v" {
+			t.Errorf("%s outside the prefix: %q %v", k, v, err)
+		}
+	}
+	if n := h.counter("b/x"); n != 7 {
+		t.Errorf("counter b/x outside the prefix: %d", n)
 	}
 }
 
