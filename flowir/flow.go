@@ -248,11 +248,13 @@ type Policies struct {
 	Budget          *Budget  `json:"budget,omitempty" doc:"Bounds each job of the flow; a subflow's budget never exceeds what its parent has left."`
 	// OnCompensationFailure is the compensation chain's policy.
 	OnCompensationFailure CompensationFailure `json:"onCompensationFailure,omitempty" doc:"When a compensation of a failed job fails: continue with the next (default), halt the chain there, or retry it with backoff until it succeeds."`
+	// Retention is how long a finished job is kept.
+	Retention flowtype.Duration `json:"retention,omitzero" doc:"How long a finished job of the flow is kept (its state, history and job key) before the store's sweeper deletes it; default: the worker's retention, 7 days unless set."`
 }
 
 // IsZero reports whether no policy is set, for canonical JSON.
 func (p Policies) IsZero() bool {
-	return p.DedupeStore == "" && len(p.Egress) == 0 && p.MaxSubflowDepth == 0 && p.Budget == nil && p.OnCompensationFailure == ""
+	return p.DedupeStore == "" && len(p.Egress) == 0 && p.MaxSubflowDepth == 0 && p.Budget == nil && p.OnCompensationFailure == "" && p.Retention == 0
 }
 
 // SplitPort splits "alias.port" at the first dot.

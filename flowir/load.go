@@ -304,6 +304,10 @@ type resolver struct {
 func (r *resolver) resolve() {
 	f := r.g.Flow
 	r.budget(f.Policies.Budget)
+	if f.Policies.Retention < 0 {
+		r.diags.Add(f.Policies.At("retention"), diag.FMT006, "use a positive duration, or leave it out for the worker's default",
+			"retention %s is negative", f.Policies.Retention)
+	}
 	for _, n := range f.Nodes {
 		if n == nil {
 			continue

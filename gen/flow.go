@@ -212,6 +212,9 @@ func (fg *flowGen) emit(f *jen.File) {
 		policy := map[flowir.CompensationFailure]string{"continue": "CompensateContinue", "halt": "CompensateHalt", "retry": "CompensateRetry"}[p]
 		body = append(body, jen.Id("b").Dot("SetCompensationFailure").Call(jen.Qual(runtimePkg, policy)))
 	}
+	if r := flow.Policies.Retention; r > 0 {
+		body = append(body, jen.Id("b").Dot("SetRetention").Call(durationCode(time.Duration(r))))
+	}
 	vars := map[*flowir.GraphNode]string{}
 	// Bodies of forEach nodes are added before their forEach.
 	order := make([]*flowir.GraphNode, 0, len(fg.g.Nodes))

@@ -35,6 +35,10 @@ func (b *Builder) SetVersion(version string) { b.flow.Version = version }
 // fails (Flow.OnCompensationFailure).
 func (b *Builder) SetCompensationFailure(p CompensationFailure) { b.flow.OnCompensationFailure = p }
 
+// SetRetention sets how long a finished job of the flow is kept
+// (Flow.Retention).
+func (b *Builder) SetRetention(d time.Duration) { b.flow.Retention = d }
+
 // SetBudget sets the budget of each job of the flow (Flow.Budget).
 func (b *Builder) SetBudget(budget Budget) { b.flow.Budget = budget }
 

@@ -85,7 +85,11 @@ func (d *StoreDedupe) PutIfAbsent(ctx context.Context, key string, ttl time.Dura
 			return err
 		}
 		fresh = true
-		return tx.Put(k, binary.BigEndian.AppendUint64(nil, uint64(now.Add(ttl).UnixNano())))
+		expires := now.Add(ttl)
+		if err := tx.Put(k, binary.BigEndian.AppendUint64(nil, uint64(expires.UnixNano()))); err != nil {
+			return err
+		}
+		return engine.ExpireAt(tx, k, expires)
 	})
 	if err != nil {
 		return false, NewError(Transient, err)

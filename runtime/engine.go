@@ -45,6 +45,16 @@ type Options struct {
 	// lease renewal of a heartbeating node. time.After when nil; tests
 	// pass a fake clock's (testharness.Clock.After) to drive it.
 	After func(time.Duration) <-chan time.Time
+	// Retention is how long a finished job is kept, with its state,
+	// history and job key, when its flow sets no Retention (default 7
+	// days; negative: for good). Acknowledged message ids are kept as
+	// long, and at least a minute and two Visibility timeouts.
+	Retention time.Duration
+	// SweepEvery is how often Run sweeps the store (Engine.Sweep; default
+	// 1m; negative: never).
+	SweepEvery time.Duration
+	// SweepBatch bounds the deletions of one sweeper commit (default 500).
+	SweepBatch int
 }
 
 // Crash points, in protocol order. Steps 1 and 2 commit in one
@@ -58,6 +68,8 @@ const (
 	CrashStep2    = runtype.CrashStep2    // steps 1 and 2 committed
 	CrashStep3    = runtype.CrashStep3    // the job completed (the closing message only)
 	CrashAcked    = runtype.CrashAcked    // message acknowledged
+	// CrashSwept follows each commit of the retention sweeper (Sweep).
+	CrashSwept = runtype.CrashSwept
 )
 
 // CrashPoints lists every crash point in protocol order.
@@ -87,6 +99,9 @@ func New(s store.Store, opts Options) *Engine {
 			Logger:     opts.Logger,
 			Now:        opts.Now,
 			After:      opts.After,
+			Retention:  opts.Retention,
+			SweepEvery: opts.SweepEvery,
+			SweepBatch: opts.SweepBatch,
 		}),
 		grant: opts.Capabilities,
 	}
@@ -239,6 +254,15 @@ func (e *Engine) Jobs(ctx context.Context, q JobQuery) (JobList, error) {
 func (e *Engine) Waiting(ctx context.Context, job JobID) ([]string, error) {
 	return e.engine.Waiting(ctx, job)
 }
+
+// Sweep deletes, in bounded commits, what retention lets go of by now:
+// finished jobs past their flow's retention (Flow.Retention, else
+// Options.Retention) with their state, history, job key and lease; dedupe
+// records and cache entries past their TTL; stored inputs no job refers
+// to; acknowledged message ids older than the retention. Run calls it
+// every Options.SweepEvery. Several processes may call it at once: one
+// sweeps, the others return Swept.Busy.
+func (e *Engine) Sweep(ctx context.Context) (Swept, error) { return e.engine.Sweep(ctx) }
 
 // Status returns the job's current status.
 func (e *Engine) Status(ctx context.Context, job JobID) (JobStatus, error) {

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 
@@ -26,6 +28,9 @@ type Flow struct {
 	// does when a compensation fails: continue (the default), halt or
 	// retry (CompensationFailure).
 	OnCompensationFailure CompensationFailure
+	// Retention is how long a finished job of the flow is kept before the
+	// sweeper deletes it; zero is the engine's Options.Retention.
+	Retention time.Duration
 }
 
 // FlowNode is one node of a flow: exactly one of Runner, Switch, ForEach,
@@ -83,7 +88,7 @@ func (f *Flow) engineFlow(grant func(NodeInfo) Capabilities) *engine.Flow {
 		}
 		return runnerTask{r, grant}
 	}
-	ef := &engine.Flow{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget, OnCompensationFailure: f.OnCompensationFailure}
+	ef := &engine.Flow{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget, OnCompensationFailure: f.OnCompensationFailure, Retention: f.Retention}
 	for _, n := range f.Nodes {
 		en := &engine.Node{Alias: n.Alias, Task: task(n.Runner), Params: n.Params,
 			Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint, Sleep: n.Sleep}

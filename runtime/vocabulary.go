@@ -8,6 +8,9 @@ import "github.com/flowgen-dev/flowgen/runtime/runtype"
 // JobID is a job's root id: a UUIDv7, so ids sort by creation time.
 type JobID = runtype.JobID
 
+// Swept reports what one Engine.Sweep deleted.
+type Swept = runtype.Swept
+
 // NewJobID returns a fresh UUIDv7 job id.
 func NewJobID() (JobID, error) { return runtype.NewJobID() }
 

@@ -16,5 +16,9 @@ const (
 	CrashAcked    = "acked"    // message acknowledged
 )
 
+// CrashSwept follows each commit of the retention sweeper; it is not a
+// point of the step protocol, so CrashPoints leaves it out.
+const CrashSwept = "swept"
+
 // CrashPoints lists every crash point in protocol order.
 var CrashPoints = []string{CrashReserved, CrashEntered, CrashWorked, CrashStep2, CrashStep3, CrashAcked}

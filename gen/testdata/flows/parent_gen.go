@@ -32,6 +32,7 @@ func NewDemoParent(c DemoParentConnectors) (*runtime.Flow, error) {
 		Timeout:     time.Hour,
 	})
 	b.SetCompensationFailure(runtime.CompensateHalt)
+	b.SetRetention(72 * time.Hour)
 	slugNode := runtime.AddNode(b, "slug", pure.NewTypedNode(c.Slug), runtime.NodeOptions{
 		HeartbeatTimeout: 500 * time.Millisecond,
 		Timeout:          2 * time.Second,

@@ -80,5 +80,8 @@ func (e *Engine) recordCache(tx store.Tx, c *compiled, en *entry, res *result) e
 	if info.Cache.TTL > 0 {
 		rec.Expires = e.now().Add(info.Cache.TTL)
 	}
-	return putJSON(tx, cacheEntryKey(key), rec)
+	if err := putJSON(tx, cacheEntryKey(key), rec); err != nil || rec.Expires.IsZero() {
+		return err
+	}
+	return ExpireAt(tx, cacheEntryKey(key), rec.Expires)
 }

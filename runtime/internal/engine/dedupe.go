@@ -69,9 +69,9 @@ func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) 
 	if ttl <= 0 {
 		ttl = defaultDedupeTTL
 	}
-	raw, err := json.Marshal(dedupeRecord{Expires: e.now().Add(ttl), Output: res.Output, Job: en.job.String()})
-	if err != nil {
+	rec := dedupeRecord{Expires: e.now().Add(ttl), Output: res.Output, Job: en.job.String()}
+	if err := putJSON(tx, edgeDedupeKey(key), rec); err != nil {
 		return err
 	}
-	return tx.Put(edgeDedupeKey(key), raw)
+	return ExpireAt(tx, edgeDedupeKey(key), rec.Expires)
 }

@@ -29,6 +29,9 @@ type Options struct {
 	Logger     *slog.Logger
 	Now        func() time.Time
 	After      func(time.Duration) <-chan time.Time
+	Retention  time.Duration
+	SweepEvery time.Duration
+	SweepBatch int
 }
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
@@ -94,6 +97,15 @@ func New(s store.Store, opts Options) *Engine {
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 16
+	}
+	if opts.Retention == 0 {
+		opts.Retention = defaultRetention
+	}
+	if opts.SweepEvery == 0 {
+		opts.SweepEvery = defaultSweepEvery
+	}
+	if opts.SweepBatch <= 0 {
+		opts.SweepBatch = defaultSweepBatch
 	}
 	log := opts.Logger
 	if log == nil {
@@ -417,6 +429,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 	lim.wake = wake
 	var wg sync.WaitGroup
 	wg.Go(func() { e.runSchedules(ctx) })
+	wg.Go(func() { e.runSweeper(ctx) })
 	for range max(workers, 1) {
 		wg.Add(1)
 		go func() {

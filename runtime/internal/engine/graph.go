@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,6 +50,10 @@ type Flow struct {
 	// OnCompensationFailure is the flow's policy for a compensation that
 	// fails (runtype.CompensationFailure); empty is continue.
 	OnCompensationFailure runtype.CompensationFailure
+	// Retention is how long a finished job is kept; zero is the engine's
+	// Options.Retention. It is not part of the content hash: keeping jobs
+	// longer or shorter changes no job's course.
+	Retention time.Duration
 }
 
 // Node is one node of a Flow: exactly one of Task, Switch, ForEach,

@@ -52,6 +52,8 @@ import (
 //	cache/<key>                   a cached connector output               value
 //	jobs.indexed                  the job index covers older jobs         value
 //	blobs/<sha256>                an input too large to travel inline     value
+//	blobs/<sha256>                jobs whose input the blob is            counter
+//	exp/<ns>/<key>                <key> may go from Unix time <ns>        value
 //	dedupe/edge/<key>             exactly-once edge record                value
 //	dedupe/<key>                  dedupe capability record                value
 //	kv/<namespace>/<key>          KV capability value                     value
@@ -115,6 +117,14 @@ func CapabilityDedupeKey(key string) []byte { return []byte("dedupe/" + key) }
 
 // KVKey is where the kv capability of namespace stores key.
 func KVKey(namespace, key string) []byte { return []byte("kv/" + namespace + "/" + key) }
+
+// expiryKey is the expiry entry that lets the sweeper delete key from at.
+func expiryKey(at time.Time, key []byte) []byte {
+	k := make([]byte, 0, len(expiryPrefix)+21+len(key))
+	k = append(k, expiryPrefix...)
+	k = append(k, fmt.Sprintf("%020d/", max(at.UnixNano(), 0))...)
+	return append(k, key...)
+}
 
 func jobPrefix(j runtype.JobID, kind string) []byte { return append(jobKey(j, kind), '/') }
 func rootPrefix(j runtype.JobID) []byte             { return appendRoot(nil, j) }

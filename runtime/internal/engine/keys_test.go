@@ -60,12 +60,13 @@ func TestKeyLayout(t *testing.T) {
 		"dedupe/edge/<key>":              edgeDedupeKey("<key>"),
 		"dedupe/<key>":                   CapabilityDedupeKey("<key>"),
 		"kv/<namespace>/<key>":           KVKey("<namespace>", "<key>"),
+		"exp/<ns>/<key>":                 expiryKey(time.Unix(0, 7), []byte("<key>")),
 	}
 	// What each placeholder becomes for the arguments above.
 	fill := strings.NewReplacer(
 		"pid/<root>/", root, "<n>", "7", "<msg>", "ab000000000000000000000000000000",
 		"<seq>", "000000000003", "<t>", "00000000000000000007.000008", "<i>", "000000000004", "<shard>", "000000000005",
-		"<inverted-root>", "fe"+strings.Repeat("ff", 15),
+		"<inverted-root>", "fe"+strings.Repeat("ff", 15), "<ns>", "00000000000000000007",
 	)
 	for drawn, key := range layout {
 		if want := fill.Replace(drawn); string(key) != want {

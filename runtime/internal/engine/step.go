@@ -722,7 +722,7 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		if en.res != nil {
 			known[string(resultKey(en.job, en.t.Act))] = en.res
 		}
-		if err := e.complete(tx, en.job, end, out, known); err != nil {
+		if err := e.complete(tx, en.job, e.retention(en.c), end, out, known); err != nil {
 			return err
 		}
 		// A finished job's lease has nothing left to hand over at
@@ -833,11 +833,11 @@ func (e *Engine) crash(point string) error {
 	return e.crashed
 }
 
-// complete writes the job's final status from its activations' results;
-// known holds results the caller has in hand, by key (the closing
-// activation's own, usually the only terminal one), which it need not
-// read.
-func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcome, known map[string]*result) error {
+// complete writes the job's final status from its activations' results,
+// with the expiry entry that deletes the job after retention; known holds
+// results the caller has in hand, by key (the closing activation's own,
+// usually the only terminal one), which it need not read.
+func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duration, end ending, out outcome, known map[string]*result) error {
 	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC(),
 		Errors: out.errors, Compensated: out.compensated}
 	// Only these of the meta: decoding the rest (the job's input, its
@@ -878,6 +878,9 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, end ending, out outcom
 		return err
 	}
 	if err := e.record(tx, job, runtype.HistoryEvent{At: st.Finished, Event: runtype.EventFinished, Detail: string(st.State)}); err != nil {
+		return err
+	}
+	if err := expireJob(tx, job, st.Finished, retention); err != nil {
 		return err
 	}
 	return e.reportToParent(tx, job, meta.Parent, raw)

@@ -30,13 +30,17 @@ const defaultMaxDepth = 8
 var errStartChild = errors.New("start child")
 
 // boundary returns the input to put in a message: inline when small,
-// otherwise stored once under its hash and referenced.
+// otherwise stored once under its hash and referenced, counting the job
+// whose input it is (writeJob calls it once per job).
 func boundary(tx store.Tx, input json.RawMessage) (json.RawMessage, string, error) {
 	if len(input) <= inlineLimit {
 		return input, "", nil
 	}
 	sum := sha256.Sum256(input)
 	ref := hex.EncodeToString(sum[:])
+	if err := referenceBlob(tx, ref); err != nil {
+		return nil, "", err
+	}
 	if err := tx.PutOnce(blobKey(ref), input); err != nil {
 		return nil, "", err
 	}
