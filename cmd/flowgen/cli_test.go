@@ -280,20 +280,28 @@ func TestCanonicalJSONFlowValidates(t *testing.T) {
 	}
 }
 
-// TestJobCommands runs a job on a store file, then inspects, pauses,
-// resumes and kills through the command line.
-func TestJobCommands(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "jobs.db")
+// echoStore opens a store file at path with an engine on it that has the
+// flow "one", whose one node echoes its input.
+func echoStore(t *testing.T, path string, opts runtime.Options) (*boltstore.Store, *runtime.Engine) {
+	t.Helper()
 	s, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	echo := runtime.Typed(runtime.NodeInfo{ID: "t.echo"}, func(ctx *runtime.Context, _ struct{}, in json.RawMessage) (json.RawMessage, error) { return in, nil })
-	eng := runtime.New(s, runtime.Options{})
+	eng := runtime.New(s, opts)
 	if err := eng.Register(&runtime.Flow{Name: "one", Nodes: []*runtime.FlowNode{{Alias: "echo", Runner: echo}}}); err != nil {
 		t.Fatal(err)
 	}
+	return s, eng
+}
+
+// TestJobCommands runs a job on a store file, then inspects, pauses,
+// resumes and kills through the command line.
+func TestJobCommands(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	s, eng := echoStore(t, path, runtime.Options{})
 	ctx := context.Background()
 	done, err := eng.Start(ctx, "one", json.RawMessage(`{"x":1}`))
 	if err != nil {

@@ -65,6 +65,7 @@ func commands() []command {
 		{"schema", "print the JSON Schema of the ConnectorSpec or Flow format", schemaUsage, runSchema},
 		{"inspect", "show a job in words: states, attempts, times, errors and what it waits for", inspectUsage, runInspect},
 		{"migrate", "manage the PostgreSQL job store schema", migrateUsage, runMigrate},
+		{"store", "sweep a job store of what retention lets go, or compact a bbolt file", storeUsage, runStore},
 	}, controlCommands()...)
 }
 

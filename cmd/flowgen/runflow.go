@@ -282,18 +282,20 @@ Flags:
 type programFlags struct {
 	store, blobs *string
 	workers      *int
+	retention    *time.Duration
 }
 
 func newProgramFlags(fs *flag.FlagSet) programFlags {
 	return programFlags{
-		store:   fs.String("store", "", storeFlagHelp),
-		workers: fs.Int("workers", localrun.DefaultWorkers, "workers in the flow program's process"),
-		blobs:   fs.String("blobs", localrun.DefaultBlobs, "directory backing blob capabilities"),
+		store:     fs.String("store", "", storeFlagHelp),
+		workers:   fs.Int("workers", localrun.DefaultWorkers, "workers in the flow program's process"),
+		blobs:     fs.String("blobs", localrun.DefaultBlobs, "directory backing blob capabilities"),
+		retention: fs.Duration("retention", localrun.DefaultRetention, localrun.RetentionFlagHelp),
 	}
 }
 
 func (p programFlags) args(e *env) []string {
-	return []string{"--store", absUnlessURL(resolveStore(e, *p.store)), "--workers", fmt.Sprint(*p.workers), "--blobs", absUnlessDash(*p.blobs)}
+	return []string{"--store", absUnlessURL(resolveStore(e, *p.store)), "--workers", fmt.Sprint(*p.workers), "--blobs", absUnlessDash(*p.blobs), "--retention", p.retention.String()}
 }
 
 // loadFlows loads every flow file, printing diagnostics on failure.

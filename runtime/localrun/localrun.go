@@ -250,22 +250,28 @@ func untilSignalled(run func(context.Context, Process, ...Constructor) int, flow
 // Defaults of the flags every entry point takes (flowgen run, worker and
 // serve use the same).
 const (
-	DefaultWorkers = 4
-	DefaultBlobs   = "flowgen-blobs"
+	DefaultWorkers   = 4
+	DefaultBlobs     = "flowgen-blobs"
+	DefaultRetention = 7 * 24 * time.Hour
 )
+
+// RetentionFlagHelp is the help of --retention, here and in flowgen.
+const RetentionFlagHelp = "how long finished jobs are kept before the store's sweeper deletes them, when their flow sets no retention (negative: for good)"
 
 // flags are the flags every entry point takes.
 type flags struct {
-	store   *string
-	workers *int
-	blobs   *string
+	store     *string
+	workers   *int
+	blobs     *string
+	retention *time.Duration
 }
 
 func commonFlags(fs *flag.FlagSet) flags {
 	return flags{
-		store:   fs.String("store", DefaultStore, "job store: a bbolt file (created if missing) or a postgres:// URL"),
-		workers: fs.Int("workers", DefaultWorkers, "workers running in this process"),
-		blobs:   fs.String("blobs", DefaultBlobs, "directory backing blob capabilities"),
+		store:     fs.String("store", DefaultStore, "job store: a bbolt file (created if missing) or a postgres:// URL"),
+		workers:   fs.Int("workers", DefaultWorkers, "workers running in this process"),
+		blobs:     fs.String("blobs", DefaultBlobs, "directory backing blob capabilities"),
+		retention: fs.Duration("retention", DefaultRetention, RetentionFlagHelp),
 	}
 }
 
@@ -304,7 +310,7 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor) (*run
 		}
 		grants.Transport = &runtime.ConnectTo{Routes: routes}
 	}
-	e := runtime.New(st, runtime.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Capabilities: grants.For})
+	e := runtime.New(st, runtime.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Capabilities: grants.For, Retention: *f.retention})
 	var names []string
 	for _, build := range flows {
 		fl, err := build()
