@@ -160,7 +160,7 @@ var Codes = []Info{
 		"Declare the case, use `default`, or correct the label."},
 	{CTRL011, Error, "for_each items not an array",
 		"Point `items` at an array field of the upstream output."},
-	{CTRL012, Warning, "ordering declared but not enforced",
+	{CTRL012, Error, "ordering declared but not enforced",
 		"Remove `ordering: Ordered`, or set `ordering: Unordered`, and do not rely on the order deliveries arrive in."},
 	{SUB001, Error, "subflow input not listed",
 		"Add the port to the subflow's `inputs` if it may see this data."},

@@ -527,12 +527,12 @@ func relPaths(dir string, ps []string) []string {
 	return out
 }
 
-// edge resolves an edge's endpoints (DAG202, DAG203, CTRL010, SUB001) and warns of
-// an ordering the runtime does not enforce (CTRL012).
+// edge resolves an edge's endpoints (DAG202, DAG203, CTRL010, SUB001) and
+// refuses an ordering the runtime does not enforce (CTRL012).
 func (r *resolver) edge(e *Edge) {
 	if e.Has("ordering") && e.Ordering == flowtype.Ordered {
 		r.diags.Add(e.At("ordering"), diag.CTRL012, "remove ordering: Ordered, or set ordering: Unordered, and do not rely on the order deliveries arrive in",
-			"edge %s -> %s declares ordering Ordered, which the runtime does not enforce: its deliveries may run in parallel and in any order", e.From, e.To)
+			"edge %s -> %s declares ordering Ordered, which the runtime does not enforce yet: its deliveries may run in parallel and in any order", e.From, e.To)
 	}
 	from, fromPort, okFrom := r.endpoint(e, "from", e.From)
 	to, toPort, okTo := r.endpoint(e, "to", e.To)
