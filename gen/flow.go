@@ -469,5 +469,8 @@ func (fg *flowGen) connect(e *flowir.GraphEdge, vars map[*flowir.GraphNode]strin
 	if e.Back() {
 		opts[jen.Id("MaxIterations")] = jen.Lit(e.Cycle.MaxIterations)
 	}
+	if e.PartitionKey != "" {
+		opts[jen.Id("PartitionKey")] = jen.Lit(e.PartitionKey)
+	}
 	return jen.Qual(runtimePkg, "Connect").Call(jen.Id("b"), out, jen.Id(vars[e.To]).Dot("In").Call(), jen.Qual(runtimePkg, "EdgeOptions").Values(opts))
 }

@@ -54,7 +54,7 @@ func (e *nodeEmitter) emit(manifest []byte) {
 	if s.Idempotency != nil {
 		defs = append(defs,
 			Comment("IdempotencyScope is what a key is unique within."),
-			Id("IdempotencyScope").Op("=").Lit(s.Idempotency.Scope.String()),
+			Id("IdempotencyScope").Op("=").Qual(runtimePkg, "Scope"+s.Idempotency.Scope.String()),
 			Comment("IdempotencyTTL is how long a key is remembered."),
 			Id("IdempotencyTTL").Op("=").Add(durationCode(time.Duration(s.Idempotency.TTL))))
 	}
@@ -219,6 +219,9 @@ func (e *nodeEmitter) emitInfo() {
 	if e.spec.RateLimit != nil {
 		d[Id("RateLimit")] = Qual(runtimePkg, "RateLimit").Values(Dict{Id("QPS"): Id("RateLimitQPS"), Id("Burst"): Id("RateLimitBurst")})
 	}
+	if e.spec.Idempotency != nil {
+		d[Id("KeyScope")] = Id("IdempotencyScope")
+	}
 	if keys := e.keyFields(); len(keys) > 0 {
 		var lits []Code
 		for _, k := range keys {
@@ -277,7 +280,8 @@ func (e *nodeEmitter) emitKey() {
 	}))))
 	e.f.Comment("IdempotencyKey computes the canonical idempotency key of in as the flow node")
 	e.f.Comment(fmt.Sprintf("named node: from the key fields %s only, so it equals the key the", strings.Join(keys, ", ")))
-	e.f.Comment("runtime gives the activation (Context.IdempotencyKey).")
+	e.f.Comment("runtime gives the activation (Context.IdempotencyKey). Under an Edge or Partition")
+	e.f.Comment("IdempotencyScope, node is the scoped name runtime.KeyNode gives.")
 	e.f.Func().Id("IdempotencyKey").Params(Id("node").String(), Id("in").Op("*").Id(e.in.name)).Params(Qual(idemkeyPkg, "Key"), Error()).Block(body...)
 	e.f.Line()
 }

@@ -167,6 +167,8 @@ type EdgeOptions struct {
 	DedupeTTL time.Duration
 	// MaxIterations > 0 makes the edge a loop's back edge (Edge.MaxIterations).
 	MaxIterations int
+	// PartitionKey partitions the edge's data (Edge.PartitionKey).
+	PartitionKey string
 }
 
 // Connect adds an edge from an output to an input of the same type.
@@ -179,7 +181,7 @@ func Connect[T any](b *Builder, from Out[T], to In[T], opts EdgeOptions) {
 	}
 	b.flow.Edges = append(b.flow.Edges, Edge{
 		From: from.alias, FromPort: from.port, To: to.alias,
-		Delivery: opts.Delivery, DedupeTTL: opts.DedupeTTL, MaxIterations: opts.MaxIterations,
+		Delivery: opts.Delivery, DedupeTTL: opts.DedupeTTL, MaxIterations: opts.MaxIterations, PartitionKey: opts.PartitionKey,
 	})
 }
 

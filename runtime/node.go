@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
 
 // Effects and Determinism are the lattices a node declares.
@@ -12,6 +13,8 @@ type (
 	Effects     = flowtype.Effects
 	Determinism = flowtype.Determinism
 	RetryOwner  = flowtype.RetryOwner
+	// IdemScope is what an idempotency key is unique within.
+	IdemScope = flowtype.IdemScope
 )
 
 // The lattice values and retry owners generated code refers to.
@@ -26,7 +29,18 @@ const (
 	RetryNone         = flowtype.RetryNone
 	RetryConnector    = flowtype.RetryConnector
 	RetryOrchestrator = flowtype.RetryOrchestrator
+	ScopeNode         = flowtype.ScopeNode
+	ScopeEdge         = flowtype.ScopeEdge
+	ScopePartition    = flowtype.ScopePartition
 )
+
+// KeyNode is the node name an activation's idempotency key is computed
+// under, scoped as the connector's idempotency scope says: see
+// runtype.KeyNode. Pass it to a generated IdempotencyKey function to
+// compute the key an activation gets.
+func KeyNode(alias string, scope IdemScope, via, partition string) string {
+	return runtype.KeyNode(alias, scope, via, partition)
+}
 
 // Runner is a node at the runtime boundary: JSON in, JSON out. Generated
 // code implements it with Typed; hand-written runners are for tests.

@@ -85,13 +85,15 @@ func NewOrdersFulfilment(c OrdersFulfilmentConnectors) (*runtime.Flow, error) {
 	runtime.Connect(b, normalizeNode.Out("out"), checkStockNode.In(), runtime.EdgeOptions{})
 	runtime.Connect(b, normalizeNode.Out("out"), routeNode.In(), runtime.EdgeOptions{})
 	runtime.Connect(b, routeNode.Out("card"), chargeNode.In(), runtime.EdgeOptions{
-		DedupeTTL: 24 * time.Hour,
-		Delivery:  runtime.ExactlyOnce,
+		DedupeTTL:    24 * time.Hour,
+		Delivery:     runtime.ExactlyOnce,
+		PartitionKey: "customer.id",
 	})
 	runtime.Connect(b, routeNode.Out("manual"), approveNode.In(), runtime.EdgeOptions{})
 	runtime.Connect(b, approveNode.Out("approved"), chargeNode.In(), runtime.EdgeOptions{
-		DedupeTTL: 24 * time.Hour,
-		Delivery:  runtime.ExactlyOnce,
+		DedupeTTL:    24 * time.Hour,
+		Delivery:     runtime.ExactlyOnce,
+		PartitionKey: "customer.id",
 	})
 	runtime.Connect(b, routeNode.Out("invoice"), invoiceNode.In(), runtime.EdgeOptions{})
 	runtime.Connect(b, chargeNode.Out("out"), saveNode.In(), runtime.EdgeOptions{

@@ -104,6 +104,10 @@ type Edge struct {
 	// activation whose first attempt did not commit.
 	Delivery  flowtype.Delivery
 	DedupeTTL time.Duration
+	// PartitionKey is the dotted path of the field that partitions the
+	// edge's data: a target whose idempotency scope is Partition has keys
+	// unique per value of it (KeyNode).
+	PartitionKey string `json:",omitempty"`
 	// MaxIterations > 0 marks the back edge of a bounded loop. Each pass
 	// runs To and everything after it again in a fresh dimensional
 	// address (its own activation ids, ledgers and results), so passes

@@ -83,6 +83,9 @@ type NodeInfo struct {
 	// the input fields that form the key, in spec order.
 	KeySchema string
 	KeyFields []string
+	// KeyScope is what a key is unique within: the node (the default),
+	// each incoming edge, or each partition of the incoming edge (KeyNode).
+	KeyScope flowtype.IdemScope
 	// Capabilities names what the node may use (flowtype capability
 	// names: "http.read", "kv.write", ...); only these are granted.
 	Capabilities []string
@@ -109,4 +112,22 @@ type NodeInfo struct {
 	// "output") before the error reaches job state and logs. Generated
 	// nodes set it from their data-class table.
 	Redact func(part string, err error) error
+}
+
+// KeyNode is the node name an activation's idempotency key is computed
+// under (the canonical key's node; generated IdempotencyKey functions take
+// it): the node's alias for ScopeNode; with ScopeEdge, the alias and the
+// edge the activation arrived on, via ("from.port", the forEach alias for
+// its body, empty for an entry node); with ScopePartition, also partition,
+// the JSON of the incoming edge's partition key field in the input (empty
+// when the edge declares none). So keys of one node are unique per node,
+// per edge or per partition, as the connector's idempotency scope says.
+func KeyNode(alias string, scope flowtype.IdemScope, via, partition string) string {
+	switch scope {
+	case flowtype.ScopeEdge:
+		return alias + "<" + via
+	case flowtype.ScopePartition:
+		return alias + "<" + via + "|" + partition
+	}
+	return alias
 }

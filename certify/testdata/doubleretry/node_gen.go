@@ -27,7 +27,7 @@ const (
 	// KeySchema names the idempotency key schema: id@major version.
 	KeySchema = "broken.double_retry@1"
 	// IdempotencyScope is what a key is unique within.
-	IdempotencyScope = "Node"
+	IdempotencyScope = runtime.ScopeNode
 	// IdempotencyTTL is how long a key is remembered.
 	IdempotencyTTL = 0
 )
@@ -81,6 +81,7 @@ func Info() runtime.NodeInfo {
 		ID:           ID,
 		KeyFields:    []string{"n"},
 		KeySchema:    KeySchema,
+		KeyScope:     IdempotencyScope,
 		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
@@ -90,7 +91,8 @@ func Info() runtime.NodeInfo {
 
 // IdempotencyKey computes the canonical idempotency key of in as the flow node
 // named node: from the key fields n only, so it equals the key the
-// runtime gives the activation (Context.IdempotencyKey).
+// runtime gives the activation (Context.IdempotencyKey). Under an Edge or Partition
+// IdempotencyScope, node is the scoped name runtime.KeyNode gives.
 func IdempotencyKey(node string, in *Input) (idemkey.Key, error) {
 	return idemkey.Compute(idemkey.Input{
 		Fields: map[string]any{"n": in.N},

@@ -27,7 +27,7 @@ const (
 	// KeySchema names the idempotency key schema: id@major version.
 	KeySchema = "notify.slack_post@0"
 	// IdempotencyScope is what a key is unique within.
-	IdempotencyScope = "Node"
+	IdempotencyScope = runtime.ScopeNode
 	// IdempotencyTTL is how long a key is remembered.
 	IdempotencyTTL = 24 * time.Hour
 	// RateLimitQPS is the sustained calls per second the provider allows.
@@ -88,6 +88,7 @@ func Info() runtime.NodeInfo {
 		ID:           ID,
 		KeyFields:    []string{"order_id"},
 		KeySchema:    KeySchema,
+		KeyScope:     IdempotencyScope,
 		RateLimit: runtime.RateLimit{
 			Burst: RateLimitBurst,
 			QPS:   RateLimitQPS,
@@ -101,7 +102,8 @@ func Info() runtime.NodeInfo {
 
 // IdempotencyKey computes the canonical idempotency key of in as the flow node
 // named node: from the key fields order_id only, so it equals the key the
-// runtime gives the activation (Context.IdempotencyKey).
+// runtime gives the activation (Context.IdempotencyKey). Under an Edge or Partition
+// IdempotencyScope, node is the scoped name runtime.KeyNode gives.
 func IdempotencyKey(node string, in *Input) (idemkey.Key, error) {
 	return idemkey.Compute(idemkey.Input{
 		Fields: map[string]any{"order_id": in.OrderID},

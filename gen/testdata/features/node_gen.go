@@ -28,7 +28,7 @@ const (
 	// KeySchema names the idempotency key schema: id@major version.
 	KeySchema = "demo.features@3"
 	// IdempotencyScope is what a key is unique within.
-	IdempotencyScope = "Node"
+	IdempotencyScope = runtime.ScopeNode
 	// IdempotencyTTL is how long a key is remembered.
 	IdempotencyTTL = 36 * time.Hour
 	// RateLimitQPS is the sustained calls per second the provider allows.
@@ -89,6 +89,7 @@ func Info() runtime.NodeInfo {
 		ID:           ID,
 		KeyFields:    []string{"request_id", "account.id", "account.owner.id"},
 		KeySchema:    KeySchema,
+		KeyScope:     IdempotencyScope,
 		RateLimit: runtime.RateLimit{
 			Burst: RateLimitBurst,
 			QPS:   RateLimitQPS,
@@ -102,7 +103,8 @@ func Info() runtime.NodeInfo {
 
 // IdempotencyKey computes the canonical idempotency key of in as the flow node
 // named node: from the key fields request_id, account.id, account.owner.id only, so it equals the key the
-// runtime gives the activation (Context.IdempotencyKey).
+// runtime gives the activation (Context.IdempotencyKey). Under an Edge or Partition
+// IdempotencyScope, node is the scoped name runtime.KeyNode gives.
 func IdempotencyKey(node string, in *Input) (idemkey.Key, error) {
 	if in.Account.Owner == nil {
 		return idemkey.Key{}, fmt.Errorf("idempotency key of %s: key field \"account.owner.id\" is absent", node)

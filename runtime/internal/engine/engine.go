@@ -387,6 +387,12 @@ type task struct {
 	// Wake is set on a sleeping activation's parked task and on the
 	// message that wakes it (Resume "timer"): when, in Unix nanoseconds.
 	Wake int64 `cbor:"23,keyasint,omitempty"`
+	// Via is the edge the activation arrived on ("from.port"; the forEach
+	// for its body; none for an entry node) and Partition that edge's
+	// partition key path: the idempotency scope of the node's connector
+	// composes them into its key (runtype.KeyNode).
+	Via       string `cbor:"24,keyasint,omitempty"`
+	Partition string `cbor:"25,keyasint,omitempty"`
 }
 
 // publish puts t on the work stream as a message of job.

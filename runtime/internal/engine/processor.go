@@ -325,15 +325,33 @@ func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
 // activationKey computes the canonical idempotency key of an activation
 // from the key fields of its input; empty for nodes without a key.
 func activationKey(info runtype.NodeInfo, t task) (string, error) {
-	node := t.Node
-	if t.Kind == runtype.Undo {
-		node += "#undo" // the undo of a node has keys of its own
+	if len(info.KeyFields) == 0 {
+		return "", nil
 	}
-	return IdempotencyKey(info, node, t.Input)
+	if t.Kind == runtype.Undo {
+		return IdempotencyKey(info, t.Node+"#undo", t.Input) // the undo of a node has keys of its own
+	}
+	var partition string
+	if info.KeyScope == flowtype.ScopePartition && t.Partition != "" {
+		all, err := idemkey.ParseFields(t.Input)
+		if err != nil {
+			return "", fmt.Errorf("idempotency key of %s: %w", t.Node, err)
+		}
+		v, ok := fieldAt(all, t.Partition)
+		if !ok {
+			return "", fmt.Errorf("idempotency key of %s: input has no partition key field %q", t.Node, t.Partition)
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return "", fmt.Errorf("idempotency key of %s: partition key %q: %w", t.Node, t.Partition, err)
+		}
+		partition = string(raw)
+	}
+	return IdempotencyKey(info, runtype.KeyNode(t.Node, info.KeyScope, t.Via, partition), t.Input)
 }
 
 // IdempotencyKey is the key the engine gives an activation of the flow node
-// named node with this input: lowercase hex of the canonical key over the
+// named node (runtype.KeyNode: the alias, scoped as the connector says) with this input: lowercase hex of the canonical key over the
 // node's key fields (dotted paths into the input). Empty when the node
 // declares no key fields. Generated IdempotencyKey functions compute the
 // same key from typed input.

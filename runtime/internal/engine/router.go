@@ -54,7 +54,8 @@ func (r router) follow(tx store.Tx, c *compiled, job runtype.JobID, t task, res 
 		if (n.Switch != nil || n.Checkpoint != nil) && edge.FromPort != res.Port {
 			continue
 		}
-		next := task{Kind: runtype.Step, Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL}
+		next := task{Kind: runtype.Step, Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL,
+			Via: t.Node + "." + edge.FromPort, Partition: edge.PartitionKey}
 		if edge.MaxIterations > 0 {
 			var pass int
 			next.Dim, pass = t.Dim.Reenter(edge.To)
@@ -104,7 +105,7 @@ func fanOut(tx store.Tx, job runtype.JobID, t task, fe *runtype.ForEach, input j
 func bodyTask(flow, forEachAct string, dim runtype.Dim, forEachNode, do string, i int, item json.RawMessage, expect, window int) task {
 	d := dim.Element(i)
 	return task{
-		Kind: runtype.Step, Flow: flow, Node: do, Dim: d, Input: item,
+		Kind: runtype.Step, Flow: flow, Node: do, Dim: d, Input: item, Via: forEachNode,
 		Act:  runtype.StepOf(do, d, forEachNode).String(),
 		Join: forEachAct, Index: i, Expect: expect, Window: window,
 	}

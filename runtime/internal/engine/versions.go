@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/mod/semver"
 
+	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -40,14 +41,19 @@ func contentHash(f *Flow) (string, error) {
 		KeyFields, Capabilities, Egress  []string
 		Timeout, HeartbeatTimeout        time.Duration
 		UndoKey                          []string `json:",omitempty"`
+		KeyScope                         string   `json:",omitempty"`
 	}
 	digestOf := func(t Task, undoKey []string) *taskDigest {
 		if t == nil {
 			return nil
 		}
 		i := t.Info()
-		return &taskDigest{i.ID, i.Version, i.Effects.String(), i.Determinism.String(), i.RetryOwner.String(), i.Retry,
-			i.KeySchema, i.KeyFields, i.Capabilities, i.Egress, i.Timeout, i.HeartbeatTimeout, undoKey}
+		d := &taskDigest{i.ID, i.Version, i.Effects.String(), i.Determinism.String(), i.RetryOwner.String(), i.Retry,
+			i.KeySchema, i.KeyFields, i.Capabilities, i.Egress, i.Timeout, i.HeartbeatTimeout, undoKey, ""}
+		if i.KeyScope != flowtype.ScopeNode {
+			d.KeyScope = i.KeyScope.String() // absent for the default, so older hashes hold
+		}
+		return d
 	}
 	type nodeDigest struct {
 		Alias      string
