@@ -61,7 +61,7 @@ func (s *Strategy) UnmarshalText(b []byte) error {
 type CompensationFailure string
 
 // EnumValues lists the accepted spellings.
-func (CompensationFailure) EnumValues() []string { return []string{"continue", "halt", "retry"} }
+func (CompensationFailure) EnumValues() []string { return []string{"continue", "halt", "retry", "park"} }
 
 // UnmarshalText accepts one of EnumValues.
 func (c *CompensationFailure) UnmarshalText(b []byte) error {

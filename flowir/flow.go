@@ -247,7 +247,7 @@ type Policies struct {
 	MaxSubflowDepth int      `json:"maxSubflowDepth,omitempty" doc:"Deepest subflow nesting allowed (default 8)."`
 	Budget          *Budget  `json:"budget,omitempty" doc:"Bounds each job of the flow; a subflow's budget never exceeds what its parent has left."`
 	// OnCompensationFailure is the compensation chain's policy.
-	OnCompensationFailure CompensationFailure `json:"onCompensationFailure,omitempty" doc:"When a compensation of a failed job fails: continue with the next (default), halt the chain there, or retry it with backoff until it succeeds."`
+	OnCompensationFailure CompensationFailure `json:"onCompensationFailure,omitempty" doc:"When a compensation of a failed job fails: continue with the next (default), halt the chain there, retry it with backoff until it succeeds, or park it until a human decides (flowgen signal at the compensated node: approve retries it, reject gives it up)."`
 	// Retention is how long a finished job is kept.
 	Retention flowtype.Duration `json:"retention,omitzero" doc:"How long a finished job of the flow is kept (its state, history and job key) before the store's sweeper deletes it; default: the worker's retention, 7 days unless set."`
 }

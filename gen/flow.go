@@ -209,7 +209,7 @@ func (fg *flowGen) emit(f *jen.File) {
 		body = append(body, jen.Id("b").Dot("SetBudget").Call(budgetCode(b)))
 	}
 	if p := flow.Policies.OnCompensationFailure; p != "" {
-		policy := map[flowir.CompensationFailure]string{"continue": "CompensateContinue", "halt": "CompensateHalt", "retry": "CompensateRetry"}[p]
+		policy := map[flowir.CompensationFailure]string{"continue": "CompensateContinue", "halt": "CompensateHalt", "retry": "CompensateRetry", "park": "CompensatePark"}[p]
 		body = append(body, jen.Id("b").Dot("SetCompensationFailure").Call(jen.Qual(runtimePkg, policy)))
 	}
 	if r := flow.Policies.Retention; r > 0 {

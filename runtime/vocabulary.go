@@ -56,6 +56,7 @@ const (
 	CompensateContinue = runtype.CompensateContinue
 	CompensateHalt     = runtype.CompensateHalt
 	CompensateRetry    = runtype.CompensateRetry
+	CompensatePark     = runtype.CompensatePark
 )
 
 // Cache is a connector's result cache (NodeInfo.Cache).

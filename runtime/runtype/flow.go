@@ -152,6 +152,11 @@ const (
 	// compensator's retry policy, else 1 s doubling to 1 min) until it
 	// succeeds, however many attempts and whatever the error kind.
 	CompensateRetry CompensationFailure = "retry"
+	// CompensatePark parks a failed compensation for a human: the job
+	// waits, and a decision at the compensated node (Signal, flowgen
+	// signal) retries it (approve) or gives it up and goes on with the
+	// next (reject). A compensation that fails again parks again.
+	CompensatePark CompensationFailure = "park"
 )
 
 // FlowVersion is one definition of a flow a worker serves.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -42,8 +43,9 @@ func (p *processor) decision(ctx context.Context, job runtype.JobID, t task) (re
 
 // park records the waiting activation and acknowledges its message in one
 // commit, with also's writes when given; the job's obligation stays open
-// until a signal or a child job resumes it.
-func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error) error {
+// until a signal or a child job resumes it. why, when not empty, says in
+// the history what it waits for.
+func (e *Engine) park(ctx context.Context, en *entry, why string, also func(store.Tx) error) error {
 	err := e.store.Update(ctx, func(tx store.Tx) error {
 		if err := tx.Fence(en.lease); err != nil {
 			return err
@@ -51,7 +53,7 @@ func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error)
 		if err := tx.Put(waitKey(en.job, en.t.Act), en.m.Payload); err != nil {
 			return err
 		}
-		ev := runtype.HistoryEvent{Event: runtype.EventParked, Act: en.t.Act, Attempt: en.m.Attempt, Since: en.entered.UTC()}
+		ev := runtype.HistoryEvent{Event: runtype.EventParked, Act: en.t.Act, Attempt: en.m.Attempt, Since: en.entered.UTC(), Detail: why}
 		if err := e.record(tx, en.job, ev); err != nil {
 			return err
 		}
@@ -71,7 +73,9 @@ func (e *Engine) park(ctx context.Context, en *entry, also func(store.Tx) error)
 // Signal records a decision for every activation of the checkpoint node
 // alias that waits in the job, and resumes them; it returns how many it
 // resumed. A decision is final: signalling the same activation again does
-// not change it.
+// not change it. A compensation of alias parked after it failed
+// (CompensatePark) is retried when d approves and given up when it
+// rejects; if it fails again it parks again, for another decision.
 func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d runtype.Decision) (int, error) {
 	raw, err := json.Marshal(d)
 	if err != nil {
@@ -80,7 +84,7 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 	n := 0
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		n = 0
-		return e.resumeWaiting(tx, job, "signal", func(t task) (bool, error) {
+		return e.resumeWaiting(tx, job, "signal", func(t *task) (bool, error) {
 			if t.Node != alias || t.Wake != 0 { // a sleep wakes by its time only
 				return false, nil
 			}
@@ -89,8 +93,15 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 			if d.By != "" {
 				detail += " by " + d.By
 			}
+			if t.Kind == runtype.Undo {
+				t.Resume = map[bool]string{true: retryResume, false: skipResume}[d.Approved]
+				detail += map[bool]string{true: ": retry the compensation", false: ": give the compensation up"}[d.Approved]
+			}
 			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventSignaled, Act: t.Act, Detail: detail}); err != nil {
 				return false, err
+			}
+			if t.Kind == runtype.Undo {
+				return true, nil // the decision travels in the resumption
 			}
 			return true, tx.PutOnce(signalKey(job, t.Act), raw)
 		})
@@ -104,8 +115,17 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 	return n, nil
 }
 
-// resumeWaiting republishes the parked activations that pick accepts.
-func (e *Engine) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick func(task) (bool, error)) error {
+// Resumptions of a compensation parked under CompensatePark: retry runs it
+// again, skip gives it up. Each resumption of a parked compensation is
+// numbered (task.Round), so that every one is a message of its own.
+const (
+	retryResume = "retry"
+	skipResume  = "skip"
+)
+
+// resumeWaiting republishes the parked activations that pick accepts,
+// resumed for why unless pick sets another resumption.
+func (e *Engine) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick func(*task) (bool, error)) error {
 	type parked struct {
 		key []byte
 		t   task
@@ -123,7 +143,8 @@ func (e *Engine) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick 
 		return err
 	}
 	for _, p := range found {
-		ok, err := pick(p.t)
+		p.t.Resume = why
+		ok, err := pick(&p.t)
 		if err != nil {
 			return err
 		}
@@ -133,7 +154,10 @@ func (e *Engine) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick 
 		if err := tx.Delete(p.key); err != nil {
 			return err
 		}
-		p.t.Resume = why
+		if p.t.Kind == runtype.Undo {
+			p.t.Round++
+			p.t.Resume += "#" + strconv.Itoa(p.t.Round)
+		}
 		if err := e.publish(tx, job, p.t); err != nil {
 			return err
 		}

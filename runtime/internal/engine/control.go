@@ -54,7 +54,7 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 	}
 	// Parked checkpoints resume so that they finish canceled; a parked
 	// subflow activation waits for its (now killed) child to report.
-	return e.resumeWaiting(tx, job, "kill", func(t task) (bool, error) {
+	return e.resumeWaiting(tx, job, "kill", func(t *task) (bool, error) {
 		c, err := e.flow(t.Flow)
 		if err != nil {
 			return true, nil

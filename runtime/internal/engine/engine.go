@@ -393,6 +393,9 @@ type task struct {
 	// composes them into its key (runtype.KeyNode).
 	Via       string `cbor:"24,keyasint,omitempty"`
 	Partition string `cbor:"25,keyasint,omitempty"`
+	// Round numbers the resumptions of a compensation parked under
+	// CompensatePark (resumeWaiting).
+	Round int `cbor:"26,keyasint,omitempty"`
 }
 
 // publish puts t on the work stream as a message of job.

@@ -142,9 +142,9 @@ func compile(f *Flow) (*compiled, error) {
 		return nil, fmt.Errorf("flow %s: no entry node (every node has an incoming edge)", f.Name)
 	}
 	switch f.OnCompensationFailure {
-	case "", runtype.CompensateContinue, runtype.CompensateHalt, runtype.CompensateRetry:
+	case "", runtype.CompensateContinue, runtype.CompensateHalt, runtype.CompensateRetry, runtype.CompensatePark:
 	default:
-		return nil, fmt.Errorf("flow %s: compensation failure policy %q: want continue, halt or retry", f.Name, f.OnCompensationFailure)
+		return nil, fmt.Errorf("flow %s: compensation failure policy %q: want continue, halt, retry or park", f.Name, f.OnCompensationFailure)
 	}
 	if strings.ContainsAny(f.Name, flowKeySep+"@") {
 		return nil, fmt.Errorf("flow %q: a flow name may not contain %q or %q", f.Name, flowKeySep, "@")

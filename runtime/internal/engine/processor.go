@@ -84,6 +84,9 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 	if t.Delivery == flowtype.AtMostOnce && m.Attempt > 1 {
 		return result{ErrKind: runtype.NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
 	}
+	if t.Kind == runtype.Undo && strings.HasPrefix(t.Resume, skipResume+"#") {
+		return result{ErrKind: runtype.FailureOf(flowtype.Permanent), Err: "given up by a decision after it failed", Attempts: m.Attempt}, nil
+	}
 	// A compensation under CompensateRetry is tried until it succeeds.
 	untilDone := t.Kind == runtype.Undo && c.OnCompensationFailure == runtype.CompensateRetry
 	if budget := deliveryBudget(info.Retry); m.Attempt > budget && !untilDone {

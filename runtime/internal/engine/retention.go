@@ -132,23 +132,22 @@ func (e *Engine) Sweep(ctx context.Context) (runtype.Swept, error) {
 			return sw, fmt.Errorf("sweep: %w", err)
 		}
 		var records [][]byte
+		var jobs []dueJob
 		for _, k := range due {
 			_, target, err := parseExpiry(k)
 			if err != nil {
 				return sw, fmt.Errorf("sweep: %w", err)
 			}
 			if job, ok := jobOfRoot(target); ok {
-				if lease, err = e.renewSweeperLease(ctx, lease); err != nil {
-					return sw, fmt.Errorf("sweep: %w", err)
-				}
-				if err := e.purgeJob(ctx, lease, job, k, &sw); err != nil {
-					return sw, fmt.Errorf("sweep: job %s: %w", job, err)
-				}
+				jobs = append(jobs, dueJob{job, k})
 				continue
 			}
 			records = append(records, k)
 		}
 		if err := e.purgeRecords(ctx, lease, now, records, &sw); err != nil {
+			return sw, fmt.Errorf("sweep: %w", err)
+		}
+		if err := e.purgeJobs(ctx, lease, jobs, &sw); err != nil {
 			return sw, fmt.Errorf("sweep: %w", err)
 		}
 		if len(due) < batch {
@@ -286,36 +285,52 @@ func recordExpires(key, value []byte, now time.Time) bool {
 	return !rec.Expires.IsZero() && !rec.Expires.After(now)
 }
 
-// purgeJob deletes a finished job: one commit unlinks it and deletes what
-// fits, later ones delete the rest, the last its expiry entry.
-func (e *Engine) purgeJob(ctx context.Context, lease store.Lease, job runtype.JobID, entry []byte, sw *runtype.Swept) error {
-	root := rootPrefix(job)
-	for done := false; !done; {
-		var blobs, jobs int
+// dueJob is a finished job whose retention has passed, with its expiry
+// entry.
+type dueJob struct {
+	job   runtype.JobID
+	entry []byte
+}
+
+// purgeJobs deletes finished jobs, in commits of at most SweepBatch
+// deletions: each commit unlinks and empties as many of the jobs as fit,
+// in order, deleting a job's expiry entry with its last keys, and the
+// next commit goes on where it stopped (a large job takes several).
+func (e *Engine) purgeJobs(ctx context.Context, lease store.Lease, jobs []dueJob, sw *runtype.Swept) error {
+	for len(jobs) > 0 {
+		var finished, blobs, unlinked int
 		err := e.store.Update(ctx, func(tx store.Tx) error {
-			done, blobs, jobs = false, 0, 0
+			finished, blobs, unlinked = 0, 0, 0
 			if err := tx.Fence(lease); err != nil {
 				return err
 			}
-			var err error
-			if blobs, jobs, err = e.unlinkJob(tx, job); err != nil {
-				return err
-			}
-			n, err := tx.DeletePrefix(root, e.opts.SweepBatch)
-			if err != nil {
-				return err
-			}
-			if n < e.opts.SweepBatch {
-				done = true
-				return tx.Delete(entry)
+			budget := e.opts.SweepBatch
+			for _, dj := range jobs {
+				b, j, err := e.unlinkJob(tx, dj.job)
+				if err != nil {
+					return fmt.Errorf("job %s: %w", dj.job, err)
+				}
+				blobs, unlinked = blobs+b, unlinked+j
+				n, err := tx.DeletePrefix(rootPrefix(dj.job), budget)
+				if err != nil {
+					return fmt.Errorf("job %s: %w", dj.job, err)
+				}
+				if budget -= n; budget == 0 {
+					return nil // perhaps not empty yet: the next commit looks
+				}
+				if err := tx.Delete(dj.entry); err != nil {
+					return err
+				}
+				finished++
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
+		jobs = jobs[finished:]
 		sw.Blobs += blobs
-		sw.Jobs += jobs
+		sw.Jobs += unlinked
 		if err := e.crash(runtype.CrashSwept); err != nil {
 			return err
 		}

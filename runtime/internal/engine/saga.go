@@ -123,3 +123,14 @@ func undoTask(tx store.Tx, job runtype.JobID, flow string, i, n int) (task, erro
 	}
 	return task{Kind: runtype.Undo, Flow: flow, Node: done.Node(), Act: undo.String(), Input: r.Output, Undo: i, UndoOf: n}, nil
 }
+
+// parksForAHuman reports whether the outcome r of t parks it for a
+// decision instead of being committed: a compensation that failed under
+// CompensatePark, unless a decision gave it up. why says so in the
+// history.
+func parksForAHuman(c *compiled, t task, r result) (string, bool) {
+	if t.Kind != runtype.Undo || !r.failed() || c.OnCompensationFailure != runtype.CompensatePark || strings.HasPrefix(t.Resume, skipResume+"#") {
+		return "", false
+	}
+	return fmt.Sprintf("compensation failed (%s: %s); waiting for a decision at %s: approve retries it, reject gives it up", r.ErrKind, r.Err, t.Node), true
+}

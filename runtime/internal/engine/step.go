@@ -364,16 +364,19 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 				return nil, nil
 			}
 			if errors.Is(err, errParked) {
-				return nil, e.park(ctx, en, nil)
+				return nil, e.park(ctx, en, "", nil)
 			}
 			if errors.Is(err, errSleeping) {
-				return nil, e.park(ctx, en, func(tx store.Tx) error { return e.setTimer(tx, en) })
+				return nil, e.park(ctx, en, "", func(tx store.Tx) error { return e.setTimer(tx, en) })
 			}
 			if errors.Is(err, errStartChild) {
-				return nil, e.park(ctx, en, func(tx store.Tx) error { return e.startChild(tx, c, en) })
+				return nil, e.park(ctx, en, "", func(tx store.Tx) error { return e.startChild(tx, c, en) })
 			}
 			if err != nil {
 				return nil, err
+			}
+			if why, ok := parksForAHuman(c, en.t, r); ok {
+				return nil, e.park(ctx, en, why, nil)
 			}
 		}
 		res = &r
