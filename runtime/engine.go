@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowgen-dev/flowgen/runtime/internal/engine"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -55,6 +57,9 @@ type Options struct {
 	SweepEvery time.Duration
 	// SweepBatch bounds the deletions of one sweeper commit (default 500).
 	SweepBatch int
+	// Metrics, when set, receives the engine's Prometheus metrics
+	// (docs/runtime.md lists them). Engines may share one.
+	Metrics prometheus.Registerer
 }
 
 // Crash points, in protocol order. Steps 1 and 2 commit in one
@@ -102,6 +107,7 @@ func New(s store.Store, opts Options) *Engine {
 			Retention:  opts.Retention,
 			SweepEvery: opts.SweepEvery,
 			SweepBatch: opts.SweepBatch,
+			Metrics:    opts.Metrics,
 		}),
 		grant: opts.Capabilities,
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // pathed is what the versioned flows pass along: the nodes that ran.
@@ -79,13 +81,14 @@ func TestJobsFinishOnTheirVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		both := New(r.store, Options{Owner: "both", Now: r.clock.Now})
+		bothMetrics, freshMetrics := prometheus.NewRegistry(), prometheus.NewRegistry()
+		both := New(r.store, Options{Owner: "both", Now: r.clock.Now, Metrics: bothMetrics})
 		for _, f := range []*Flow{v2(), v1()} {
 			if err := both.Register(f); err != nil {
 				t.Fatal(err)
 			}
 		}
-		fresh := New(r.store, Options{Owner: "fresh", Now: r.clock.Now})
+		fresh := New(r.store, Options{Owner: "fresh", Now: r.clock.Now, Metrics: freshMetrics})
 		if err := fresh.Register(v2()); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +147,41 @@ func TestJobsFinishOnTheirVersion(t *testing.T) {
 		if meta.Version != "1.0.0" || len(meta.Hash) != 64 {
 			t.Errorf("job meta records version %q hash %q", meta.Version, meta.Hash)
 		}
+		// The v2-only worker counted what it left for others, under v1's
+		// definition; the worker with both left nothing.
+		if n := unservedCount(t, freshMetrics, "orders", meta.Hash[:16]); n < 1 {
+			t.Errorf("the v2-only worker counted %v unserved deliveries of v1, want some", n)
+		}
+		if n := unservedCount(t, bothMetrics, "", ""); n != 0 {
+			t.Errorf("the worker with both versions counted %v unserved deliveries", n)
+		}
 	})
+}
+
+// unservedCount sums flowgen_unserved_deliveries_total in reg, of flow
+// and definition when they are not empty.
+func unservedCount(t *testing.T, reg *prometheus.Registry, flow, definition string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != "flowgen_unserved_deliveries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if (flow == "" || labels["flow"] == flow) && (definition == "" || labels["definition"] == definition) {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 // TestChangedFlowNeedsANewVersion: registering other content under a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -375,6 +376,20 @@ func TestServeOwnsTheStore(t *testing.T) {
 	}
 	if r := run(t, "", "inspect", "--store", store, killed); !strings.Contains(r.stdout, "killed: not wanted") {
 		t.Errorf("the killed job:\n%s", r.stdout)
+	}
+	// The server's metrics, in Prometheus's format, without a token.
+	var ep struct{ Addr string }
+	if raw, err := os.ReadFile(endpoint); err != nil || json.Unmarshal(raw, &ep) != nil {
+		t.Fatalf("endpoint file: %v", err)
+	}
+	resp, err := http.Get("http://" + ep.Addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraped, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(scraped), "# TYPE process_resident_memory_bytes gauge") {
+		t.Errorf("GET /metrics: %s\n%.500s", resp.Status, scraped)
 	}
 
 	stop()

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -34,6 +37,10 @@ type HandlerOptions struct {
 	// problem.
 	CheckInput func(flow string, input []byte) error
 	Info       Info
+	// Metrics, when set, is served at GET /metrics in Prometheus's text
+	// format, without a token (like /v1/health: the server listens on
+	// 127.0.0.1 unless told otherwise).
+	Metrics prometheus.Gatherer
 }
 
 // maxInput bounds a job input sent to the API.
@@ -42,6 +49,7 @@ const maxInput = 16 << 20
 // NewHandler serves svc over HTTP:
 //
 //	GET  /v1/health                       server info (no token needed)
+//	GET  /metrics                         Prometheus metrics, when HandlerOptions.Metrics is set (no token needed)
 //	POST /v1/jobs                         {"flow","input","key"} -> {"job","created"} (flow: name or name@version)
 //	GET  /v1/jobs?state=&flow=&since=&until=&where=path=value&subflows=1&limit=&after=
 //	GET  /v1/jobs/{job}                   status and waiting checkpoints
@@ -57,6 +65,9 @@ func NewHandler(svc Service, opts HandlerOptions) http.Handler {
 	h := &handler{svc: svc, opts: opts}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, opts.Info) })
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
+	}
 	mux.HandleFunc("POST /v1/jobs", h.auth(h.start))
 	mux.HandleFunc("GET /v1/jobs", h.auth(h.list))
 	mux.HandleFunc("GET /v1/jobs/{job}", h.auth(h.job(h.status)))

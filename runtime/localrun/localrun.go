@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	_ "github.com/lib/pq" // the driver behind FLOWGEN_DATABASE_URL
 
 	"github.com/flowgen-dev/flowgen/runtime"
@@ -123,7 +125,7 @@ func Run(ctx context.Context, p Process, root Constructor, others ...Constructor
 		fmt.Fprintf(stderr, "run: input %s is not JSON (flowgen run says where)\n", *input)
 		return ExitUsage
 	}
-	e, names, closeAll, err := cf.engine(ctx, p, append([]Constructor{root}, others...))
+	e, names, closeAll, err := cf.engine(ctx, p, append([]Constructor{root}, others...), nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "run: %v\n", err)
 		return ExitUsage
@@ -219,7 +221,7 @@ func Work(ctx context.Context, p Process, flows ...Constructor) int {
 	if err := fs.Parse(p.Args); err != nil {
 		return ExitUsage
 	}
-	e, _, closeAll, err := cf.engine(ctx, p, flows)
+	e, _, closeAll, err := cf.engine(ctx, p, flows, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return ExitUsage
@@ -277,9 +279,10 @@ func commonFlags(fs *flag.FlagSet) flags {
 
 // engine opens the store and builds an engine whose capabilities are
 // backed by it, the blob directory, environment secrets,
-// FLOWGEN_DATABASE_URL and FLOWGEN_CONNECT_TO, then registers the flows
-// and returns their names.
-func (f flags) engine(ctx context.Context, p Process, flows []Constructor) (*runtime.Engine, []string, func(), error) {
+// FLOWGEN_DATABASE_URL and FLOWGEN_CONNECT_TO, and whose metrics go to
+// metrics (none when nil), then registers the flows and returns their
+// names.
+func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metrics prometheus.Registerer) (*runtime.Engine, []string, func(), error) {
 	st, err := OpenStore(ctx, *f.store, true)
 	if err != nil {
 		return nil, nil, nil, err
@@ -310,7 +313,7 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor) (*run
 		}
 		grants.Transport = &runtime.ConnectTo{Routes: routes}
 	}
-	e := runtime.New(st, runtime.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Capabilities: grants.For, Retention: *f.retention})
+	e := runtime.New(st, runtime.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Capabilities: grants.For, Retention: *f.retention, Metrics: metrics})
 	var names []string
 	for _, build := range flows {
 		fl, err := build()

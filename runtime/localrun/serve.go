@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 )
@@ -44,7 +47,9 @@ func Serve(ctx context.Context, p Process, flows ...Constructor) int {
 		}
 		graphs[g.Flow.ID] = g
 	}
-	e, names, closeAll, err := cf.engine(ctx, p, flows)
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	e, names, closeAll, err := cf.engine(ctx, p, flows, metrics)
 	if err != nil {
 		fmt.Fprintf(stderr, "serve: %v\n", err)
 		return ExitUsage
@@ -69,7 +74,7 @@ func Serve(ctx context.Context, p Process, flows ...Constructor) int {
 	defer stopWork()
 	workDone := make(chan error, 1)
 	go func() { workDone <- e.Run(workCtx, *cf.workers) }()
-	err = jobapi.Serve(ctx, *addr, storePath, e, jobapi.HandlerOptions{CheckInput: check, Info: jobapi.Info{Flows: names}},
+	err = jobapi.Serve(ctx, *addr, storePath, e, jobapi.HandlerOptions{CheckInput: check, Info: jobapi.Info{Flows: names}, Metrics: metrics},
 		func(ep jobapi.Endpoint) {
 			fmt.Fprintf(stderr, "serve: %d workers on %s for %s\n", *cf.workers, *cf.store, served(e))
 			fmt.Fprintf(stderr, "serve: job API on http://%s (endpoint file %s); run, inspect, jobs, pause, resume, kill and signal go through it\n",

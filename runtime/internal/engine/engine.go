@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -32,6 +33,7 @@ type Options struct {
 	Retention  time.Duration
 	SweepEvery time.Duration
 	SweepBatch int
+	Metrics    prometheus.Registerer
 }
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
@@ -70,8 +72,9 @@ type Engine struct {
 	// The two contours: the processor runs one activation and returns its
 	// result; the router decides what follows from a committed result.
 	// The step protocol (step.go) carries one to the other and commits.
-	proc   *processor
-	router router
+	proc    *processor
+	router  router
+	metrics *metrics
 }
 
 // New returns an engine on s.
@@ -113,6 +116,7 @@ func New(s store.Store, opts Options) *Engine {
 	}
 	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}, versions: map[string][]*compiled{}}
 	_, e.rowLocking = s.(store.RowLocking)
+	e.metrics = newMetrics(opts.Metrics)
 	e.proc = &processor{store: s, opts: &e.opts, log: e.log}
 	return e
 }

@@ -78,8 +78,9 @@ type entry struct {
 	// ledger is at its ceiling): it fails as Exhausted instead of running.
 	exhausted string
 	// deferred is set when another worker holds the job: the message was
-	// handed back and there is nothing more to do.
-	deferred bool
+	// handed back and there is nothing more to do. unserved says it was
+	// for want of the job's flow definition.
+	deferred, unserved bool
 	// folding is set while the node runs inside the transaction that
 	// reserved its message (see fold): the processor then renews no lease
 	// and leaves the hand-back of a retry in later, which that

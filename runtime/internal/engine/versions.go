@@ -231,6 +231,7 @@ func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
 	if _, err := getJSON(tx, unservedKey(en.job, en.t.Act), &rec); err != nil {
 		return err
 	}
+	en.unserved = true
 	rec.Reason, rec.Worker, rec.Seen = why.Error(), e.opts.Owner, rec.Seen+1
 	if err := putJSON(tx, unservedKey(en.job, en.t.Act), rec); err != nil {
 		return err
