@@ -73,8 +73,12 @@ const (
 	CrashStep2    = runtype.CrashStep2    // steps 1 and 2 committed
 	CrashStep3    = runtype.CrashStep3    // the job completed (the closing message only)
 	CrashAcked    = runtype.CrashAcked    // message acknowledged
-	// CrashSwept follows each commit of the retention sweeper (Sweep).
-	CrashSwept = runtype.CrashSwept
+	// Points after commits outside the step protocol: each commit of the
+	// retention sweeper (Sweep), of a schedule's ticks (StartDue), and of
+	// a dead letter's requeue or fail.
+	CrashSwept     = runtype.CrashSwept
+	CrashScheduled = runtype.CrashScheduled
+	CrashRevived   = runtype.CrashRevived
 )
 
 // CrashPoints lists every crash point in protocol order.

@@ -16,9 +16,14 @@ const (
 	CrashAcked    = "acked"    // message acknowledged
 )
 
-// CrashSwept follows each commit of the retention sweeper; it is not a
-// point of the step protocol, so CrashPoints leaves it out.
-const CrashSwept = "swept"
+// Crash points after commits outside the step protocol, which CrashPoints
+// leaves out: each commit of the retention sweeper, each commit of a
+// schedule's ticks, and the commit that requeues or fails a dead letter.
+const (
+	CrashSwept     = "swept"
+	CrashScheduled = "scheduled"
+	CrashRevived   = "revived"
+)
 
 // CrashPoints lists every crash point in protocol order.
 var CrashPoints = []string{CrashReserved, CrashEntered, CrashWorked, CrashStep2, CrashStep3, CrashAcked}

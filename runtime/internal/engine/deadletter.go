@@ -157,5 +157,9 @@ func (e *Engine) DeadLetters(ctx context.Context) ([]runtype.DeadLetter, error) 
 
 // TakeDeadLetter is TakeDeadLetter on the engine's store.
 func (e *Engine) TakeDeadLetter(ctx context.Context, id runtype.MessageID, action runtype.DeadLetterAction, reason string) (runtype.MessageID, error) {
-	return TakeDeadLetter(ctx, e.store, id, action, reason)
+	next, err := TakeDeadLetter(ctx, e.store, id, action, reason)
+	if err != nil {
+		return next, err
+	}
+	return next, e.crash(runtype.CrashRevived)
 }

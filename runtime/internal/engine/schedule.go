@@ -145,7 +145,7 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return started, nil
+	return started, e.crash(runtype.CrashScheduled)
 }
 
 // ticks returns the schedule's ticks to handle now: those buffered, then
