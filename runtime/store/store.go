@@ -74,6 +74,9 @@ type ReadTx interface {
 	// read and write through the same transaction; writes under the prefix
 	// do not change what the scan visits.
 	Scan(prefix []byte, fn func(key, value []byte) error) error
+	// ScanFirst is Scan of only the first max values under prefix, which
+	// it reads without reading the rest.
+	ScanFirst(prefix []byte, max int, fn func(key, value []byte) error) error
 	// ScanMany is Scan over several prefixes in one read: fn gets each
 	// value with the index of its prefix, prefix by prefix in the order
 	// given, in key order within each (a key under two prefixes comes

@@ -198,10 +198,10 @@ func (e *Engine) dueExpiries(ctx context.Context, now time.Time, max int) ([][]b
 	errEnough := errors.New("enough")
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
 		due = due[:0]
-		err := tx.Scan([]byte(expiryPrefix), func(k, _ []byte) error {
+		err := tx.ScanFirst([]byte(expiryPrefix), max, func(k, _ []byte) error {
 			// Entries of the same instant as now sort after bound: all
 			// of them wait for a later sweep.
-			if len(due) == max || bytes.Compare(k, bound) >= 0 {
+			if bytes.Compare(k, bound) >= 0 {
 				return errEnough
 			}
 			due = append(due, bytes.Clone(k))

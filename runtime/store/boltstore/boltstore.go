@@ -168,11 +168,17 @@ func (t *tx) ReadMany(keys, counters [][]byte) ([][]byte, []int64, error) {
 }
 
 func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	return t.ScanFirst(prefix, -1, fn)
+}
+
+// ScanFirst implements store.ReadTx; a negative max is no limit.
+func (t *tx) ScanFirst(prefix []byte, max int, fn func(key, value []byte) error) error {
 	c := t.b(bucketKV).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && max != 0; k, v = c.Next() {
 		if err := fn(k, v); err != nil {
 			return err
 		}
+		max--
 	}
 	return nil
 }

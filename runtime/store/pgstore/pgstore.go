@@ -286,17 +286,24 @@ func prefixRange(prefix []byte) (start, end []byte) {
 
 // scan reads every row of table under prefix before calling fn, so fn may
 // use the transaction (lib/pq cannot run a query while rows are open).
-func (t *tx) scan(table string, prefix []byte, fn func(k []byte, v any) error, newV func() any) error {
+func (t *tx) scan(table string, prefix []byte, max int, fn func(k []byte, v any) error, newV func() any) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
+	if max == 0 {
+		return nil
+	}
 	start, end := prefixRange(prefix)
+	limit := any(nil) // LIMIT NULL: no limit
+	if max > 0 {
+		limit = max
+	}
 	var rows *sql.Rows
 	var err error
 	if end == nil {
-		rows, err = t.query(`SELECT k, v FROM `+table+` WHERE k >= $1 ORDER BY k`, start)
+		rows, err = t.query(`SELECT k, v FROM `+table+` WHERE k >= $1 ORDER BY k LIMIT $2`, nonNil(start), limit)
 	} else {
-		rows, err = t.query(`SELECT k, v FROM `+table+` WHERE k >= $1 AND k < $2 ORDER BY k`, start, end)
+		rows, err = t.query(`SELECT k, v FROM `+table+` WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`, nonNil(start), end, limit)
 	}
 	if err != nil {
 		return err
@@ -330,7 +337,12 @@ func (t *tx) scan(table string, prefix []byte, fn func(k []byte, v any) error, n
 }
 
 func (t *tx) Scan(prefix []byte, fn func(key, value []byte) error) error {
-	return t.scan("flowgen_kv", prefix, func(k []byte, v any) error {
+	return t.ScanFirst(prefix, -1, fn)
+}
+
+// ScanFirst implements store.ReadTx; a negative max is no limit.
+func (t *tx) ScanFirst(prefix []byte, max int, fn func(key, value []byte) error) error {
+	return t.scan("flowgen_kv", prefix, max, func(k []byte, v any) error {
 		return fn(k, *v.(*[]byte))
 	}, func() any { return new([]byte) })
 }
@@ -403,7 +415,7 @@ func (t *tx) Counter(key []byte) (int64, error) {
 }
 
 func (t *tx) ScanCounters(prefix []byte, fn func(key []byte, value int64) error) error {
-	return t.scan("flowgen_counters", prefix, func(k []byte, v any) error {
+	return t.scan("flowgen_counters", prefix, -1, func(k []byte, v any) error {
 		return fn(k, *v.(*int64))
 	}, func() any { return new(int64) })
 }

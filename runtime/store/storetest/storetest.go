@@ -48,6 +48,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ValuesAndScan", testValuesAndScan},
 		{"ReadMany", testReadMany},
 		{"ScanMany", testScanMany},
+		{"ScanFirst", testScanFirst},
 		{"FailedUpdateCommitsNothing", testFailedUpdateCommitsNothing},
 		{"PutOnce", testPutOnce},
 		{"Counters", testCounters},
@@ -1562,4 +1563,49 @@ func testReturn(t *testing.T, h *harness) {
 		t.Fatalf("Return with a spent receipt: %v, want ErrStaleReceipt", err)
 	}
 	h.update(func(tx store.Tx) error { return tx.Ack(again.Receipt) })
+}
+
+// testScanFirst: ScanFirst visits the first max values under a prefix in
+// key order, a negative max all of them, and sees the transaction's own
+// writes.
+func testScanFirst(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		for _, k := range []string{"p/3", "p/1", "p/4", "p/2", "q/1"} {
+			if err := tx.Put([]byte(k), []byte("v"+k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	first := func(tx store.ReadTx, max int) []string {
+		var got []string
+		if err := tx.ScanFirst([]byte("p/"), max, func(k, v []byte) error {
+			got = append(got, string(k)+"="+string(v))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	h.view(func(tx store.ReadTx) error {
+		if got := first(tx, 2); !slices.Equal(got, []string{"p/1=vp/1", "p/2=vp/2"}) {
+			t.Errorf("first 2: %v", got)
+		}
+		if got := first(tx, 0); len(got) != 0 {
+			t.Errorf("first 0: %v", got)
+		}
+		if got := first(tx, -1); len(got) != 4 {
+			t.Errorf("all: %v", got)
+		}
+		return nil
+	})
+	h.update(func(tx store.Tx) error {
+		if err := tx.Put([]byte("p/0"), []byte("new")); err != nil {
+			return err
+		}
+		if got := first(tx, 1); !slices.Equal(got, []string{"p/0=new"}) {
+			t.Errorf("first 1 after a put in the same transaction: %v", got)
+		}
+		return nil
+	})
 }
