@@ -61,11 +61,25 @@ func (s *Strategy) UnmarshalText(b []byte) error {
 type CompensationFailure string
 
 // EnumValues lists the accepted spellings.
-func (CompensationFailure) EnumValues() []string { return []string{"continue", "halt", "retry", "park"} }
+func (CompensationFailure) EnumValues() []string {
+	return []string{"continue", "halt", "retry", "park"}
+}
 
 // UnmarshalText accepts one of EnumValues.
 func (c *CompensationFailure) UnmarshalText(b []byte) error {
 	return oneOf(string(b), "compensation failure policy", CompensationFailure("").EnumValues(), func(v string) { *c = CompensationFailure(v) })
+}
+
+// Overlap is what a schedule's tick does while the job of the tick before
+// still runs. The zero value skips it.
+type Overlap string
+
+// EnumValues lists the accepted spellings.
+func (Overlap) EnumValues() []string { return []string{"skip", "buffer", "allow"} }
+
+// UnmarshalText accepts one of EnumValues.
+func (o *Overlap) UnmarshalText(b []byte) error {
+	return oneOf(string(b), "schedule overlap", Overlap("").EnumValues(), func(v string) { *o = Overlap(v) })
 }
 
 // OnFull is what a full edge buffer does. The zero value blocks the sender.

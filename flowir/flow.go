@@ -36,16 +36,17 @@ const DefaultMaxSubflowDepth = 8
 // Flow is one parsed flow file.
 type Flow struct {
 	diag.Source `json:"-"`
-	APIVersion  string   `json:"apiVersion" flowgen:"required" const:"flowgen.dev/v1" doc:"Format version; must be flowgen.dev/v1."`
-	Kind        string   `json:"kind" flowgen:"required" const:"Flow" doc:"Must be Flow."`
-	ID          string   `json:"id" flowgen:"required" doc:"Dotted flow id, e.g. orders.fulfilment."`
-	Name        string   `json:"name,omitempty" doc:"Human-readable name."`
-	Version     string   `json:"version" flowgen:"required" doc:"Semantic version of this flow."`
-	Profile     string   `json:"profile,omitempty" doc:"Deployment profile (dev, prod, ...); default is default."`
-	Connectors  []string `json:"connectors,omitempty" doc:"Directories or files, relative to this file, to find connector specs in."`
-	Nodes       []*Node  `json:"nodes" flowgen:"required" doc:"The flow's nodes."`
-	Edges       []*Edge  `json:"edges,omitempty" doc:"Connections from alias.port to alias.port."`
-	Policies    Policies `json:"policies,omitzero" doc:"Flow-wide policies."`
+	APIVersion  string      `json:"apiVersion" flowgen:"required" const:"flowgen.dev/v1" doc:"Format version; must be flowgen.dev/v1."`
+	Kind        string      `json:"kind" flowgen:"required" const:"Flow" doc:"Must be Flow."`
+	ID          string      `json:"id" flowgen:"required" doc:"Dotted flow id, e.g. orders.fulfilment."`
+	Name        string      `json:"name,omitempty" doc:"Human-readable name."`
+	Version     string      `json:"version" flowgen:"required" doc:"Semantic version of this flow."`
+	Profile     string      `json:"profile,omitempty" doc:"Deployment profile (dev, prod, ...); default is default."`
+	Connectors  []string    `json:"connectors,omitempty" doc:"Directories or files, relative to this file, to find connector specs in."`
+	Nodes       []*Node     `json:"nodes" flowgen:"required" doc:"The flow's nodes."`
+	Edges       []*Edge     `json:"edges,omitempty" doc:"Connections from alias.port to alias.port."`
+	Policies    Policies    `json:"policies,omitzero" doc:"Flow-wide policies."`
+	Schedules   []*Schedule `json:"schedules,omitempty" doc:"Cron schedules that start jobs of this flow; every worker that registers the flow keeps them, and each tick starts one job between them."`
 
 	// File is the path the flow was loaded from.
 	File string `json:"-"`
@@ -237,6 +238,17 @@ type Buffer struct {
 	diag.Source `json:"-"`
 	MaxItems    int    `json:"maxItems" flowgen:"required" doc:"Messages queued at most."`
 	OnFull      OnFull `json:"onFull,omitempty" doc:"block (default), drop-oldest or dead-letter."`
+}
+
+// Schedule starts a job of the flow at every tick of a cron expression,
+// under the job key schedule/<name>/<tick>.
+type Schedule struct {
+	diag.Source `json:"-"`
+	Name        string            `json:"name" flowgen:"required" doc:"Identifies the schedule and its state in the store; no slashes."`
+	Cron        string            `json:"cron" flowgen:"required" doc:"Five-field cron expression (*/5 * * * *) or @hourly, @daily, @every 90s; in UTC."`
+	Input       strictyaml.Raw    `json:"input,omitzero" doc:"The input of every tick's job; checked against the flow's input schema. Default: {}."`
+	Overlap     Overlap           `json:"overlap,omitempty" doc:"What a tick does while the job of the tick before still runs: skip it (default), buffer it until that job ends, or allow it to start anyway."`
+	CatchUp     flowtype.Duration `json:"catchUp,omitzero" doc:"How far back ticks missed while no worker ran are started when one comes back (default 1h); older ones are dropped."`
 }
 
 // Policies are flow-wide rules.

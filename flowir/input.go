@@ -20,8 +20,10 @@ import (
 type InputProblem struct {
 	// Pos is where in the input the problem is, when known.
 	Pos diag.Pos `json:"pos,omitzero"`
-	// Path is the JSON path of the offending value ($ for the whole input).
-	Path string `json:"path"`
+	// Path is the JSON path of the offending value ($ for the whole input),
+	// and Pointer its JSON Pointer ("" for the whole input).
+	Path    string `json:"path"`
+	Pointer string `json:"-"`
 	// Node is the entry node whose input schema refused the value ("" for
 	// a syntax error).
 	Node    string `json:"node,omitempty"`
@@ -111,7 +113,7 @@ func (g *Graph) CheckInput(file string, data []byte) error {
 					ptr += "/" + strictyaml.PointerEscape(tok)
 					path += jsonPathStep(tok)
 				}
-				fail.Problems = append(fail.Problems, InputProblem{Pos: raw.PosOf(ptr), Path: path, Node: n.Alias, Message: v.Message})
+				fail.Problems = append(fail.Problems, InputProblem{Pos: raw.PosOf(ptr), Path: path, Pointer: ptr, Node: n.Alias, Message: v.Message})
 			}
 		}
 	}

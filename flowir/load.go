@@ -223,6 +223,7 @@ func (l *Loader) checkFlow(path string, data []byte, stack []string, diags *diag
 	for _, p := range Passes {
 		p.Run(g, diags)
 	}
+	r.schedules()
 	return g
 }
 

@@ -215,6 +215,9 @@ func (fg *flowGen) emit(f *jen.File) {
 	if r := flow.Policies.Retention; r > 0 {
 		body = append(body, jen.Id("b").Dot("SetRetention").Call(durationCode(time.Duration(r))))
 	}
+	for _, s := range flow.Schedules {
+		body = append(body, jen.Id("b").Dot("AddSchedule").Call(fg.scheduleCode(s)))
+	}
 	vars := map[*flowir.GraphNode]string{}
 	// Bodies of forEach nodes are added before their forEach.
 	order := make([]*flowir.GraphNode, 0, len(fg.g.Nodes))
@@ -473,4 +476,19 @@ func (fg *flowGen) connect(e *flowir.GraphEdge, vars map[*flowir.GraphNode]strin
 		opts[jen.Id("PartitionKey")] = jen.Lit(e.PartitionKey)
 	}
 	return jen.Qual(runtimePkg, "Connect").Call(jen.Id("b"), out, jen.Id(vars[e.To]).Dot("In").Call(), jen.Qual(runtimePkg, "EdgeOptions").Values(opts))
+}
+
+// scheduleCode is the runtime.Schedule literal of a flow's schedule.
+func (fg *flowGen) scheduleCode(s *flowir.Schedule) jen.Code {
+	d := jen.Dict{jen.Id("Name"): jen.Lit(s.Name), jen.Id("Cron"): jen.Lit(s.Cron)}
+	if input, err := s.InputJSON(); err == nil { // flowir reported any error
+		d[jen.Id("Input")] = jen.Qual(jsonPkg, "RawMessage").Call(jen.Lit(compactJSON(input)))
+	}
+	if s.Overlap != "" {
+		d[jen.Id("Overlap")] = jen.Qual(runtimePkg, map[flowir.Overlap]string{"skip": "OverlapSkip", "buffer": "OverlapBuffer", "allow": "OverlapAllow"}[s.Overlap])
+	}
+	if s.CatchUp > 0 {
+		d[jen.Id("CatchUp")] = durationCode(time.Duration(s.CatchUp))
+	}
+	return jen.Qual(runtimePkg, "Schedule").Values(d)
 }

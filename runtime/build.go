@@ -39,6 +39,13 @@ func (b *Builder) SetCompensationFailure(p CompensationFailure) { b.flow.OnCompe
 // (Flow.Retention).
 func (b *Builder) SetRetention(d time.Duration) { b.flow.Retention = d }
 
+// AddSchedule adds a schedule that starts jobs of the flow
+// (Flow.Schedules).
+func (b *Builder) AddSchedule(s Schedule) {
+	s.Flow = b.flow.Name
+	b.flow.Schedules = append(b.flow.Schedules, s)
+}
+
 // SetBudget sets the budget of each job of the flow (Flow.Budget).
 func (b *Builder) SetBudget(budget Budget) { b.flow.Budget = budget }
 

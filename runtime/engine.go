@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -123,9 +124,19 @@ func New(s store.Store, opts Options) *Engine {
 // version unless one is named. Registering the same definition again
 // replaces its build; other content under a version registered before is
 // refused. A flow whose nodes or edges do not fit together is refused
-// with an error that names the node or edge.
+// with an error that names the node or edge. The flow's schedules are
+// added to the engine (AddSchedule).
 func (e *Engine) Register(f *Flow) error {
-	return e.engine.Register(f.engineFlow(e.grant))
+	if err := e.engine.Register(f.engineFlow(e.grant)); err != nil {
+		return err
+	}
+	for _, s := range f.Schedules {
+		s.Flow = f.Name
+		if err := e.engine.AddSchedule(s); err != nil {
+			return fmt.Errorf("flow %s: %w", f.Name, err)
+		}
+	}
+	return nil
 }
 
 // Signal records a decision for every activation of the checkpoint node

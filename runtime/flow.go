@@ -31,6 +31,10 @@ type Flow struct {
 	// Retention is how long a finished job of the flow is kept before the
 	// sweeper deletes it; zero is the engine's Options.Retention.
 	Retention time.Duration
+	// Schedules start jobs of the flow (its newest version) by cron
+	// ticks; Register adds them to the engine (Engine.AddSchedule), their
+	// Flow set to the flow's name.
+	Schedules []Schedule
 }
 
 // FlowNode is one node of a flow: exactly one of Runner, Switch, ForEach,

@@ -191,3 +191,56 @@ func TestTimerFlowSleeps(t *testing.T) {
 		}
 	}
 }
+
+// TestTimerFlowSchedule: the flow's generated schedule is added when the
+// flow is registered, and its 02:00 tick starts one job with the input the
+// Flow IR declares, under the tick's job key.
+func TestTimerFlowSchedule(t *testing.T) {
+	flow, err := NewDemoTimer(DefaultDemoTimerConnectors())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := runtime.New(store, runtime.Options{Owner: "test", Now: clock})
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, step := range []struct {
+		advance time.Duration
+		want    int
+	}{{0, 0}, {30 * time.Minute, 0}, {31 * time.Minute, 1}, {time.Minute, 0}} {
+		mu.Lock()
+		now = now.Add(step.advance)
+		mu.Unlock()
+		if n, err := e.StartDue(ctx); err != nil || n != step.want {
+			t.Fatalf("at %s: started %d (%v), want %d", clock().Format(time.Kitchen), n, err, step.want)
+		}
+	}
+	job, created, err := e.StartOnce(ctx, "demo.timer", "schedule/nightly/2026-01-01T02:00:00Z", nil)
+	if err != nil || created {
+		t.Fatalf("the 02:00 tick's job: %s created %v (%v), want it started by the schedule", job, created, err)
+	}
+	in, err := e.Inspect(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Input json.RawMessage }
+	for _, en := range in.Entries {
+		if en.Key == "meta" {
+			if err := json.Unmarshal(en.Value, &meta); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if string(meta.Input) != `{"title":"Nightly Digest"}` {
+		t.Fatalf("the tick's job input %s", meta.Input)
+	}
+}

@@ -4,6 +4,7 @@
 package flows
 
 import (
+	"encoding/json"
 	"github.com/flowgen-dev/flowgen/gen/testdata/pure"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"time"
@@ -26,6 +27,13 @@ func DefaultDemoTimerConnectors() DemoTimerConnectors {
 func NewDemoTimer(c DemoTimerConnectors) (*runtime.Flow, error) {
 	b := runtime.NewBuilder("demo.timer")
 	b.SetVersion("1.0.0")
+	b.AddSchedule(runtime.Schedule{
+		CatchUp: 6 * time.Hour,
+		Cron:    "0 2 * * *",
+		Input:   json.RawMessage("{\"title\":\"Nightly Digest\"}"),
+		Name:    "nightly",
+		Overlap: runtime.OverlapBuffer,
+	})
 	slugNode := runtime.AddNode(b, "slug", pure.NewTypedNode(c.Slug), runtime.NodeOptions{})
 	coolNode := runtime.AddSleep[pure.Output](b, "cool", runtime.Sleep{For: 90 * time.Second})
 	shoutNode := runtime.AddNode(b, "shout", runtime.Inline("Shout", Shout), runtime.NodeOptions{})
