@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/localrun"
+	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
 
@@ -20,8 +21,9 @@ Maintains a job store:
            finished jobs past their retention, with their state, history,
            job key and lease; dedupe records and cache entries past their
            TTL; stored inputs no job refers to; acknowledged message ids
-           older than --retention. A job's retention is fixed when it
-           finishes (its flow's policies.retention, else the worker's
+           older than --retention; then, on PostgreSQL, VACUUM the
+           store's tables so the space is reused. A job's retention is
+           fixed when it finishes (its flow's policies.retention, else the worker's
            --retention then). Workers (flowgen worker, serve, run) sweep
            every minute by themselves; sweep is for a store no worker
            runs on.
@@ -88,6 +90,9 @@ func sweepStore(e *env, spec string, retention time.Duration, asJSON bool) int {
 	}
 	defer st.Close()
 	sw, err := runtime.New(st, runtime.Options{Owner: "flowgen-store-sweep", Retention: retention, SweepEvery: -1}).Sweep(e.ctx)
+	if r, ok := st.(store.Reclaimer); ok && err == nil && sw.Jobs+sw.Records+sw.Blobs+sw.Acked > 0 {
+		err = r.Reclaim(e.ctx) // workers do it after their sweeps
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen store sweep: %v\n", err)
 		return exitUsage

@@ -247,6 +247,18 @@ type Peeker interface {
 	Ready(ctx context.Context, stream string) (bool, error)
 }
 
+// Reclaimer is implemented by stores whose deleted rows take up space
+// until a maintenance pass (PostgreSQL's VACUUM; not bbolt, which reuses
+// freed pages at once): the retention sweeper calls it after it deleted,
+// so the space is reused even where the server's autovacuum is off or
+// falls behind.
+type Reclaimer interface {
+	// Reclaim makes the space of deleted rows reusable, without locking
+	// out readers or writers; a table another maintenance pass holds is
+	// skipped.
+	Reclaim(ctx context.Context) error
+}
+
 // DeadLetterSuffix names a stream's dead-letter stream.
 const DeadLetterSuffix = ".dead"
 

@@ -402,11 +402,19 @@ func unreferenceBlob(tx store.Tx, ref string) (int, error) {
 	return 1, nil
 }
 
-// runSweeper sweeps every Options.SweepEvery until ctx ends.
+// reclaimEvery is how often at most the sweeper asks a store.Reclaimer to
+// make the space it freed reusable.
+const reclaimEvery = 30 * time.Second
+
+// runSweeper sweeps every Options.SweepEvery until ctx ends; after a sweep
+// that deleted, it lets a store.Reclaimer reclaim the space, at most every
+// reclaimEvery.
 func (e *Engine) runSweeper(ctx context.Context) {
 	if e.opts.SweepEvery <= 0 {
 		return
 	}
+	var reclaimed time.Time
+	deleted := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -420,6 +428,14 @@ func (e *Engine) runSweeper(ctx context.Context) {
 		}
 		if sw.Jobs+sw.Records+sw.Blobs+sw.Acked > 0 {
 			e.log.Info("swept", "jobs", sw.Jobs, "records", sw.Records, "blobs", sw.Blobs, "acked", sw.Acked)
+			deleted = true
+		}
+		if r, ok := e.store.(store.Reclaimer); ok && deleted && time.Since(reclaimed) >= reclaimEvery {
+			if err := r.Reclaim(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("reclaiming the space of swept rows; will try again", "err", err)
+				continue
+			}
+			reclaimed, deleted = time.Now(), false
 		}
 	}
 }
