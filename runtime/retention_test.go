@@ -282,3 +282,55 @@ func TestSweepSurvivesEveryCrashPoint(t *testing.T) {
 		})
 	}
 }
+
+// TestControlPassesOverSweptSubflows: a parent still running (waiting at a
+// checkpoint) outlives the subflow job it started, whose flow keeps
+// finished jobs for less time. Once the child is swept, pausing,
+// resuming, inspecting and killing the parent work as before.
+func TestControlPassesOverSweptSubflows(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, b backend, r *rig) {
+		ctx := context.Background()
+		e := retentionRig(t, r, "w", nil)
+		echo := Typed(NodeInfo{ID: "t.echo", Effects: Pure, Determinism: Strict}, func(_ *Context, _ noParams, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+		parent := &Flow{Name: "parent",
+			Nodes: []*FlowNode{
+				{Alias: "child", Subflow: &Subflow{Flow: "brief", Inputs: []string{"a"}}},
+				{Alias: "approve", Checkpoint: &Checkpoint{Prompt: "go on?"}},
+				{Alias: "done", Runner: echo},
+			},
+			Edges: []Edge{{From: "child", FromPort: "out", To: "approve"}, {From: "approve", FromPort: "approved", To: "done"}}}
+		if err := e.Register(parent); err != nil {
+			t.Fatal(err)
+		}
+		job, err := e.Start(ctx, "parent", json.RawMessage(`{"n":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+		if w, err := e.Waiting(ctx, job); err != nil || len(w) != 1 {
+			t.Fatalf("the parent should wait at approve: %v %v", w, err)
+		}
+		r.clock.Advance(11 * time.Minute) // past brief's retention
+		if sw, err := e.Sweep(ctx); err != nil || sw.Jobs != 1 {
+			t.Fatalf("sweep: %+v %v, want the child job", sw, err)
+		}
+		for _, act := range []func() error{
+			func() error { return e.Pause(ctx, job) },
+			func() error { return e.Resume(ctx, job) },
+			func() error { _, err := e.Inspect(ctx, job); return err },
+			func() error { return e.Kill(ctx, job, "no longer wanted") },
+		} {
+			if err := act(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := drain(t, e); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := e.Status(ctx, job); err != nil || st.State != StateKilled {
+			t.Fatalf("parent %+v %v, want killed", st, err)
+		}
+	})
+}

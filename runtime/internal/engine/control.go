@@ -22,6 +22,9 @@ func (e *Engine) Kill(ctx context.Context, job runtype.JobID, reason string) err
 // killTx tombstones job and, recursively, the subflow jobs it started.
 func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int) error {
 	if _, err := tx.Get(metaKey(job)); err != nil {
+		if sweptChild(err, depth) {
+			return nil
+		}
 		return fmt.Errorf("kill %s: %w", job, err)
 	}
 	if depth > 64 {
@@ -104,6 +107,9 @@ func (e *Engine) Resume(ctx context.Context, job runtype.JobID) error {
 // started; job must exist.
 func eachSubflowJob(tx store.Tx, job runtype.JobID, what string, depth int, fn func(runtype.JobID) error) error {
 	if _, err := tx.Get(metaKey(job)); err != nil {
+		if sweptChild(err, depth) {
+			return nil
+		}
 		return fmt.Errorf("%s %s: %w", what, job, err)
 	}
 	if depth > 64 {
@@ -122,6 +128,13 @@ func eachSubflowJob(tx store.Tx, job runtype.JobID, what string, depth int, fn f
 		}
 	}
 	return nil
+}
+
+// sweptChild reports whether a job reached depth subflows down has no
+// meta because it finished and retention deleted it (its flow may keep
+// jobs for less time than its parent's): control has nothing to do there.
+func sweptChild(err error, depth int) bool {
+	return depth > 0 && errors.Is(err, store.ErrNotFound)
 }
 
 // subflowJobs are the child jobs job's subflow activations started.
