@@ -45,8 +45,8 @@ lint: ## gofmt, go vet, staticcheck and the import layers (internal/layers).
 	$(GO) tool staticcheck -tags chaos $(PKGS)
 	$(GO) test -count=1 ./internal/layers
 
-bench: ## Benchmarks with figures and ratios against in-run baselines.
-	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+bench: ## Benchmarks with figures and ratios against in-run baselines (the retention soak takes 12 minutes; FLOWGEN_SOAK=1m shortens it).
+	$(GO) test -run='^$$' -bench=. -benchmem -timeout 90m $(PKGS)
 	bench/postgres.sh
 	bench/certify.sh
 
