@@ -54,6 +54,8 @@ type Store interface {
 	// so only messages that no step can publish again may go: the caller
 	// picks before accordingly.
 	PurgeAcked(ctx context.Context, stream string, before time.Time, max int) (int, error)
+	// Backlog reports the stream's queue as one consistent read.
+	Backlog(ctx context.Context, stream string) (Backlog, error)
 	// Close releases the store; a closed store's methods return errors.
 	Close() error
 }
@@ -257,6 +259,18 @@ type Reclaimer interface {
 	// out readers or writers; a table another maintenance pass holds is
 	// skipped.
 	Reclaim(ctx context.Context) error
+}
+
+// Backlog is a stream's queue at one moment.
+type Backlog struct {
+	// Now is the store's clock when it was read.
+	Now time.Time
+	// Ready counts the messages visible at Now; OldestReady is when the
+	// oldest of them became visible (zero when none is).
+	Ready       int
+	OldestReady time.Time
+	// Pending counts every message not acknowledged, visible or not.
+	Pending int
 }
 
 // DeadLetterSuffix names a stream's dead-letter stream.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // The done bucket holds an acknowledged message's id with the time of its
@@ -124,4 +126,33 @@ func (t *tx) DeletePrefix(prefix []byte, max int) (int, error) {
 		n += len(doomed)
 	}
 	return n, nil
+}
+
+// Backlog implements store.Store from the ready index, in one read
+// transaction: its keys hold each pending message's visibility time, in
+// order.
+func (s *Store) Backlog(ctx context.Context, stream string) (store.Backlog, error) {
+	b := store.Backlog{Now: s.now()}
+	if err := ctx.Err(); err != nil {
+		return b, err
+	}
+	prefix := append([]byte(stream), 0)
+	err := s.db.View(func(btx *bolt.Tx) error {
+		c := btx.Bucket(bucketReady).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(k) != len(prefix)+24 {
+				continue // a longer stream name sharing the prefix
+			}
+			b.Pending++
+			at := int64(binary.BigEndian.Uint64(k[len(prefix):]))
+			if at <= b.Now.UnixNano() {
+				if b.Ready == 0 {
+					b.OldestReady = time.Unix(0, at)
+				}
+				b.Ready++
+			}
+		}
+		return nil
+	})
+	return b, err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // purgeSQL deletes the oldest acknowledged messages of a stream, found
@@ -92,4 +94,22 @@ func (s *Store) Reclaim(ctx context.Context) error {
 		return fmt.Errorf("reclaim: %w", err)
 	}
 	return nil
+}
+
+// backlogSQL counts a stream's pending messages and those visible at $2,
+// with the oldest visibility time among them.
+const backlogSQL = `SELECT count(*) FILTER (WHERE visible_at <= $2), coalesce(min(visible_at) FILTER (WHERE visible_at <= $2), 0), count(*)
+	FROM flowgen_messages WHERE stream = $1 AND NOT done`
+
+// Backlog implements store.Store in one statement.
+func (s *Store) Backlog(ctx context.Context, stream string) (store.Backlog, error) {
+	b := store.Backlog{Now: s.now()}
+	var oldest int64
+	if err := s.db.QueryRowContext(ctx, backlogSQL, stream, b.Now.UnixNano()).Scan(&b.Ready, &oldest, &b.Pending); err != nil {
+		return b, fmt.Errorf("backlog of %s: %w", stream, err)
+	}
+	if b.Ready > 0 {
+		b.OldestReady = time.Unix(0, oldest)
+	}
+	return b, nil
 }

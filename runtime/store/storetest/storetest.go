@@ -49,6 +49,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ReadMany", testReadMany},
 		{"ScanMany", testScanMany},
 		{"ScanFirst", testScanFirst},
+		{"BacklogCountsReadyAndPending", testBacklog},
 		{"FailedUpdateCommitsNothing", testFailedUpdateCommitsNothing},
 		{"PutOnce", testPutOnce},
 		{"Counters", testCounters},
@@ -1608,4 +1609,43 @@ func testScanFirst(t *testing.T, h *harness) {
 		}
 		return nil
 	})
+}
+
+// testBacklog: Backlog counts a stream's pending messages, those visible
+// now, and when the oldest visible one became visible; acknowledged
+// messages and other streams do not count.
+func testBacklog(t *testing.T, h *harness) {
+	ctx := context.Background()
+	b, err := h.s.Backlog(ctx, "s")
+	if err != nil || b.Ready != 0 || b.Pending != 0 || !b.OldestReady.IsZero() {
+		t.Fatalf("empty stream: %+v %v", b, err)
+	}
+	t0 := h.clock.Now()
+	h.update(func(tx store.Tx) error {
+		for _, m := range []store.Message{
+			{ID: id(1), Stream: "s", Payload: []byte("a")},
+			{ID: id(2), Stream: "s", Payload: []byte("b")},
+			{ID: id(3), Stream: "s", Payload: []byte("c"), NotBefore: t0.Add(time.Hour)},
+			{ID: id(4), Stream: "s-other", Payload: []byte("d")},
+		} {
+			if err := tx.Enqueue(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	h.clock.Advance(time.Minute)
+	m, err := h.reserve("s", 10*time.Minute) // taken: pending, not ready
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = h.s.Backlog(ctx, "s")
+	if err != nil || b.Ready != 1 || b.Pending != 3 || !b.OldestReady.Equal(t0) || !b.Now.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("backlog %+v %v: want 1 ready since %s, 3 pending, now %s", b, err, t0, t0.Add(time.Minute))
+	}
+	h.update(func(tx store.Tx) error { return tx.Ack(m.Receipt) })
+	b, err = h.s.Backlog(ctx, "s")
+	if err != nil || b.Ready != 1 || b.Pending != 2 {
+		t.Fatalf("backlog after an ack %+v %v: want 1 ready, 2 pending", b, err)
+	}
 }
