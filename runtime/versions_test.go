@@ -149,39 +149,13 @@ func TestJobsFinishOnTheirVersion(t *testing.T) {
 		}
 		// The v2-only worker counted what it left for others, under v1's
 		// definition; the worker with both left nothing.
-		if n := unservedCount(t, freshMetrics, "orders", meta.Hash[:16]); n < 1 {
+		if n := metricValue(t, freshMetrics, "flowgen_unserved_deliveries_total", map[string]string{"flow": "orders", "definition": meta.Hash[:16]}); n < 1 {
 			t.Errorf("the v2-only worker counted %v unserved deliveries of v1, want some", n)
 		}
-		if n := unservedCount(t, bothMetrics, "", ""); n != 0 {
+		if n := metricValue(t, bothMetrics, "flowgen_unserved_deliveries_total", nil); n != 0 {
 			t.Errorf("the worker with both versions counted %v unserved deliveries", n)
 		}
 	})
-}
-
-// unservedCount sums flowgen_unserved_deliveries_total in reg, of flow
-// and definition when they are not empty.
-func unservedCount(t *testing.T, reg *prometheus.Registry, flow, definition string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != "flowgen_unserved_deliveries_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if (flow == "" || labels["flow"] == flow) && (definition == "" || labels["definition"] == definition) {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 // TestChangedFlowNeedsANewVersion: registering other content under a

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -201,10 +200,10 @@ func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"worker", "--store", url, "--workers", "2", "../../gen/testdata/flows/parent.yaml"}, os.Getenv, nil, &stdout, &stderr)
+		done <- Run(ctx, []string{"worker", "--store", url, "--workers", "2", "--metrics-addr", "127.0.0.1:0", "../../gen/testdata/flows/parent.yaml"}, os.Getenv, nil, &stdout, &stderr)
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -221,6 +220,24 @@ func TestWorkerFinishesAJobAfterASignal(t *testing.T) {
 			t.Fatalf("the worker did not finish the job; inspect:\n%s\nworker:\n%s", r.stdout, stderr.String())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// The worker's metrics count what it ran.
+	m := regexp.MustCompile(`worker: metrics on (http://\S+/metrics)\n`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		stop()
+		t.Fatalf("the worker does not say where its metrics are:\n%s", stderr.String())
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	scraped, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^flowgen_activations_finished_total\{flow="demo\.parent",kind="",node="\w+",outcome="succeeded"\} [1-9]`).Match(scraped) ||
+		!strings.Contains(string(scraped), `flowgen_queue_pending_messages{stream="flowgen.work"}`) {
+		t.Errorf("GET %s, its flowgen_activations and flowgen_queue lines:\n%s", m[1],
+			strings.Join(regexp.MustCompile(`(?m)^flowgen_(activations|queue)_.*$`).FindAllString(string(scraped), -1), "\n"))
 	}
 	stop()
 	if code := <-done; code != exitOK || !strings.Contains(stderr.String(), "worker: stopped") {

@@ -257,7 +257,9 @@ every worker, on as many machines as you like, at one PostgreSQL store with
 prefer flowgen serve, which runs the same workers and lets every other
 command in. Jobs are started by flowgen run or by your own program;
 capabilities are backed as for flowgen run. Every flow must be generated
-and up to date, and in one Go module.
+and up to date, and in one Go module. --metrics-addr serves the workers'
+Prometheus metrics at /metrics there (docs/observability.md); flowgen
+serve serves them on its job API's address.
 
 Flags:
 `
@@ -338,7 +340,15 @@ func runUntilInterrupted(e *env, name, prog string, args []string) int {
 }
 
 func runWorker(e *env, args []string) int {
-	return runFlowProgram(e, "worker", workerUsage, "WorkerMain", args, nil)
+	return runFlowProgram(e, "worker", workerUsage, "WorkerMain", args, func(fs *flag.FlagSet) func([]string) []string {
+		addr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (none when empty; port 0: any free port)")
+		return func([]string) []string {
+			if *addr == "" {
+				return nil
+			}
+			return []string{"--metrics-addr", *addr}
+		}
+	})
 }
 
 func runServe(e *env, args []string) int {

@@ -11,6 +11,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,6 +20,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	_ "github.com/lib/pq" // the driver behind FLOWGEN_DATABASE_URL
 
@@ -218,15 +222,29 @@ func Work(ctx context.Context, p Process, flows ...Constructor) int {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := commonFlags(fs)
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (none when empty)")
 	if err := fs.Parse(p.Args); err != nil {
 		return ExitUsage
 	}
-	e, _, closeAll, err := cf.engine(ctx, p, flows, nil)
+	var metrics *prometheus.Registry
+	if *metricsAddr != "" {
+		metrics = processMetrics()
+	}
+	e, _, closeAll, err := cf.engine(ctx, p, flows, metrics)
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return ExitUsage
 	}
 	defer closeAll()
+	if metrics != nil {
+		addr, stop, err := serveMetrics(*metricsAddr, metrics)
+		if err != nil {
+			fmt.Fprintf(stderr, "worker: metrics: %v\n", err)
+			return ExitUsage
+		}
+		defer stop()
+		fmt.Fprintf(stderr, "worker: metrics on http://%s/metrics\n", addr)
+	}
 	fmt.Fprintf(stderr, "worker: %d workers on %s for %s\n", *cf.workers, *cf.store, served(e))
 	if err := e.Run(ctx, *cf.workers); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
@@ -344,4 +362,26 @@ func hostname() string {
 		return "flowgen"
 	}
 	return h
+}
+
+// processMetrics is a registry with Go's and the process's collectors,
+// for an engine's metrics to join.
+func processMetrics() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveMetrics serves reg at http://addr/metrics until stop is called, and
+// returns the address it listens on (addr with port 0 picks a free port).
+func serveMetrics(addr string, reg *prometheus.Registry) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() { srv.Close() }, nil
 }

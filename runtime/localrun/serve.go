@@ -8,9 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 )
@@ -47,8 +44,7 @@ func Serve(ctx context.Context, p Process, flows ...Constructor) int {
 		}
 		graphs[g.Flow.ID] = g
 	}
-	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := processMetrics()
 	e, names, closeAll, err := cf.engine(ctx, p, flows, metrics)
 	if err != nil {
 		fmt.Fprintf(stderr, "serve: %v\n", err)

@@ -116,8 +116,8 @@ func New(s store.Store, opts Options) *Engine {
 	}
 	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}, versions: map[string][]*compiled{}}
 	_, e.rowLocking = s.(store.RowLocking)
-	e.metrics = newMetrics(opts.Metrics)
-	e.proc = &processor{store: s, opts: &e.opts, log: e.log}
+	e.metrics = newMetrics(opts.Metrics, s)
+	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics}
 	return e
 }
 
@@ -453,6 +453,9 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 				if err != nil {
 					if ctx.Err() != nil {
 						return
+					}
+					if errors.Is(err, store.ErrFenced) {
+						e.metrics.fenced.Inc()
 					}
 					e.log.Warn("step failed; will retry", "err", err, "in", failed)
 					sleepCtx(ctx, failed)

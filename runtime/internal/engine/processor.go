@@ -23,9 +23,10 @@ import (
 // never routes and never commits a step: it reads the store and hands a
 // message back for a retry, nothing else.
 type processor struct {
-	store store.Store
-	opts  *Options // the engine's, defaults applied
-	log   *slog.Logger
+	store   store.Store
+	opts    *Options // the engine's, defaults applied
+	log     *slog.Logger
+	metrics *metrics
 }
 
 func (p *processor) now() time.Time { return p.opts.Now() }
@@ -35,6 +36,7 @@ func (p *processor) now() time.Time { return p.opts.Now() }
 // It never routes.
 func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, error) {
 	job, t, m := en.job, en.t, en.m
+	p.metrics.started.WithLabelValues(flowName(t.Flow), t.Node).Inc()
 	n := c.byAlias[t.Node]
 	switch {
 	case en.exhausted != "":
@@ -147,6 +149,7 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, e
 		if err != nil {
 			return result{}, err
 		}
+		p.metrics.retried.WithLabelValues(flowName(t.Flow), t.Node, string(runtype.FailureOf(kind))).Inc()
 		return result{}, errRetryLater
 	}
 	if ctx.Err() != nil {

@@ -106,8 +106,14 @@ func (e *Engine) ackHorizon() time.Duration {
 // message ids older than the retention. Run calls it every
 // Options.SweepEvery; it is safe to call from several processes at once
 // (one sweeps, the others report Busy).
-func (e *Engine) Sweep(ctx context.Context) (runtype.Swept, error) {
-	var sw runtype.Swept
+func (e *Engine) Sweep(ctx context.Context) (sw runtype.Swept, err error) {
+	defer func() { // what committed counts, also when a later commit failed
+		for what, n := range map[string]int{"jobs": sw.Jobs, "records": sw.Records, "blobs": sw.Blobs, "acked": sw.Acked} {
+			if n > 0 {
+				e.metrics.swept.WithLabelValues(what).Add(float64(n))
+			}
+		}
+	}()
 	lease, err := e.takeSweeperLease(ctx)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		sw.Busy = true

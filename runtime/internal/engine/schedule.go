@@ -98,9 +98,9 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 		return 0, err
 	}
 	now := e.now().UTC()
-	started := 0
+	started, skipped, dropped := 0, 0, 0
 	err = e.store.Update(ctx, func(tx store.Tx) error {
-		started = 0
+		started, skipped, dropped = 0, 0, 0
 		// Processes looking at once read the state one after another.
 		if err := lockRow(tx, scheduleKey(s.Name)); err != nil {
 			return err
@@ -112,9 +112,14 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 			st.Last = now // a new schedule: its ticks start from now
 			return putJSON(tx, scheduleKey(s.Name), st)
 		}
+		before := st
 		due := s.ticks(&st, now)
+		dropped = st.Dropped - before.Dropped
 		if len(due) == 0 {
-			return nil
+			if dropped == 0 {
+				return nil
+			}
+			return putJSON(tx, scheduleKey(s.Name), st) // past the dropped ticks for good
 		}
 		for len(due) > 0 {
 			running, err := jobRunning(tx, st.Job)
@@ -123,6 +128,7 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 			}
 			if running && s.Overlap == runtype.OverlapSkip {
 				st.Skipped++
+				skipped++
 				due = due[1:]
 				continue
 			}
@@ -144,6 +150,11 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	for result, n := range map[string]int{"started": started, "skipped": skipped, "dropped": dropped} {
+		if n > 0 {
+			e.metrics.ticks.WithLabelValues(s.Name, result).Add(float64(n))
+		}
 	}
 	return started, e.crash(runtype.CrashScheduled)
 }

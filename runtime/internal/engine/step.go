@@ -81,6 +81,9 @@ type entry struct {
 	// handed back and there is nothing more to do. unserved says it was
 	// for want of the job's flow definition.
 	deferred, unserved bool
+	// status is the job's final status when this delivery finished it
+	// (for the metrics, after the commit).
+	status *runtype.JobStatus
 	// folding is set while the node runs inside the transaction that
 	// reserved its message (see fold): the processor then renews no lease
 	// and leaves the hand-back of a retry in later, which that
@@ -418,7 +421,8 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 		if err != nil {
 			return nil, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 		}
-		return next, e.stepsCommitted(closed)
+		en.closed = closed
+		return next, e.stepsCommitted(en)
 	}
 	// Steps 1 and 2 committed without step 3: a message that closed its job
 	// in a store written before step 3 joined their commit. Complete the
@@ -459,12 +463,14 @@ func (e *Engine) commitResult(tx store.Tx, c *compiled, en *entry, res *result) 
 	return true, e.finish(tx, en, true)
 }
 
-// stepsCommitted passes the crash points of a committed steps commit.
-func (e *Engine) stepsCommitted(closed bool) error {
+// stepsCommitted counts what en's committed steps commit recorded and
+// passes its crash points.
+func (e *Engine) stepsCommitted(en *entry) error {
+	e.metrics.committed(en, e.now())
 	if err := e.crash(runtype.CrashStep2); err != nil {
 		return err
 	}
-	if closed {
+	if en.closed {
 		if err := e.crash(runtype.CrashStep3); err != nil {
 			return err
 		}
@@ -726,9 +732,11 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		if en.res != nil {
 			known[string(resultKey(en.job, en.t.Act))] = en.res
 		}
-		if err := e.complete(tx, en.job, e.retention(en.c), end, out, known); err != nil {
+		st, err := e.complete(tx, en.job, e.retention(en.c), end, out, known)
+		if err != nil {
 			return err
 		}
+		en.status = &st
 		// A finished job's lease has nothing left to hand over at
 		// shutdown; it runs out by itself. (Should this commit fail, the
 		// job's next delivery takes the lease again.)
@@ -841,7 +849,7 @@ func (e *Engine) crash(point string) error {
 // with the expiry entry that deletes the job after retention; known holds
 // results the caller has in hand, by key (the closing activation's own,
 // usually the only terminal one), which it need not read.
-func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duration, end ending, out outcome, known map[string]*result) error {
+func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duration, end ending, out outcome, known map[string]*result) (runtype.JobStatus, error) {
 	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC(),
 		Errors: out.errors, Compensated: out.compensated}
 	// Only these of the meta: decoding the rest (the job's input, its
@@ -851,7 +859,7 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duratio
 		Parent  *parentRef `json:"parent,omitempty"`
 	}
 	if err := json.Unmarshal(end.meta, &meta); err != nil {
-		return fmt.Errorf("job %s: record: %w", job, err)
+		return st, fmt.Errorf("job %s: record: %w", job, err)
 	}
 	st.Started = meta.Started
 	if len(out.errors) > 0 {
@@ -859,12 +867,12 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duratio
 	}
 	if len(st.Compensated) > 0 {
 		if err := haltedAt(tx, job, &st); err != nil {
-			return err
+			return st, err
 		}
 	}
 	rs, err := readResults(tx, out.results, known)
 	if err != nil {
-		return fmt.Errorf("job %s: %w", job, err)
+		return st, fmt.Errorf("job %s: %w", job, err)
 	}
 	for i, r := range rs {
 		if !r.failed() && r.Output != nil {
@@ -876,16 +884,16 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duratio
 	}
 	raw, err := json.Marshal(st)
 	if err != nil {
-		return err
+		return st, err
 	}
 	if err := tx.Put(statusKey(job), raw); err != nil {
-		return err
+		return st, err
 	}
 	if err := e.record(tx, job, runtype.HistoryEvent{At: st.Finished, Event: runtype.EventFinished, Detail: string(st.State)}); err != nil {
-		return err
+		return st, err
 	}
 	if err := expireJob(tx, job, st.Finished, retention); err != nil {
-		return err
+		return st, err
 	}
-	return e.reportToParent(tx, job, meta.Parent, raw)
+	return st, e.reportToParent(tx, job, meta.Parent, raw)
 }
