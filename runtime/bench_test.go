@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -54,13 +57,19 @@ const benchWorkers = 16
 // boltEngine is an engine on a fresh store file (fsync on) with flow
 // registered; the store closes when the benchmark ends.
 func boltEngine(b *testing.B, flow *Flow) (*boltstore.Store, *Engine) {
+	return boltEngineWith(b, flow, Options{})
+}
+
+// boltEngineWith is boltEngine with opts (its Owner set).
+func boltEngineWith(b *testing.B, flow *Flow, opts Options) (*boltstore.Store, *Engine) {
 	b.Helper()
 	s, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	e := New(s, Options{Owner: "bench"})
+	opts.Owner = "bench"
+	e := New(s, opts)
 	if err := e.Register(flow); err != nil {
 		b.Fatal(err)
 	}
@@ -73,8 +82,13 @@ func boltEngine(b *testing.B, flow *Flow) (*boltstore.Store, *Engine) {
 // batches), fsync on every commit, and waits for all to finish; it returns
 // the elapsed time.
 func runJobs(b *testing.B, flow *Flow, input string, jobs int) (time.Duration, *boltstore.Store) {
+	return runJobsWith(b, flow, input, jobs, Options{})
+}
+
+// runJobsWith is runJobs on an engine with opts.
+func runJobsWith(b *testing.B, flow *Flow, input string, jobs int, opts Options) (time.Duration, *boltstore.Store) {
 	b.Helper()
-	s, e := boltEngine(b, flow)
+	s, e := boltEngineWith(b, flow, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	start := time.Now()
@@ -306,4 +320,28 @@ func fdatasyncP50(b *testing.B, n int) time.Duration {
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2]
+}
+
+// BenchmarkObservabilityCost: the linear flow's node executions per
+// second on bbolt with metrics (a registry) and tracing (every span
+// batched to an exporter that drops it, as a no-op collector would) on,
+// against both off, in benchRounds interleaved rounds; the ratio is the
+// median of each round's pair.
+func BenchmarkObservabilityCost(b *testing.B) {
+	jobs := max(b.N/benchRounds, 1)
+	var off, on, ratio []float64
+	for range benchRounds {
+		elapsed, s := runJobs(b, linearFlow(), `{"n":1}`, jobs)
+		s.Close()
+		plain := float64(jobs*3) / elapsed.Seconds()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		elapsed, s = runJobsWith(b, linearFlow(), `{"n":1}`, jobs, Options{Metrics: prometheus.NewRegistry(), Tracing: tp})
+		s.Close()
+		tp.Shutdown(context.Background())
+		observed := float64(jobs*3) / elapsed.Seconds()
+		off, on, ratio = append(off, plain), append(on, observed), append(ratio, observed/plain)
+	}
+	b.ReportMetric(median(off), "nodes/s-plain")
+	b.ReportMetric(median(on), "nodes/s-observed")
+	b.ReportMetric(median(ratio), "observed/plain")
 }

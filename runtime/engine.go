@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowgen-dev/flowgen/runtime/internal/engine"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -59,8 +60,14 @@ type Options struct {
 	// SweepBatch bounds the deletions of one sweeper commit (default 500).
 	SweepBatch int
 	// Metrics, when set, receives the engine's Prometheus metrics
-	// (docs/runtime.md lists them). Engines may share one.
+	// (docs/observability.md lists them). Engines may share one.
 	Metrics prometheus.Registerer
+	// Tracing, when set, traces jobs: a span for each job's start, whose
+	// context the job keeps, and one for each activation attempt under it,
+	// on any worker and after any restart (docs/observability.md). Grant
+	// the same provider to the HTTP capability (Grants.Tracing) for client
+	// spans and traceparent headers.
+	Tracing trace.TracerProvider
 }
 
 // Crash points, in protocol order. Steps 1 and 2 commit in one
@@ -113,6 +120,7 @@ func New(s store.Store, opts Options) *Engine {
 			SweepEvery: opts.SweepEvery,
 			SweepBatch: opts.SweepBatch,
 			Metrics:    opts.Metrics,
+			Tracing:    opts.Tracing,
 		}),
 		grant: opts.Capabilities,
 	}

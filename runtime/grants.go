@@ -7,6 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -40,6 +44,10 @@ type Grants struct {
 	BlobDir string
 	// Transport carries HTTP; http.DefaultTransport when nil.
 	Transport http.RoundTripper
+	// Tracing, when set, makes every HTTP request a client span (with the
+	// semantic-convention attributes of otelhttp) under the activation's,
+	// and sends its W3C traceparent header.
+	Tracing trace.TracerProvider
 	// Secrets resolves handles; EnvSecrets when nil.
 	Secrets Secrets
 	// DB backs db.read and db.write.
@@ -56,7 +64,14 @@ func (g Grants) For(info NodeInfo) Capabilities {
 	has := func(c flowtype.Capability) bool { return slices.Contains(info.Capabilities, string(c)) }
 	var caps Capabilities
 	if has(flowtype.HTTPRead) || has(flowtype.HTTPReadPinned) || has(flowtype.HTTPWrite) {
-		h := NewHTTP(g.Transport, info.Egress)
+		transport := g.Transport
+		if g.Tracing != nil {
+			if transport == nil {
+				transport = http.DefaultTransport
+			}
+			transport = otelhttp.NewTransport(transport, otelhttp.WithTracerProvider(g.Tracing), otelhttp.WithPropagators(propagation.TraceContext{}))
+		}
+		h := NewHTTP(transport, info.Egress)
 		if has(flowtype.HTTPRead) {
 			caps.HTTPRead = httpReader{h}
 		}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -46,6 +48,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Endpoint.Token)
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header)) // the caller's trace, if any
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

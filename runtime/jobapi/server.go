@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime"
@@ -50,7 +51,8 @@ const maxInput = 16 << 20
 //
 //	GET  /v1/health                       server info (no token needed)
 //	GET  /metrics                         Prometheus metrics, when HandlerOptions.Metrics is set (no token needed)
-//	POST /v1/jobs                         {"flow","input","key"} -> {"job","created"} (flow: name or name@version)
+//	POST /v1/jobs                         {"flow","input","key"} -> {"job","created"} (flow: name or name@version;
+//	                                      a W3C traceparent header makes the job's trace the caller's)
 //	GET  /v1/jobs?state=&flow=&since=&until=&where=path=value&subflows=1&limit=&after=
 //	GET  /v1/jobs/{job}                   status and waiting checkpoints
 //	GET  /v1/jobs/{job}/inspection
@@ -189,7 +191,9 @@ func (h *handler) start(w http.ResponseWriter, r *http.Request) {
 	var job runtime.JobID
 	created := false
 	if err == nil {
-		job, created, err = h.svc.StartOnce(r.Context(), req.Flow, req.Key, req.Input)
+		// A caller's traceparent makes the job's trace part of the caller's.
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		job, created, err = h.svc.StartOnce(ctx, req.Flow, req.Key, req.Input)
 	}
 	if err != nil {
 		writeError(w, err)

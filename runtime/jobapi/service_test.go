@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
@@ -350,4 +353,38 @@ func TestDiscoverIgnoresStaleEndpoints(t *testing.T) {
 	if _, err := jobapi.Discover(context.Background(), path); !errors.Is(err, jobapi.ErrNoServer) {
 		t.Fatalf("stale file: %v", err)
 	}
+}
+
+// TestStartCarriesTheCallersTrace: a client that starts a job inside a
+// span sends its traceparent, and the job's trace goes on under it.
+func TestStartCarriesTheCallersTrace(t *testing.T) {
+	t.Parallel()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(context.Background())
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e := runtime.New(s, runtime.Options{Owner: "test", Tracing: tp})
+	if err := e.Register(approvalFlow()); err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, e, path)
+	ctx, caller := tp.Tracer("caller").Start(context.Background(), "caller")
+	if _, _, err := c.StartOnce(ctx, "approval", "", json.RawMessage(`{"order":"o-1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	caller.End()
+	for _, sp := range spans.Ended() {
+		if sp.Name() == "flowgen.job approval" {
+			if sp.Parent().SpanID() != caller.SpanContext().SpanID() || sp.SpanContext().TraceID() != caller.SpanContext().TraceID() {
+				t.Fatalf("the job's start span is under %v, not the caller's span %v", sp.Parent(), caller.SpanContext())
+			}
+			return
+		}
+	}
+	t.Fatalf("no span of the job's start among %d", len(spans.Ended()))
 }

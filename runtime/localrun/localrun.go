@@ -315,7 +315,16 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metri
 		closeAll()
 		return nil, nil, nil, err
 	}
+	tp, stopTracing, err := tracerFromEnv(ctx, p)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() error { stopTracing(); return nil })
 	grants := runtime.Grants{Store: st, BlobDir: *f.blobs, Secrets: runtime.EnvSecrets{Lookup: p.LookupEnv}}
+	opts := runtime.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Retention: *f.retention, Metrics: metrics}
+	if tp != nil {
+		grants.Tracing, opts.Tracing = tp, tp
+	}
 	if url := p.getenv("FLOWGEN_DATABASE_URL"); url != "" {
 		db, err := sql.Open("postgres", url)
 		if err != nil {
@@ -331,7 +340,8 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metri
 		}
 		grants.Transport = &runtime.ConnectTo{Routes: routes}
 	}
-	e := runtime.New(st, runtime.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Capabilities: grants.For, Retention: *f.retention, Metrics: metrics})
+	opts.Capabilities = grants.For
+	e := runtime.New(st, opts)
 	var names []string
 	for _, build := range flows {
 		fl, err := build()

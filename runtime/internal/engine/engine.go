@@ -11,6 +11,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -34,6 +35,7 @@ type Options struct {
 	SweepEvery time.Duration
 	SweepBatch int
 	Metrics    prometheus.Registerer
+	Tracing    trace.TracerProvider
 }
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
@@ -75,6 +77,7 @@ type Engine struct {
 	proc    *processor
 	router  router
 	metrics *metrics
+	tracing *tracing
 }
 
 // New returns an engine on s.
@@ -117,7 +120,8 @@ func New(s store.Store, opts Options) *Engine {
 	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}, versions: map[string][]*compiled{}}
 	_, e.rowLocking = s.(store.RowLocking)
 	e.metrics = newMetrics(opts.Metrics, s)
-	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics}
+	e.tracing = newTracing(opts.Tracing, s, opts.Owner)
+	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing}
 	return e
 }
 
@@ -150,6 +154,9 @@ type jobMeta struct {
 	Parent *parentRef `json:"parent,omitempty"`
 	Depth  int        `json:"depth,omitempty"`
 	Budget jobBudget  `json:"budget,omitzero"`
+	// Trace is the W3C traceparent of the span that started the job
+	// (tracing.go); its activations' spans are its children.
+	Trace string `json:"trace,omitempty"`
 }
 
 // parentRef names the parent activation of a subflow job.
@@ -178,12 +185,13 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 	if err != nil {
 		return runtype.JobID{}, false, err
 	}
-	s, err := e.newStart(c, key, input)
+	s, err := e.newStart(ctx, c, key, input)
 	if err != nil {
 		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
 	}
 	job := s.job
 	err = e.store.Update(ctx, func(tx store.Tx) error { return e.writeStart(tx, c, s) })
+	s.traced(err)
 	if key != "" && errors.Is(err, store.ErrConflict) {
 		return e.startedUnder(ctx, c.Name, key)
 	}
@@ -199,17 +207,25 @@ type start struct {
 	key   string
 	rec   encodedJob
 	claim []byte // the job key's record; nil without a key
+	// traced ends the span of the start with the start's outcome.
+	traced func(error)
 }
 
-// newStart prepares a job of c with input under key (none when empty).
-func (e *Engine) newStart(c *compiled, key string, input json.RawMessage) (start, error) {
+// newStart prepares a job of c with input under key (none when empty),
+// opening its trace under ctx's span (tracing.go).
+func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input json.RawMessage) (start, error) {
 	job, err := runtype.NewJobID()
 	if err != nil {
 		return start{}, err
 	}
 	now := e.now().UTC()
 	s := start{job: job, key: key}
-	s.rec, err = encodeJob(jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key})
+	tp, traced := e.tracing.startJob(ctx, c.Name, job)
+	s.traced = traced
+	s.rec, err = encodeJob(jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key, Trace: tp})
+	if err != nil {
+		traced(err)
+	}
 	if err != nil || key == "" {
 		return s, err
 	}

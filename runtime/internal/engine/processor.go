@@ -27,6 +27,7 @@ type processor struct {
 	opts    *Options // the engine's, defaults applied
 	log     *slog.Logger
 	metrics *metrics
+	tracing *tracing
 }
 
 func (p *processor) now() time.Time { return p.opts.Now() }
@@ -34,9 +35,16 @@ func (p *processor) now() time.Time { return p.opts.Now() }
 // work is the processor contour: it runs exactly one activation and returns
 // its result, or errRetryLater after handing the message back for a retry.
 // It never routes.
-func (p *processor) work(ctx context.Context, c *compiled, en *entry) (result, error) {
+func (p *processor) work(ctx context.Context, c *compiled, en *entry) (res result, err error) {
+	p.metrics.started.WithLabelValues(flowName(en.t.Flow), en.t.Node).Inc()
+	ctx, traced := p.tracing.activation(ctx, en)
+	defer func() { traced(res, err) }()
+	return p.attempt(ctx, c, en)
+}
+
+// attempt is work without its span and count.
+func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result, error) {
 	job, t, m := en.job, en.t, en.m
-	p.metrics.started.WithLabelValues(flowName(t.Flow), t.Node).Inc()
 	n := c.byAlias[t.Node]
 	switch {
 	case en.exhausted != "":

@@ -135,7 +135,7 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 			if running && s.Overlap == runtype.OverlapBuffer {
 				break
 			}
-			job, created, err := e.startTick(tx, c, s, due[0])
+			job, created, err := e.startTick(ctx, tx, c, s, due[0])
 			if err != nil {
 				return err
 			}
@@ -178,7 +178,7 @@ func (s *schedule) ticks(st *scheduleState, now time.Time) []time.Time {
 // startTick starts, in tx, the job of the schedule's tick under its
 // deterministic job key and reports true, or returns the job that key
 // names already and false.
-func (e *Engine) startTick(tx store.Tx, c *compiled, s *schedule, tick time.Time) (runtype.JobID, bool, error) {
+func (e *Engine) startTick(ctx context.Context, tx store.Tx, c *compiled, s *schedule, tick time.Time) (runtype.JobID, bool, error) {
 	key := "schedule/" + s.Name + "/" + tick.UTC().Format(time.RFC3339)
 	var claim startKeyRecord
 	if found, err := getJSON(tx, startKey(key), &claim); err != nil {
@@ -187,10 +187,11 @@ func (e *Engine) startTick(tx store.Tx, c *compiled, s *schedule, tick time.Time
 		job, err := runtype.ParseJobID(claim.Job)
 		return job, false, err
 	}
-	st, err := e.newStart(c, key, s.Input)
+	st, err := e.newStart(ctx, c, key, s.Input)
 	if err != nil {
 		return runtype.JobID{}, false, err
 	}
+	st.traced(nil) // the tick's trace starts here, whether or not its commit makes it
 	return st.job, true, e.writeStart(tx, c, st)
 }
 

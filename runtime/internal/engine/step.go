@@ -14,6 +14,7 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // result is an activation's write-once outcome.
@@ -84,6 +85,9 @@ type entry struct {
 	// status is the job's final status when this delivery finished it
 	// (for the metrics, after the commit).
 	status *runtype.JobStatus
+	// span is the span of the activation's attempt (tracing.go): a
+	// subflow's child job is traced under it.
+	span trace.SpanContext
 	// folding is set while the node runs inside the transaction that
 	// reserved its message (see fold): the processor then renews no lease
 	// and leaves the hand-back of a retry in later, which that
