@@ -325,10 +325,11 @@ func fdatasyncP50(b *testing.B, n int) time.Duration {
 // BenchmarkObservabilityCost: the linear flow's node executions per
 // second on bbolt with metrics (a registry) and tracing (every span
 // batched to an exporter that drops it, as a no-op collector would) on,
-// against both off, in benchRounds interleaved rounds; the ratio is the
+// against both off, in benchRounds interleaved rounds of at least 2,000
+// jobs (shorter rounds measure the machine's noise); the ratio is the
 // median of each round's pair.
 func BenchmarkObservabilityCost(b *testing.B) {
-	jobs := max(b.N/benchRounds, 1)
+	jobs := max(b.N/benchRounds, 2000)
 	var off, on, ratio []float64
 	for range benchRounds {
 		elapsed, s := runJobs(b, linearFlow(), `{"n":1}`, jobs)

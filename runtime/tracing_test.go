@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -46,8 +47,13 @@ func TestOneTraceAcrossRetriesSubflowsAndRestarts(t *testing.T) {
 				{Alias: "last", Runner: echo},
 			},
 			Edges: []Edge{{From: "flaky", FromPort: "out", To: "sub"}, {From: "sub", FromPort: "out", To: "last"}}}
+		takeovers := prometheus.NewRegistry()
 		worker := func(owner string) *Engine {
-			e := New(r.store, Options{Owner: owner, Now: r.clock.Now, Tracing: tp})
+			opts := Options{Owner: owner, Now: r.clock.Now, Tracing: tp}
+			if owner == "second" {
+				opts.Metrics = takeovers
+			}
+			e := New(r.store, opts)
 			for _, f := range []*Flow{inner, outer} {
 				if err := e.Register(f); err != nil {
 					t.Fatal(err)
@@ -73,6 +79,10 @@ func TestOneTraceAcrossRetriesSubflowsAndRestarts(t *testing.T) {
 		}
 		if st, err := second.Status(ctx, job); err != nil || st.State != StateSucceeded {
 			t.Fatalf("job %+v %v", st, err)
+		}
+		// The second worker took the job's lease the first left behind.
+		if n := metricValue(t, takeovers, "flowgen_lease_takeovers_total", nil); n != 1 {
+			t.Errorf("the second worker counted %v lease takeovers, want 1", n)
 		}
 
 		ended := spans.Ended()

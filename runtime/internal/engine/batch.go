@@ -109,7 +109,7 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("reserve: %w", err)
 	}
-	e.metrics.countUnserved(entered)
+	e.metrics.countEntered(entered)
 	var alone []*entry
 	for _, en := range entered {
 		switch {

@@ -26,6 +26,7 @@ type metrics struct {
 	activation    *prometheus.HistogramVec
 	jobs          *prometheus.HistogramVec
 	fenced        prometheus.Counter
+	takeovers     prometheus.Counter
 	timers        *prometheus.CounterVec
 	ticks         *prometheus.CounterVec
 	swept         *prometheus.CounterVec
@@ -62,6 +63,8 @@ func newMetrics(reg prometheus.Registerer, s store.Store) *metrics {
 			"From a job's start to the commit that finished it, by final state.", "flow", "state"),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowgen_fenced_commits_total",
 			Help: "Commits refused because this worker's job lease was no longer current (another worker took the job over)."}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowgen_lease_takeovers_total",
+			Help: "Job leases this worker took from another worker whose lease had run out or been released."}),
 		timers: counter("flowgen_timers_fired_total", "Sleep nodes woken by their timer.", "flow"),
 		ticks: counter("flowgen_schedule_ticks_total",
 			"Schedule ticks this worker handled: started a job, skipped (overlap), or dropped (missed beyond catch-up).", "schedule", "result"),
@@ -79,6 +82,7 @@ func newMetrics(reg prometheus.Registerer, s store.Store) *metrics {
 	m.activation = register(reg, m.activation)
 	m.jobs = register(reg, m.jobs)
 	m.fenced = register(reg, m.fenced)
+	m.takeovers = register(reg, m.takeovers)
 	m.timers = register(reg, m.timers)
 	m.ticks = register(reg, m.ticks)
 	m.swept = register(reg, m.swept)
@@ -105,12 +109,16 @@ func flowName(flow string) string {
 	return name
 }
 
-// countUnserved counts the committed hand-backs among entered.
-func (m *metrics) countUnserved(entered []*entry) {
+// countEntered counts what the committed entries of entered did: the
+// hand-backs for want of a flow definition, the leases taken over.
+func (m *metrics) countEntered(entered []*entry) {
 	for _, en := range entered {
 		if en.unserved {
 			name, hash, _ := strings.Cut(en.t.Flow, flowKeySep)
 			m.unserved.WithLabelValues(name, hash).Inc()
+		}
+		if en.tookOver {
+			m.takeovers.Inc()
 		}
 	}
 }

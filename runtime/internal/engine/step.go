@@ -82,6 +82,8 @@ type entry struct {
 	// handed back and there is nothing more to do. unserved says it was
 	// for want of the job's flow definition.
 	deferred, unserved bool
+	// tookOver says the entry took the job's lease from another worker.
+	tookOver bool
 	// status is the job's final status when this delivery finished it
 	// (for the metrics, after the commit).
 	status *runtype.JobStatus
@@ -212,7 +214,7 @@ func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int
 	if en.c, err = e.flow(en.t.Flow); err != nil {
 		return e.leaveUnserved(tx, en, err)
 	}
-	en.lease, err = e.lease(tx, en.m.Job)
+	en.lease, en.tookOver, err = e.lease(tx, en.m.Job)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		return en.handBack(tx, leaseHeldRetry)
 	}
@@ -271,15 +273,17 @@ func (en *entry) handBack(tx store.Tx, delay time.Duration) error {
 // lease returns this worker's lease on job, renewing it only when more
 // than half of it has run out: a write to the lease row on every entry
 // would serialise all of a job's concurrent activations behind it.
-func (e *Engine) lease(tx store.Tx, job []byte) (store.Lease, error) {
-	if l, err := tx.Lease(job); err == nil && l.Owner == e.opts.Owner && l.Expires.After(e.now().Add(e.opts.LeaseTTL/2)) {
-		return l, nil
+func (e *Engine) lease(tx store.Tx, job []byte) (l store.Lease, takeover bool, err error) {
+	cur, err := tx.Lease(job)
+	if err == nil && cur.Owner == e.opts.Owner && cur.Expires.After(e.now().Add(e.opts.LeaseTTL/2)) {
+		return cur, false, nil
 	}
-	l, err := tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
+	took := err == nil && cur.Owner != e.opts.Owner // another worker's, run out or released
+	l, err = tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
 	if err == nil {
 		e.held.Store(string(job), l)
 	}
-	return l, err
+	return l, took && err == nil, err
 }
 
 // Process runs an already reserved message through the step protocol,
