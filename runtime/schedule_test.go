@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -189,5 +190,31 @@ func TestScheduleTickSurvivesEveryCrashPoint(t *testing.T) {
 				},
 			})
 		})
+	}
+}
+
+// TestScheduleNamesBelongToOneFlow: a schedule added again under its name
+// for the same flow (another version) replaces the first; for another
+// flow it is refused, since both would share one state and one set of job
+// keys.
+func TestScheduleNamesBelongToOneFlow(t *testing.T) {
+	t.Parallel()
+	e := New(newRig(t).store, Options{})
+	for _, f := range []*Flow{linearFlow(), fanFlow()} {
+		if err := e.Register(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nightly := Schedule{Name: "nightly", Flow: "linear", Cron: "0 2 * * *"}
+	if err := e.AddSchedule(nightly); err != nil {
+		t.Fatal(err)
+	}
+	nightly.Flow, nightly.Cron = "linear@1.0.0", "0 3 * * *"
+	if err := e.AddSchedule(nightly); err != nil {
+		t.Errorf("the same flow's schedule again: %v", err)
+	}
+	nightly.Flow = "fan"
+	if err := e.AddSchedule(nightly); err == nil || !strings.Contains(err.Error(), "already starts jobs of flow linear@1.0.0") {
+		t.Errorf("another flow's schedule under the same name: %v", err)
 	}
 }

@@ -47,7 +47,10 @@ const defaultCatchUp = time.Hour
 
 // AddSchedule makes this engine start s's jobs (StartDue, and Run about
 // once a second). Several processes may have the same schedule: each tick
-// starts one job whichever of them sees it first.
+// starts one job whichever of them sees it first. Adding a schedule of a
+// name added before replaces it when it starts the same flow (a newer
+// version registering it again) and is refused when it starts another:
+// the two would share one state and one set of job keys.
 func (e *Engine) AddSchedule(s runtype.Schedule) error {
 	if s.Name == "" || strings.ContainsAny(s.Name, "/") {
 		return fmt.Errorf("schedule %q: a schedule needs a name without slashes", s.Name)
@@ -68,6 +71,11 @@ func (e *Engine) AddSchedule(s runtype.Schedule) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for _, o := range e.schedules {
+		if o.Name == s.Name && parseFlowRef(o.Flow).name != parseFlowRef(s.Flow).name {
+			return fmt.Errorf("schedule %s: already starts jobs of flow %s; give the schedule of %s another name", s.Name, o.Flow, s.Flow)
+		}
+	}
 	e.schedules = slices.DeleteFunc(e.schedules, func(o *schedule) bool { return o.Name == s.Name })
 	e.schedules = append(e.schedules, &schedule{Schedule: s, cron: c})
 	return nil
