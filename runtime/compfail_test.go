@@ -21,23 +21,7 @@ func TestCompensationFailurePolicy(t *testing.T) {
 			onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
 				ctx := context.Background()
 				var refunds atomic.Int64
-				f := sagaFlow(r.sink, true)
-				f.OnCompensationFailure = policy
-				f.Nodes[1].Compensate.Runner = Typed(NodeInfo{ID: "payments.refund", Effects: Effectful, KeySchema: "payments.refund@1"},
-					func(ctx *Context, _ noParams, in chargeOut) (json.RawMessage, error) {
-						if refunds.Add(1) <= 2 {
-							return nil, Errorf(Permanent, "refund refused")
-						}
-						return json.RawMessage(`{}`), r.sink.apply(ctx.IdempotencyKey(), "payments.refund "+in.ChargeID)
-					})
-				e := New(r.store, Options{Now: r.clock.Now})
-				if err := e.Register(f); err != nil {
-					t.Fatal(err)
-				}
-				job, err := e.Start(ctx, "saga", json.RawMessage(sagaInput))
-				if err != nil {
-					t.Fatal(err)
-				}
+				e, job := startRefusedRefund(t, r, policy, &refunds)
 				for range 5 { // retries come back after 1 s, then 2 s
 					if err := drain(t, e); err != nil {
 						t.Fatal(err)
@@ -84,23 +68,7 @@ func TestCompensationParksForAHuman(t *testing.T) {
 			onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
 				ctx := context.Background()
 				var refunds atomic.Int64
-				f := sagaFlow(r.sink, true)
-				f.OnCompensationFailure = CompensatePark
-				f.Nodes[1].Compensate.Runner = Typed(NodeInfo{ID: "payments.refund", Effects: Effectful, KeySchema: "payments.refund@1"},
-					func(ctx *Context, _ noParams, in chargeOut) (json.RawMessage, error) {
-						if refunds.Add(1) <= 2 {
-							return nil, Errorf(Permanent, "refund refused")
-						}
-						return json.RawMessage(`{}`), r.sink.apply(ctx.IdempotencyKey(), "payments.refund "+in.ChargeID)
-					})
-				e := New(r.store, Options{Now: r.clock.Now})
-				if err := e.Register(f); err != nil {
-					t.Fatal(err)
-				}
-				job, err := e.Start(ctx, "saga", json.RawMessage(sagaInput))
-				if err != nil {
-					t.Fatal(err)
-				}
+				e, job := startRefusedRefund(t, r, CompensatePark, &refunds)
 				waitsAtCharge := func(round int) {
 					t.Helper()
 					if err := drain(t, e); err != nil {
@@ -165,4 +133,29 @@ func TestCompensationParksForAHuman(t *testing.T) {
 			})
 		})
 	}
+}
+
+// startRefusedRefund starts a saga whose ship step fails, under policy,
+// with a refund (the undo of charge) refused twice (Permanent) before it
+// succeeds; refunds counts its calls.
+func startRefusedRefund(t *testing.T, r *rig, policy CompensationFailure, refunds *atomic.Int64) (*Engine, JobID) {
+	t.Helper()
+	f := sagaFlow(r.sink, true)
+	f.OnCompensationFailure = policy
+	f.Nodes[1].Compensate.Runner = Typed(NodeInfo{ID: "payments.refund", Effects: Effectful, KeySchema: "payments.refund@1"},
+		func(ctx *Context, _ noParams, in chargeOut) (json.RawMessage, error) {
+			if refunds.Add(1) <= 2 {
+				return nil, Errorf(Permanent, "refund refused")
+			}
+			return json.RawMessage(`{}`), r.sink.apply(ctx.IdempotencyKey(), "payments.refund "+in.ChargeID)
+		})
+	e := New(r.store, Options{Now: r.clock.Now})
+	if err := e.Register(f); err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.Start(context.Background(), "saga", json.RawMessage(sagaInput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, job
 }

@@ -568,3 +568,27 @@ func eachActivation(vs []*ActivationView, fn func(*ActivationView)) {
 		eachActivation(v.Children, fn)
 	}
 }
+
+// crashEnumerate runs crashpoint.Enumerate over points on each backend,
+// start building each case's scenario on a fresh rig.
+func crashEnumerate(t *testing.T, points []string, start func(t *testing.T, r *rig, hook func(string) error) (func(), error)) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			crashpoint.Enumerate(t, crashpoint.Scenario{Points: points, Start: func(t *testing.T, hook func(string) error) (func(), error) {
+				return start(t, newRigOn(t, b), hook)
+			}})
+		})
+	}
+}
+
+// sagaWorker is an engine on r with the saga flow (nothing fails),
+// 10-second leases and visibility, and crash as its crash hook.
+func sagaWorker(t *testing.T, r *rig, owner string, crash func(string) error) *Engine {
+	t.Helper()
+	e := New(r.store, Options{Owner: owner, Now: r.clock.Now, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash})
+	if err := e.Register(sagaFlow(r.sink, false)); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}

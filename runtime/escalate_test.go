@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/internal/crashpoint"
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -271,62 +270,48 @@ func TestUndecodableDeadLetterCannotFail(t *testing.T) {
 // message's delivery, leaves a store from which the requeue, asked again,
 // and another worker finish the job with every effect once.
 func TestRequeueSurvivesEveryCrashPoint(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			crashpoint.Enumerate(t, crashpoint.Scenario{
-				Points: append([]string{CrashRevived}, CrashPoints...),
-				Start: func(t *testing.T, hook func(string) error) (func(), error) {
-					r := newRigOn(t, b)
-					ctx := context.Background()
-					engine := func(owner string, crash func(string) error) *Engine {
-						e := New(r.store, Options{Owner: owner, Now: r.clock.Now, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash})
-						if err := e.Register(sagaFlow(r.sink, false)); err != nil {
-							t.Fatal(err)
-						}
-						return e
-					}
-					stale := New(r.store, Options{Now: r.clock.Now}) // has no saga flow
-					if err := stale.Register(linearFlow()); err != nil {
-						t.Fatal(err)
-					}
-					job, err := engine("starter", nil).Start(ctx, "saga", json.RawMessage(sagaInput))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := drain(t, stale); err != nil {
-						t.Fatal(err)
-					}
-					r.clock.Advance(16 * time.Minute)
-					if err := drain(t, stale); err != nil {
-						t.Fatal(err)
-					}
-					dead, err := stale.DeadLetters(ctx)
-					if err != nil || len(dead) != 1 {
-						t.Fatalf("dead letters %+v (%v), want one", dead, err)
-					}
-					doomed := engine("doomed", hook)
-					if _, err = doomed.RequeueDeadLetter(ctx, dead[0].ID); err == nil {
-						err = drain(t, doomed)
-					}
-					return func() {
-						r.reopen()
-						r.clock.Advance(11 * time.Second) // visibility and lease expire
-						heir := engine("heir", nil)
-						if _, err := heir.RequeueDeadLetter(ctx, dead[0].ID); err != nil {
-							t.Fatal(err)
-						}
-						if err := drain(t, heir); err != nil {
-							t.Fatal(err)
-						}
-						if st, err := heir.Status(ctx, job); err != nil || st.State != StateSucceeded {
-							t.Fatalf("job %+v (%v), want succeeded", st, err)
-						}
-						if eff := fmt.Sprint(r.sink.effects()); strings.Count(eff, "stock.reserve o-9") != 1 || strings.Count(eff, "payments.charge o-9") != 1 {
-							t.Fatalf("effects %v, want the reservation and the charge once each", eff)
-						}
-					}, err
-				},
-			})
+	crashEnumerate(t, append([]string{CrashRevived}, CrashPoints...),
+		func(t *testing.T, r *rig, hook func(string) error) (func(), error) {
+			ctx := context.Background()
+			stale := New(r.store, Options{Now: r.clock.Now}) // has no saga flow
+			if err := stale.Register(linearFlow()); err != nil {
+				t.Fatal(err)
+			}
+			job, err := sagaWorker(t, r, "starter", nil).Start(ctx, "saga", json.RawMessage(sagaInput))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := drain(t, stale); err != nil {
+				t.Fatal(err)
+			}
+			r.clock.Advance(16 * time.Minute)
+			if err := drain(t, stale); err != nil {
+				t.Fatal(err)
+			}
+			dead, err := stale.DeadLetters(ctx)
+			if err != nil || len(dead) != 1 {
+				t.Fatalf("dead letters %+v (%v), want one", dead, err)
+			}
+			doomed := sagaWorker(t, r, "doomed", hook)
+			if _, err = doomed.RequeueDeadLetter(ctx, dead[0].ID); err == nil {
+				err = drain(t, doomed)
+			}
+			return func() {
+				r.reopen()
+				r.clock.Advance(11 * time.Second) // visibility and lease expire
+				heir := sagaWorker(t, r, "heir", nil)
+				if _, err := heir.RequeueDeadLetter(ctx, dead[0].ID); err != nil {
+					t.Fatal(err)
+				}
+				if err := drain(t, heir); err != nil {
+					t.Fatal(err)
+				}
+				if st, err := heir.Status(ctx, job); err != nil || st.State != StateSucceeded {
+					t.Fatalf("job %+v (%v), want succeeded", st, err)
+				}
+				if eff := fmt.Sprint(r.sink.effects()); strings.Count(eff, "stock.reserve o-9") != 1 || strings.Count(eff, "payments.charge o-9") != 1 {
+					t.Fatalf("effects %v, want the reservation and the charge once each", eff)
+				}
+			}, err
 		})
-	}
 }

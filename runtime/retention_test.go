@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/internal/crashpoint"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -232,55 +231,48 @@ func TestSweepersTakeTurns(t *testing.T) {
 // commits leaves a store the next sweep finishes cleaning, with the blob
 // the swept job shared with a younger one still there.
 func TestSweepSurvivesEveryCrashPoint(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			crashpoint.Enumerate(t, crashpoint.Scenario{
-				Points: []string{CrashSwept},
-				Start: func(t *testing.T, hook func(string) error) (func(), error) {
-					r := newRigOn(t, b)
-					ctx := context.Background()
-					e := retentionRig(t, r, "doomed", nil)
-					old, _, err := e.StartOnce(ctx, "brief", "old", bigInput)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := drain(t, e); err != nil {
-						t.Fatal(err)
-					}
-					r.clock.Advance(5 * time.Minute)
-					young, err := e.Start(ctx, "brief", bigInput)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := drain(t, e); err != nil {
-						t.Fatal(err)
-					}
-					r.clock.Advance(6 * time.Minute) // old is due, young is not
-					_, err = retentionRig(t, r, "doomed", hook).Sweep(ctx)
-					return func() {
-						r.reopen()
-						r.clock.Advance(11 * time.Second) // the dead sweeper's lease expires
-						heir := retentionRig(t, r, "heir", nil)
-						if _, err := heir.Sweep(ctx); err != nil {
-							t.Fatal(err)
-						}
-						if f := footprintOf(t, r.store, old); f != (footprint{}) {
-							t.Errorf("the old job after the sweeps: %+v", f)
-						}
-						if st, err := heir.Status(ctx, young); err != nil || st.State != StateSucceeded {
-							t.Errorf("the young job: %+v %v", st, err)
-						}
-						if v, c := blobsHeld(t, r.store); v != 1 || c != 1 {
-							t.Errorf("the blob the young job still has: %d values, %d counts", v, c)
-						}
-						if _, created, err := heir.StartOnce(ctx, "brief", "old", json.RawMessage(`{"n":2}`)); err != nil || !created {
-							t.Errorf("the old job's key after the sweeps: created %v %v", created, err)
-						}
-					}, err
-				},
-			})
+	crashEnumerate(t, []string{CrashSwept},
+		func(t *testing.T, r *rig, hook func(string) error) (func(), error) {
+			ctx := context.Background()
+			e := retentionRig(t, r, "doomed", nil)
+			old, _, err := e.StartOnce(ctx, "brief", "old", bigInput)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			r.clock.Advance(5 * time.Minute)
+			young, err := e.Start(ctx, "brief", bigInput)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			r.clock.Advance(6 * time.Minute) // old is due, young is not
+			_, err = retentionRig(t, r, "doomed", hook).Sweep(ctx)
+			return func() {
+				r.reopen()
+				r.clock.Advance(11 * time.Second) // the dead sweeper's lease expires
+				heir := retentionRig(t, r, "heir", nil)
+				if _, err := heir.Sweep(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if f := footprintOf(t, r.store, old); f != (footprint{}) {
+					t.Errorf("the old job after the sweeps: %+v", f)
+				}
+				if st, err := heir.Status(ctx, young); err != nil || st.State != StateSucceeded {
+					t.Errorf("the young job: %+v %v", st, err)
+				}
+				if v, c := blobsHeld(t, r.store); v != 1 || c != 1 {
+					t.Errorf("the blob the young job still has: %d values, %d counts", v, c)
+				}
+				if _, created, err := heir.StartOnce(ctx, "brief", "old", json.RawMessage(`{"n":2}`)); err != nil || !created {
+					t.Errorf("the old job's key after the sweeps: created %v %v", created, err)
+				}
+			}, err
 		})
-	}
 }
 
 // TestControlPassesOverSweptSubflows: a parent still running (waiting at a

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/flowgen-dev/flowgen/internal/crashpoint"
 )
 
 // scheduledJobs are the jobs of flow in r's store, oldest first.
@@ -146,51 +144,41 @@ func TestScheduleOverlap(t *testing.T) {
 // effectful nodes are not folded into their delivery's transaction, so
 // that every crash point is reached on both stores).
 func TestScheduleTickSurvivesEveryCrashPoint(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			crashpoint.Enumerate(t, crashpoint.Scenario{
-				Points: append([]string{CrashScheduled}, CrashPoints...),
-				Start: func(t *testing.T, hook func(string) error) (func(), error) {
-					r := newRigOn(t, b)
-					ctx := context.Background()
-					engine := func(owner string, crash func(string) error) *Engine {
-						e := New(r.store, Options{Owner: owner, Now: r.clock.Now, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash})
-						if err := e.Register(sagaFlow(r.sink, false)); err != nil {
-							t.Fatal(err)
-						}
-						if err := e.AddSchedule(Schedule{Name: "minutely", Flow: "saga", Cron: "* * * * *", Input: json.RawMessage(sagaInput)}); err != nil {
-							t.Fatal(err)
-						}
-						return e
-					}
-					if _, err := engine("setup", nil).StartDue(ctx); err != nil { // the schedule's state
-						t.Fatal(err)
-					}
-					r.clock.Advance(time.Minute)
-					doomed := engine("doomed", hook)
-					_, err := doomed.StartDue(ctx)
-					if err == nil {
-						err = drain(t, doomed)
-					}
-					return func() {
-						r.reopen()
-						r.clock.Advance(11 * time.Second) // the same minute: no new tick
-						heir := engine("heir", nil)
-						if n, err := heir.StartDue(ctx); err != nil || n != 0 {
-							t.Fatalf("the heir started %d jobs (%v) for a tick started before", n, err)
-						}
-						if err := drain(t, heir); err != nil {
-							t.Fatal(err)
-						}
-						jobs := scheduledJobs(t, heir, "saga")
-						if len(jobs) != 1 || jobs[0].State != StateSucceeded {
-							t.Fatalf("jobs %+v, want the tick's one, succeeded", jobs)
-						}
-					}, err
-				},
-			})
+	crashEnumerate(t, append([]string{CrashScheduled}, CrashPoints...),
+		func(t *testing.T, r *rig, hook func(string) error) (func(), error) {
+			ctx := context.Background()
+			engine := func(owner string, crash func(string) error) *Engine {
+				e := sagaWorker(t, r, owner, crash)
+				if err := e.AddSchedule(Schedule{Name: "minutely", Flow: "saga", Cron: "* * * * *", Input: json.RawMessage(sagaInput)}); err != nil {
+					t.Fatal(err)
+				}
+				return e
+			}
+			if _, err := engine("setup", nil).StartDue(ctx); err != nil { // the schedule's state
+				t.Fatal(err)
+			}
+			r.clock.Advance(time.Minute)
+			doomed := engine("doomed", hook)
+			_, err := doomed.StartDue(ctx)
+			if err == nil {
+				err = drain(t, doomed)
+			}
+			return func() {
+				r.reopen()
+				r.clock.Advance(11 * time.Second) // the same minute: no new tick
+				heir := engine("heir", nil)
+				if n, err := heir.StartDue(ctx); err != nil || n != 0 {
+					t.Fatalf("the heir started %d jobs (%v) for a tick started before", n, err)
+				}
+				if err := drain(t, heir); err != nil {
+					t.Fatal(err)
+				}
+				jobs := scheduledJobs(t, heir, "saga")
+				if len(jobs) != 1 || jobs[0].State != StateSucceeded {
+					t.Fatalf("jobs %+v, want the tick's one, succeeded", jobs)
+				}
+			}, err
 		})
-	}
 }
 
 // TestScheduleNamesBelongToOneFlow: a schedule added again under its name

@@ -145,31 +145,14 @@ func TestLoopRunsEachPassInItsOwnAddress(t *testing.T) {
 // TestTimerFlowSleeps runs the generated sleep node on a clock the test
 // moves: the job waits at cool until 90 seconds have passed.
 func TestTimerFlowSleeps(t *testing.T) {
-	flow, err := NewDemoTimer(DefaultDemoTimerConnectors())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	e := runtime.New(store, runtime.Options{Owner: "test", Now: clock})
-	if err := e.Register(flow); err != nil {
-		t.Fatal(err)
-	}
+	e, clock, advance := timerEngine(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ctx := context.Background()
 	job, err := e.Start(ctx, "demo.timer", json.RawMessage(`{"title": "Wait For It"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, wait := range []time.Duration{0, 89 * time.Second, 2 * time.Second} {
-		mu.Lock()
-		now = now.Add(wait)
-		mu.Unlock()
+		advance(wait)
 		for {
 			did, err := e.Step(ctx)
 			if err != nil {
@@ -183,8 +166,8 @@ func TestTimerFlowSleeps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done := now.Sub(st.Started) >= 90*time.Second; st.Done() != done {
-			t.Fatalf("%s after the start: %+v", now.Sub(st.Started), st)
+		if done := clock().Sub(st.Started) >= 90*time.Second; st.Done() != done {
+			t.Fatalf("%s after the start: %+v", clock().Sub(st.Started), st)
 		}
 		if st.Done() && (st.State != runtime.StateSucceeded || string(st.Result["shout"]) != `{"text":"WAIT-FOR-IT"}`) {
 			t.Fatalf("after the sleep: %+v %s", st, st.Result["shout"])
@@ -196,30 +179,13 @@ func TestTimerFlowSleeps(t *testing.T) {
 // flow is registered, and its 02:00 tick starts one job with the input the
 // Flow IR declares, under the tick's job key.
 func TestTimerFlowSchedule(t *testing.T) {
-	flow, err := NewDemoTimer(DefaultDemoTimerConnectors())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	e := runtime.New(store, runtime.Options{Owner: "test", Now: clock})
-	if err := e.Register(flow); err != nil {
-		t.Fatal(err)
-	}
+	e, clock, advance := timerEngine(t, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC))
 	ctx := context.Background()
 	for _, step := range []struct {
 		advance time.Duration
 		want    int
 	}{{0, 0}, {30 * time.Minute, 0}, {31 * time.Minute, 1}, {time.Minute, 0}} {
-		mu.Lock()
-		now = now.Add(step.advance)
-		mu.Unlock()
+		advance(step.advance)
 		if n, err := e.StartDue(ctx); err != nil || n != step.want {
 			t.Fatalf("at %s: started %d (%v), want %d", clock().Format(time.Kitchen), n, err, step.want)
 		}
@@ -243,4 +209,28 @@ func TestTimerFlowSchedule(t *testing.T) {
 	if string(meta.Input) != `{"title":"Nightly Digest"}` {
 		t.Fatalf("the tick's job input %s", meta.Input)
 	}
+}
+
+// timerEngine is an engine with the generated timer flow on a store file,
+// both on a clock that starts at start and moves only by advance.
+func timerEngine(t *testing.T, start time.Time) (e *runtime.Engine, clock func() time.Time, advance func(time.Duration)) {
+	t.Helper()
+	flow, err := NewDemoTimer(DefaultDemoTimerConnectors())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := start
+	clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance = func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "jobs.db"), boltstore.Options{NoSync: true, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e = runtime.New(store, runtime.Options{Owner: "test", Now: clock})
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	return e, clock, advance
 }

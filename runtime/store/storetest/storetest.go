@@ -146,6 +146,22 @@ func (h *harness) reserve(stream string, vis time.Duration) (store.Message, erro
 	return reserve(h.s, stream, "w1", vis)
 }
 
+// reserveEach reserves the visible messages of stream one by one, for a
+// minute each, and calls fn with each until none is left.
+func (h *harness) reserveEach(stream string, fn func(store.Message)) {
+	h.t.Helper()
+	for {
+		m, err := h.reserve(stream, time.Minute)
+		if errors.Is(err, store.ErrEmpty) {
+			return
+		}
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		fn(m)
+	}
+}
+
 func reserve(s store.Store, stream, owner string, vis time.Duration) (store.Message, error) {
 	ms, err := reserveUpTo(s, stream, owner, vis, 1)
 	if err != nil {
@@ -459,20 +475,13 @@ func testStreamDelivery(t *testing.T, h *harness) {
 		return tx.Enqueue(store.Message{ID: id(9), Stream: "s2", Payload: []byte("other stream")})
 	})
 	var got []byte
-	for {
-		m, err := h.reserve("s", time.Minute)
-		if errors.Is(err, store.ErrEmpty) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	h.reserveEach("s", func(m store.Message) {
 		if m.Attempt != 1 || string(m.Job) != "job" {
 			t.Fatalf("message %+v", m)
 		}
 		got = append(got, m.Payload...)
 		h.update(func(tx store.Tx) error { return tx.Ack(m.Receipt) })
-	}
+	})
 	if fmt.Sprint(got) != "[1 3]" {
 		t.Fatalf("delivered %v, want [1 3] (2 is delayed)", got)
 	}
@@ -700,16 +709,7 @@ func testPurgeAcked(t *testing.T, h *harness) {
 		return tx.Enqueue(store.Message{ID: id(9), Stream: "other", Payload: []byte("o")})
 	})
 	var got []byte
-	for {
-		m, err := h.reserve("s", time.Minute)
-		if errors.Is(err, store.ErrEmpty) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, m.ID[15])
-	}
+	h.reserveEach("s", func(m store.Message) { got = append(got, m.ID[15]) })
 	slices.Sort(got)
 	if !slices.Equal(got, []byte{1, 2, 3, 6}) {
 		t.Fatalf("after the purge, publishing again delivered %v, want [1 2 3 6]", got)
