@@ -198,6 +198,7 @@ func (e *nodeEmitter) emitInfo() {
 		Id("Capabilities"): Id("Capabilities").Call(),
 		Id("Egress"):       Id("Egress").Call(),
 		Id("Redact"):       Id("redact"),
+		Id("DataClass"):    Id("dataClass"),
 	}
 	if c := e.spec.Cache; c != nil && len(c.Key)+len(c.Pin) > 0 {
 		var fields []Code
@@ -238,6 +239,17 @@ func (e *nodeEmitter) emitInfo() {
 			Case(Lit("output")).Block(Return(Qual(schematypesPkg, "Redact").Call(Err(), Lit(e.outPort), Id("DataClass")))),
 		),
 		Return(Err()),
+	)
+	e.f.Line()
+	e.f.Comment("dataClass returns the x-data-class declared at path of part (\"params\", \"input\"")
+	e.f.Comment("or \"output\"), or at its nearest declared ancestor; \"\" when none is.")
+	e.f.Func().Id("dataClass").Params(Id("part"), Id("path").String()).String().Block(
+		Switch(Id("part")).Block(
+			Case(Lit("params")).Block(Return(Qual(schematypesPkg, "ClassAt").Call(Id("DataClass"), Lit("params"), Id("path")))),
+			Case(Lit("input")).Block(Return(Qual(schematypesPkg, "ClassAt").Call(Id("DataClass"), Lit(e.inPort), Id("path")))),
+			Case(Lit("output")).Block(Return(Qual(schematypesPkg, "ClassAt").Call(Id("DataClass"), Lit(e.outPort), Id("path")))),
+		),
+		Return(Lit("")),
 	)
 	e.f.Line()
 	e.f.Comment("Info is what the runtime needs to know about the connector.")

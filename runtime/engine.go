@@ -261,6 +261,11 @@ func (e *Engine) FailDeadLetter(ctx context.Context, id MessageID, reason string
 // version first (the one Start runs when no version is named).
 func (e *Engine) Flows() []FlowVersion { return e.engine.Flows() }
 
+// FlowGraph returns the graph of a served flow definition: ref is a name
+// (its newest version), name@version or name#hash16. ErrUnknownFlow or
+// ErrFlowVersionMissing when the engine does not serve it.
+func (e *Engine) FlowGraph(ref string) (FlowGraph, error) { return e.engine.FlowGraph(ref) }
+
 // AddSchedule makes the engine start s's jobs: Run looks about once a
 // second, StartDue when called. Every tick's job is started under a job
 // key of the schedule's name and the tick, so of all the processes with

@@ -83,6 +83,33 @@ const (
 // FlowVersion is one definition of a flow an engine serves.
 type FlowVersion = runtype.FlowVersion
 
+// FlowGraph is a served flow definition as a graph (Engine.FlowGraph).
+type FlowGraph = runtype.FlowGraph
+
+// GraphNode and GraphEdge are a FlowGraph's nodes and edges.
+type (
+	GraphNode = runtype.GraphNode
+	GraphEdge = runtype.GraphEdge
+)
+
+// Sensitive reports whether values of a data class (GraphNode.DataClass)
+// must not be shown to someone reading a job: personal, financial, health,
+// credential and confidential data, and their subclasses.
+func Sensitive(class string) bool { return runtype.Sensitive(class) }
+
+// NodeKind is what a flow node is (GraphNode.Kind).
+type NodeKind = runtype.NodeKind
+
+// The kinds of flow node.
+const (
+	NodeTask       = runtype.NodeTask
+	NodeSwitch     = runtype.NodeSwitch
+	NodeForEach    = runtype.NodeForEach
+	NodeCheckpoint = runtype.NodeCheckpoint
+	NodeSubflow    = runtype.NodeSubflow
+	NodeSleep      = runtype.NodeSleep
+)
+
 // DeadLetter is a message on the dead-letter stream, as an operator sees
 // it (Engine.DeadLetters).
 type DeadLetter = runtype.DeadLetter

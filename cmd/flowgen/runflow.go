@@ -276,6 +276,13 @@ command fails because the server holds the file. Inputs are checked
 against each flow's schemas before a job is created. Capabilities are
 backed as for flowgen run.
 
+The same address serves a web console: jobs (filters, activation tree,
+history, approve/reject, pause, resume, kill), dead letters (requeue,
+fail) and flows (graph, job counts). Open the console address serve
+prints (http://ADDR/login?token=...) to sign a browser in; sensitive
+fields (pii, financial, health, credential, confidential data classes)
+are masked. Prometheus metrics are at /metrics.
+
 Flags:
 `
 
@@ -354,7 +361,7 @@ func runWorker(e *env, args []string) int {
 func runServe(e *env, args []string) int {
 	var addr *string
 	return runFlowProgram(e, "serve", serveUsage, "ServeMain", args, func(fs *flag.FlagSet) func([]string) []string {
-		addr = fs.String("addr", "127.0.0.1:0", "address of the job API (port 0: any free port)")
+		addr = fs.String("addr", "127.0.0.1:0", "address of the job API and web console (port 0: any free port)")
 		return func(files []string) []string {
 			extra := []string{"--addr", *addr}
 			for _, f := range files {

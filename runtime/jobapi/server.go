@@ -42,6 +42,10 @@ type HandlerOptions struct {
 	// format, without a token (like /v1/health: the server listens on
 	// 127.0.0.1 unless told otherwise).
 	Metrics prometheus.Gatherer
+	// Console, when set, is the web console (runtime/console), served
+	// at every path outside /v1/ and /metrics to a browser signed in
+	// through GET /login?token=TOKEN (Endpoint.ConsoleURL).
+	Console http.Handler
 }
 
 // maxInput bounds a job input sent to the API.
@@ -53,12 +57,14 @@ const maxInput = 16 << 20
 //	GET  /metrics                         Prometheus metrics, when HandlerOptions.Metrics is set (no token needed)
 //	POST /v1/jobs                         {"flow","input","key"} -> {"job","created"} (flow: name or name@version;
 //	                                      a W3C traceparent header makes the job's trace the caller's)
-//	GET  /v1/jobs?state=&flow=&since=&until=&where=path=value&subflows=1&limit=&after=
+//	GET  /v1/jobs?state=&flow=&version=&key=&since=&until=&where=path=value&subflows=1&limit=&after=
 //	GET  /v1/jobs/{job}                   status and waiting checkpoints
 //	GET  /v1/jobs/{job}/inspection
 //	POST /v1/jobs/{job}/pause | resume | kill {"reason"} | signal {"node","approved","by","note"}
 //	GET  /v1/deadletters
 //	POST /v1/deadletters/{id}/requeue | fail {"reason"}
+//	GET  /login?token=TOKEN               signs a browser in to the console, when HandlerOptions.Console is set
+//	     /...                             the console's pages (runtime/console)
 //
 // Errors are {"code","message"} with 400, 401, 404 (not_found,
 // unknown_flow, unknown_version), 409 (key_in_use, dead_letter_taken) or 422 (bad_input,
@@ -77,6 +83,13 @@ func NewHandler(svc Service, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{job}/{action}", h.auth(h.job(h.control)))
 	mux.HandleFunc("GET /v1/deadletters", h.auth(h.deadLetters))
 	mux.HandleFunc("POST /v1/deadletters/{id}/{action}", h.auth(h.takeDeadLetter))
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, apiError{Code: "not_found", Message: r.Method + " " + r.URL.Path + " is not part of the API"})
+	})
+	if opts.Console != nil {
+		mux.HandleFunc("GET /login", h.login)
+		mux.Handle("/", h.signedIn(opts.Console))
+	}
 	return mux
 }
 
@@ -299,7 +312,7 @@ func (h *handler) control(w http.ResponseWriter, r *http.Request, job runtime.Jo
 
 // queryFromURL parses the listing's query parameters.
 func queryFromURL(v url.Values) (runtime.JobQuery, error) {
-	q := runtime.JobQuery{State: v.Get("state"), Flow: v.Get("flow"), After: v.Get("after"), Subflows: v.Get("subflows") == "1"}
+	q := runtime.JobQuery{State: v.Get("state"), Flow: v.Get("flow"), Version: v.Get("version"), Key: v.Get("key"), After: v.Get("after"), Subflows: v.Get("subflows") == "1"}
 	for _, t := range []struct {
 		name string
 		dst  *time.Time
@@ -342,6 +355,8 @@ func queryToURL(q runtime.JobQuery) url.Values {
 	}
 	set("state", q.State)
 	set("flow", q.Flow)
+	set("version", q.Version)
+	set("key", q.Key)
 	set("after", q.After)
 	if q.Subflows {
 		v.Set("subflows", "1")

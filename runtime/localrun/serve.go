@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 
 	"github.com/flowgen-dev/flowgen/flowir"
+	"github.com/flowgen-dev/flowgen/runtime/console"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 )
 
@@ -66,15 +68,21 @@ func Serve(ctx context.Context, p Process, flows ...Constructor) int {
 		}
 		endpointFile = jobapi.EndpointPath(storePath)
 	}
+	ui, err := console.New(e, console.Options{Flows: e, Log: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		fmt.Fprintf(stderr, "serve: %v\n", err)
+		return ExitFailed
+	}
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
 	workDone := make(chan error, 1)
 	go func() { workDone <- e.Run(workCtx, *cf.workers) }()
-	err = jobapi.Serve(ctx, *addr, storePath, e, jobapi.HandlerOptions{CheckInput: check, Info: jobapi.Info{Flows: names}, Metrics: metrics},
+	err = jobapi.Serve(ctx, *addr, storePath, e, jobapi.HandlerOptions{CheckInput: check, Info: jobapi.Info{Flows: names}, Metrics: metrics, Console: ui},
 		func(ep jobapi.Endpoint) {
 			fmt.Fprintf(stderr, "serve: %d workers on %s for %s\n", *cf.workers, *cf.store, served(e))
 			fmt.Fprintf(stderr, "serve: job API on http://%s (endpoint file %s); run, inspect, jobs, pause, resume, kill and signal go through it\n",
 				ep.Addr, endpointFile)
+			fmt.Fprintf(stderr, "serve: web console on %s\n", ep.ConsoleURL())
 		})
 	stopWork()
 	if werr := <-workDone; werr != nil && !errors.Is(werr, context.Canceled) && err == nil {

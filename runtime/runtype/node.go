@@ -112,6 +112,12 @@ type NodeInfo struct {
 	// "output") before the error reaches job state and logs. Generated
 	// nodes set it from their data-class table.
 	Redact func(part string, err error) error
+	// DataClass, when set, returns the x-data-class declared at path
+	// ("a.b", "items[]") of part ("params", "input" or "output"), or its
+	// nearest declared ancestor's; "" when none is. Generated nodes set it
+	// from their data-class table; the web console masks what it calls
+	// Sensitive.
+	DataClass func(part, path string) string
 }
 
 // KeyNode is the node name an activation's idempotency key is computed

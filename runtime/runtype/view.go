@@ -36,10 +36,20 @@ type Decision struct {
 // Inspection is a job's stored state: key by key, and as a tree of
 // activations.
 type Inspection struct {
-	Job     string            `json:"job"`
-	Status  JobStatus         `json:"status"`
-	Summary string            `json:"summary"`
-	Tree    []*ActivationView `json:"tree"`
+	Job string `json:"job"`
+	// Flow, Version and Definition (the content hash's first 16 digits)
+	// name the definition the job runs on; Key is the job key it was
+	// started under (StartOnce), Parent the subflow activation that
+	// started it, and Input its input.
+	Flow       string            `json:"flow,omitempty"`
+	Version    string            `json:"version,omitempty"`
+	Definition string            `json:"definition,omitempty"`
+	Key        string            `json:"key,omitempty"`
+	Parent     string            `json:"parent,omitempty"`
+	Input      json.RawMessage   `json:"input,omitempty"`
+	Status     JobStatus         `json:"status"`
+	Summary    string            `json:"summary"`
+	Tree       []*ActivationView `json:"tree"`
 	// History is the job's events in time order (EventKind), each
 	// written with the state change it describes.
 	History []HistoryEvent    `json:"history,omitempty"`
@@ -69,6 +79,8 @@ type ActivationView struct {
 	// Port is the output port a finished activation's output left on (a
 	// switch's label, a checkpoint's approved or rejected).
 	Port string `json:"port,omitempty"`
+	// Output is a succeeded activation's output, as committed.
+	Output json.RawMessage `json:"output,omitempty"`
 	// Ledger is the activity ledger's value and its digits in words.
 	Ledger      int64  `json:"ledger,omitempty"`
 	LedgerWords string `json:"ledgerWords,omitempty"`
@@ -94,14 +106,18 @@ type JobQuery struct {
 	// State keeps jobs in this state; "waiting" keeps running jobs with a
 	// checkpoint waiting for a decision, "paused" paused ones.
 	State string `json:"state,omitempty"`
-	// Flow keeps jobs of this flow.
-	Flow string `json:"flow,omitempty"`
+	// Flow keeps jobs of this flow, Version those started on this
+	// version of it.
+	Flow    string `json:"flow,omitempty"`
+	Version string `json:"version,omitempty"`
 	// Since and Until keep jobs started in [Since, Until).
 	Since time.Time `json:"since,omitzero"`
 	Until time.Time `json:"until,omitzero"`
 	// Where keeps jobs whose input has every field (a dotted path) equal
 	// to its value: strings compare as text, other values as their JSON.
 	Where map[string]string `json:"where,omitempty"`
+	// Key keeps the job started under this job key (StartOnce).
+	Key string `json:"key,omitempty"`
 	// Subflows includes the jobs subflow nodes started.
 	Subflows bool `json:"subflows,omitempty"`
 	// Limit is the page size (default 20, at most 1000).

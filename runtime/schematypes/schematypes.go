@@ -440,6 +440,14 @@ func Redact(err error, prefix string, classOf func(path string) string) error {
 	return &FieldError{Path: fe.Path, Value: "[" + class + "]", Msg: fe.Msg}
 }
 
+// ClassAt returns the data class classOf (a generated DataClass function)
+// declares at path under prefix ("in", "out" or "params"), or at its
+// nearest declared ancestor; "" when none is. Indexes and keys in path
+// are written "[]".
+func ClassAt(classOf func(path string) string, prefix, path string) string {
+	return classAt(joinPaths(prefix, path), classOf)
+}
+
 var elementPath = regexp.MustCompile(`\[(\d+|"(?:[^"\\]|\\.)*")\]`)
 
 // classAt finds the class declared at path or its nearest ancestor.

@@ -99,6 +99,16 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 	if st, ok := byKey["status"]; ok {
 		json.Unmarshal(st.Value, &in.Status)
 	}
+	var meta jobMeta
+	if m, ok := byKey["meta"]; ok && json.Unmarshal(m.Value, &meta) == nil {
+		in.Flow, in.Version, in.Key, in.Input = meta.Flow, meta.Version, meta.Key, meta.Input
+		if in.Definition = meta.Hash; len(in.Definition) > 16 {
+			in.Definition = in.Definition[:16]
+		}
+		if meta.Parent != nil {
+			in.Parent = meta.Parent.Job
+		}
+	}
 	for _, e := range in.Entries { // in key order, which is time order
 		var ev runtype.HistoryEvent
 		if strings.HasPrefix(e.Key, "hist/") && json.Unmarshal(e.Value, &ev) == nil {
@@ -126,7 +136,7 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		v.Attempts, v.Elements, v.Finished, v.Port = r.Attempts, r.Elements, r.Finished, r.Port
 		switch {
 		case !r.failed():
-			v.State = runtype.ActivationSucceeded
+			v.State, v.Output = runtype.ActivationSucceeded, r.Output
 		case r.ErrKind == runtype.Canceled:
 			v.State = runtype.ActivationCanceled
 		case r.TimedOut:

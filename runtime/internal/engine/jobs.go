@@ -80,7 +80,11 @@ func ListJobs(ctx context.Context, s store.Store, q runtype.JobQuery) (runtype.J
 	var list runtype.JobList
 	err := s.View(ctx, func(tx store.ReadTx) error {
 		list = runtype.JobList{}
-		err := tx.Scan([]byte(jobIndexPrefix), func(k, v []byte) error {
+		scan := tx.Scan
+		if q.Key != "" {
+			scan = keyedScan(tx, q.Key)
+		}
+		err := scan([]byte(jobIndexPrefix), func(k, v []byte) error {
 			if after != nil && bytes.Compare(k, after) <= 0 {
 				return nil
 			}
@@ -114,6 +118,37 @@ func ListJobs(ctx context.Context, s store.Store, q runtype.JobQuery) (runtype.J
 	return list, nil
 }
 
+// keyedScan is a Scan of the job index that visits only the job started
+// under key, if any.
+func keyedScan(tx store.ReadTx, key string) func([]byte, func(k, v []byte) error) error {
+	return func(_ []byte, fn func(k, v []byte) error) error {
+		var claim startKeyRecord
+		raw, err := tx.Get(startKey(key))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, &claim); err != nil {
+			return fmt.Errorf("job key %q: %w", key, err)
+		}
+		job, err := runtype.ParseJobID(claim.Job)
+		if err != nil {
+			return fmt.Errorf("job key %q: %w", key, err)
+		}
+		k := jobIndexKey(job)
+		v, err := tx.Get(k)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // claimed by a start that has not committed its job, or swept
+		}
+		if err != nil {
+			return err
+		}
+		return fn(k, v)
+	}
+}
+
 // matchJob reads what q needs of a job and reports whether it is kept.
 func matchJob(q runtype.JobQuery, tx store.ReadTx, job runtype.JobID, ix jobIndexEntry) (runtype.JobSummary, bool, error) {
 	sum := runtype.JobSummary{Job: job.String(), Flow: ix.Flow, Started: ix.Started, Parent: ix.Parent}
@@ -124,7 +159,7 @@ func matchJob(q runtype.JobQuery, tx store.ReadTx, job runtype.JobID, ix jobInde
 		!q.Until.IsZero() && !ix.Started.Before(q.Until):
 		return sum, false, nil
 	}
-	if len(q.Where) > 0 {
+	if len(q.Where) > 0 || q.Version != "" {
 		raw, err := tx.Get(metaKey(job))
 		if err != nil {
 			return sum, false, err
@@ -133,7 +168,7 @@ func matchJob(q runtype.JobQuery, tx store.ReadTx, job runtype.JobID, ix jobInde
 		if err := json.Unmarshal(raw, &meta); err != nil {
 			return sum, false, err
 		}
-		if !inputMatches(meta.Input, q.Where) {
+		if (q.Version != "" && meta.Version != q.Version) || !inputMatches(meta.Input, q.Where) {
 			return sum, false, nil
 		}
 	}

@@ -246,3 +246,45 @@ func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
 	reason := fmt.Sprintf("no worker took it for %s: %v; deploy the version, then flowgen dlq requeue", now.Sub(rec.Since).Round(time.Second), why)
 	return ignoreStale(tx.DeadLetter(en.m.Receipt, reason))
 }
+
+// FlowGraph returns the graph of the registered definition ref names
+// (name, name@version or name#hash16; a bare name is the newest).
+func (e *Engine) FlowGraph(ref string) (runtype.FlowGraph, error) {
+	c, err := e.flow(ref)
+	if err != nil {
+		return runtype.FlowGraph{}, err
+	}
+	newest := false
+	e.mu.RLock()
+	if vs := e.versions[c.Name]; len(vs) > 0 {
+		newest = vs[0] == c
+	}
+	e.mu.RUnlock()
+	g := runtype.FlowGraph{FlowVersion: runtype.FlowVersion{Name: c.Name, Version: c.Version, Hash: c.hash, Newest: newest}}
+	for _, n := range c.Nodes {
+		gn := runtype.GraphNode{Alias: n.Alias, Entry: slices.Contains(c.entries, n.Alias), Compensated: n.Compensate != nil}
+		switch {
+		case n.Task != nil:
+			info := n.Task.Info()
+			gn.Kind, gn.Effects, gn.DataClass = runtype.NodeTask, info.Effects, info.DataClass
+			if info.ID != "" {
+				gn.Connector = info.ID + "@" + info.Version
+			}
+		case n.Switch != nil:
+			gn.Kind = runtype.NodeSwitch
+		case n.ForEach != nil:
+			gn.Kind, gn.Body = runtype.NodeForEach, n.ForEach.Do
+		case n.Checkpoint != nil:
+			gn.Kind = runtype.NodeCheckpoint
+		case n.Subflow != nil:
+			gn.Kind, gn.Subflow = runtype.NodeSubflow, n.Subflow.Flow
+		case n.Sleep != nil:
+			gn.Kind = runtype.NodeSleep
+		}
+		g.Nodes = append(g.Nodes, gn)
+	}
+	for _, ed := range c.Edges {
+		g.Edges = append(g.Edges, runtype.GraphEdge{From: ed.From, Port: ed.FromPort, To: ed.To, Delivery: ed.Delivery, Loop: ed.MaxIterations})
+	}
+	return g, nil
+}
