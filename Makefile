@@ -56,10 +56,10 @@ bench-postgres: ## PostgreSQL node executions/s (1/2/4 processes) and protocol c
 bench-certify: ## Certification time of charge and normalize, before the sandbox and now, with the ratio.
 	bench/certify.sh
 
-demo: ## The main job end to end: generate, run the order flow, certify, registry, publish, pull, build (starts PostgreSQL).
+demo: ## The main job end to end: generate, run, certify, registry, publish, pull, build, console (KEEP=1 leaves the console and registry up).
 	.ci/postgres.sh
 	.ci/bubblewrap.sh
-	$(GO) run ./examples/demo
+	$(GO) run ./examples/demo $(if $(KEEP),--keep --stay)
 
 verify: ## Check generated artefacts are up to date (schemas, goldens).
 	$(GO) test ./schemas -run TestSchemasInSync

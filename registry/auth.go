@@ -138,6 +138,11 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (*principal,
 			return nil, &authError{http.StatusUnauthorized, "Authorization header: want Bearer <token>"}
 		}
 	}
+	return s.principalOf(ctx, secret)
+}
+
+// principalOf is the caller a token secret names; "" is anonymous (nil).
+func (s *Server) principalOf(ctx context.Context, secret string) (*principal, error) {
 	if secret == "" {
 		return nil, nil
 	}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -192,30 +193,48 @@ func (s *Server) mark(w http.ResponseWriter, r *http.Request, p *principal, acti
 	if err != nil {
 		return err
 	}
-	if p == nil {
-		return &authError{http.StatusUnauthorized, action + " needs a token"}
-	}
-	if !p.canPublish(k.Namespace) {
-		return &authError{http.StatusForbidden, fmt.Sprintf("token %s may not %s in namespace %q", p.token.ID, action, k.Namespace)}
+	if err := mayMark(p, action, k.Namespace); err != nil {
+		return err
 	}
 	var body Reason
 	if err := readJSON(w, r, &body); err != nil {
 		return err
 	}
-	body.Reason = strings.TrimSpace(body.Reason)
-	if body.Reason == "" || len(body.Reason) > 1024 {
-		return api.CodeBadReason.Errorf("%s needs a reason of 1 to 1024 characters", action)
+	v, err := s.setMark(r.Context(), p, k, action, body.Reason, set)
+	if err != nil {
+		return err
 	}
-	v, err := s.meta.UpdateVersion(r.Context(), k, func(v *meta.Version) error {
-		set(v, body.Reason)
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// mayMark fails unless p may deprecate or yank (action) in namespace.
+func mayMark(p *principal, action, namespace string) error {
+	if p == nil {
+		return &authError{http.StatusUnauthorized, action + " needs a token"}
+	}
+	if !p.canPublish(namespace) {
+		return &authError{http.StatusForbidden, fmt.Sprintf("token %s may not %s in namespace %q", p.token.ID, action, namespace)}
+	}
+	return nil
+}
+
+// setMark records a deprecation or yank of k with its reason, and audits
+// it; the caller checked mayMark.
+func (s *Server) setMark(ctx context.Context, p *principal, k meta.Key, action, reason string, set func(*meta.Version, string)) (meta.Version, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" || len(reason) > 1024 {
+		return meta.Version{}, api.CodeBadReason.Errorf("%s needs a reason of 1 to 1024 characters", action)
+	}
+	v, err := s.meta.UpdateVersion(ctx, k, func(v *meta.Version) error {
+		set(v, reason)
 		v.Updated = s.now()
 		return nil
 	})
 	if err != nil {
-		return notFoundOr(err, k)
+		return meta.Version{}, notFoundOr(err, k)
 	}
-	s.auditf(r.Context(), p, action, k, "%s", body.Reason)
-	return writeJSON(w, http.StatusOK, v)
+	s.auditf(ctx, p, action, k, "%s", reason)
+	return v, nil
 }
 
 // audit handles GET /v1/audit?limit=N (admin).

@@ -144,6 +144,8 @@ requiredChecks: [determinism]
 		t.Errorf("a satisfied policy: %d %q", code, body)
 	}
 
+	cataloguePages(t, h)
+
 	// Yanked: gone from listings and @latest, still fetchable by version.
 	if code, body := h.do("POST", path+"/yank", h.publisher, "application/json", strings.NewReader(`{"reason":"double charges on retry"}`)); code != 200 {
 		t.Fatalf("yank: %d %s", code, body)
@@ -158,10 +160,16 @@ requiredChecks: [determinism]
 		t.Errorf("audit: %d %s", code, body)
 	}
 
-	// Tampered evidence behind a policy is as loud as a tampered artifact:
+	// Tampered evidence behind a policy is as loud as a tampered artifact
+	// (the version page read it too: one more tampered blob counted):
 	// 500, not a 404 that sends the go command to the next proxy. (A fresh
 	// policy, so no verdict is cached, as after a restart.)
 	tamper(t, h, v.Blobs[api.FileReport])
+	reader := h.pageReader(t)
+	reader.signIn(t, h.puller)
+	if _, body := reader.Get("/ui/connectors/payments/payments.charge/versions/2.1.0"); !strings.Contains(body, "tampered: the stored file no longer has its digest") {
+		t.Errorf("the version page does not show the tampered report:\n%s", body)
+	}
 	fresh := h.token("fresh-platform", []string{registry.ScopePull}, "apiVersion: flowgen.dev/v1\nkind: PullPolicy\nmaxEffects: Effectful\n")
 	for _, q := range []string{gp + "/@v/list", gp + "/@v/v2.1.0.info", "/v1/connectors?q=charge"} {
 		if code, body := h.do("GET", q, fresh, "", nil); code != 500 || apiError(t, body).Code != "tampered" {
@@ -178,7 +186,7 @@ requiredChecks: [determinism]
 	if code, _ := h.do("GET", gp+"/@v/v2.1.0.zip", h.puller, "", nil); code != 500 {
 		t.Errorf("tampered proxy zip: %d", code)
 	}
-	if code, body := h.do("GET", "/metrics", h.admin, "", nil); code != 200 || !containsAll(string(body), "registry_tampered_blobs_total 5", `registry_certifications_total{state="certified"} 1`, `registry_publishes_total{outcome="ok"} 1`) {
+	if code, body := h.do("GET", "/metrics", h.admin, "", nil); code != 200 || !containsAll(string(body), "registry_tampered_blobs_total 6", `registry_certifications_total{state="certified"} 1`, `registry_publishes_total{outcome="ok"} 1`) {
 		t.Errorf("metrics: %d\n%s", code, body)
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
+	"github.com/flowgen-dev/flowgen/internal/webui"
 	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
@@ -136,6 +137,8 @@ type Server struct {
 	wake    chan struct{}
 	metrics *metrics
 	mux     *http.ServeMux
+	// site renders the catalogue pages (ui.go).
+	site *webui.Site
 	// policyCache holds policy verdicts by policy and evidence digests.
 	policyCache sync.Map
 	// gcMu: uploads hold it for reading from their first blob store until
@@ -220,7 +223,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.log.Info("serving the flowgen module", slog.String("module", flowgenmod.Path), slog.String("version", s.flowgen.Version), slog.String("dir", s.flowgen.Dir))
 	}
-	s.routes()
+	if err := s.routes(); err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
 	return s, nil
 }
 
@@ -229,7 +234,8 @@ func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
 // UploadsInFlight is the number of uploads being received now.
 func (s *Server) UploadsInFlight() int { return len(s.uploads) }
 
-// Handler serves the API, the Go module proxy, health and metrics.
+// Handler serves the API, the Go module proxy, the catalogue pages (/ui/),
+// health and metrics.
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // HTTPServer is the http.Server to serve Handler with: request headers
@@ -249,7 +255,7 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-func (s *Server) routes() {
+func (s *Server) routes() error {
 	m := http.NewServeMux()
 	const v = "/v1/connectors/{namespace}/{connector}/versions/{version}"
 	s.handle(m, "GET /v1/public-key", s.publicKey)
@@ -285,7 +291,11 @@ func (s *Server) routes() {
 			return nil
 		})
 	}
+	if err := s.uiRoutes(m); err != nil {
+		return err
+	}
 	s.mux = m
+	return nil
 }
 
 // anonymousRoutes are served without looking at credentials.

@@ -37,10 +37,11 @@ func main() {
 	defer stop()
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	keep := fs.Bool("keep", false, "keep the work directory (it is kept anyway when a stage fails)")
+	stay := fs.Bool("stay", false, "after the last check, leave the web console, the registry and the stand-ins running until interrupted (make demo KEEP=1)")
 	dbURL := fs.String("database", envOr("FLOWGEN_DEMO_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL for the warehouse connector's table and db connectors' certification fixtures [FLOWGEN_DEMO_DATABASE_URL]")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "Usage: go run ./examples/demo [--keep] [--database URL] [standins]")
+		fmt.Fprintln(os.Stderr, "Usage: go run ./examples/demo [--keep] [--stay] [--database URL] [standins]")
 		fs.PrintDefaults()
 	}
 	fs.Parse(os.Args[1:])
@@ -51,7 +52,7 @@ func main() {
 		fs.Usage()
 		os.Exit(2)
 	}
-	os.Exit(runDemo(ctx, os.Stdout, *keep, *dbURL))
+	os.Exit(runDemo(ctx, os.Stdout, *keep, *stay, *dbURL))
 }
 
 func envOr(name, def string) string {
@@ -92,7 +93,7 @@ type result struct {
 	took                  time.Duration
 }
 
-func runDemo(ctx context.Context, out io.Writer, keep bool, dbURL string) int {
+func runDemo(ctx context.Context, out io.Writer, keep, stay bool, dbURL string) int {
 	repo, err := repoRoot()
 	if err != nil {
 		fmt.Fprintln(out, "demo:", err)
@@ -115,6 +116,7 @@ func runDemo(ctx context.Context, out io.Writer, keep bool, dbURL string) int {
 		{"publish", (*demo).publishAll},
 		{"pull", (*demo).pull},
 		{"build", (*demo).buildConsumer},
+		{"console", (*demo).console},
 		{"stop", (*demo).stop},
 	}
 	fmt.Fprintf(out, "flowgen demo: the main job end to end on embedded defaults (work directory %s)\n", work)
@@ -125,6 +127,9 @@ func runDemo(ctx context.Context, out io.Writer, keep bool, dbURL string) int {
 		if failed && s.name != "stop" {
 			results = append(results, result{name: s.name, outcome: "skipped"})
 			continue
+		}
+		if s.name == "stop" && stay && !failed {
+			d.stayUntilInterrupted(ctx)
 		}
 		fmt.Fprintf(out, "[%d/%d] %-10s ...\n", i+1, len(stages), s.name)
 		t0 := time.Now()
@@ -151,6 +156,9 @@ func runDemo(ctx context.Context, out io.Writer, keep bool, dbURL string) int {
 	}
 	fmt.Fprintf(tw, "  total\t\t%.1fs\t\n", time.Since(start).Seconds())
 	tw.Flush()
+	if d.consoleURL != "" && !stay {
+		fmt.Fprintf(out, "\nthe web console was at %s (make demo KEEP=1 leaves it running)\n", d.consoleURL)
+	}
 	if failed {
 		fmt.Fprintf(out, "demo: FAILED; the work directory %s is kept for a look\n", work)
 		return 1
@@ -162,6 +170,16 @@ func runDemo(ctx context.Context, out io.Writer, keep bool, dbURL string) int {
 		fmt.Fprintln(out, "demo: every stage ok")
 	}
 	return 0
+}
+
+// stayUntilInterrupted prints where the console and the registry's
+// catalogue are and waits for Ctrl-C.
+func (d *demo) stayUntilInterrupted(ctx context.Context) {
+	fmt.Fprintf(d.out, "\nthe demo stays up until you press Ctrl-C:\n")
+	fmt.Fprintf(d.out, "  web console        %s\n", d.consoleURL)
+	fmt.Fprintf(d.out, "  registry catalogue %s/ui/ (sign in with the token %s; the certificate is self-signed: %s)\n", d.regURL, d.regToken, d.regCert)
+	<-ctx.Done()
+	fmt.Fprintln(d.out, "interrupted: stopping")
 }
 
 // repoRoot is the flowgen checkout the demo runs from.

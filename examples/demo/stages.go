@@ -39,8 +39,14 @@ type demo struct {
 	apisAddr string
 	apisSrv  *http.Server
 
-	db     *sql.DB
-	schema string
+	db        *sql.DB
+	schema    string
+	schemaURL string
+	jobID     string
+
+	serveProc   *exec.Cmd
+	serveExited chan error
+	consoleURL  string
 
 	regProc           *exec.Cmd
 	regURL, regAddr   string
@@ -111,6 +117,7 @@ func (d *demo) runFlow(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	d.schemaURL = schemaURL
 	env := append(standins.Env(d.apisAddr), "FLOWGEN_DATABASE_URL="+schemaURL)
 	store := filepath.Join(d.work, "flowgen.db")
 	stdout, _, err := d.flowgen(ctx, env, "run", "--store", store, "--blobs", filepath.Join(d.work, "blobs"),
@@ -126,6 +133,7 @@ func (d *demo) runFlow(ctx context.Context) (string, error) {
 	if err := json.Unmarshal([]byte(stdout), &status); err != nil || status.State != "succeeded" {
 		return "", fmt.Errorf("the job did not succeed: %v\n%s", err, stdout)
 	}
+	d.jobID = status.Job
 	inspect, _, err := d.flowgen(ctx, nil, "inspect", "--store", store, status.Job)
 	if err != nil {
 		return "", err
@@ -372,6 +380,12 @@ func (d *demo) stopAll() { d.stopOnce.Do(func() { d.stopEverything() }) }
 func (d *demo) stopEverything() ([]string, error) {
 	var stopped []string
 	var errs []error
+	if d.serveExited != nil {
+		if err := d.stopServe(); err != nil {
+			errs = append(errs, fmt.Errorf("flowgen serve: %w", err))
+		}
+		stopped = append(stopped, "flowgen serve stopped")
+	}
 	if d.regProc != nil && d.regProc.Process != nil {
 		d.regProc.Process.Signal(syscall.SIGTERM)
 		if err := d.regProc.Wait(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/browsertest"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 )
@@ -26,47 +27,47 @@ func TestConsolePages(t *testing.T) {
 			r.awaitWaiting(other)
 			b := r.browser()
 
-			if code, _ := b.get("/jobs"); code != http.StatusUnauthorized {
+			if code, _ := b.Get("/jobs"); code != http.StatusUnauthorized {
 				t.Fatalf("GET /jobs before signing in: %d, want 401", code)
 			}
-			if code, _ := b.get("/login?token=wrong"); code != http.StatusUnauthorized {
+			if code, _ := b.Get("/login?token=wrong"); code != http.StatusUnauthorized {
 				t.Fatalf("a wrong token signs in: %d", code)
 			}
-			if code, loc := b.get("/login?token=" + r.token); code != http.StatusSeeOther || loc != "/jobs" {
+			if code, loc := b.Get("/login?token=" + r.token); code != http.StatusSeeOther || loc != "/jobs" {
 				t.Fatalf("sign in: %d %s", code, loc)
 			}
 
-			code, page := b.get("/jobs")
+			code, page := b.Get("/jobs")
 			if code != http.StatusOK || !strings.Contains(page, waiting.String()) || !strings.Contains(page, other.String()) {
 				t.Fatalf("jobs page (%d) lacks the jobs:\n%s", code, page)
 			}
 			if strings.Index(page, other.String()) > strings.Index(page, waiting.String()) {
 				t.Error("the jobs page does not list the newest job first")
 			}
-			_, page = b.get("/jobs?where=order%3Do-1")
+			_, page = b.Get("/jobs?where=order%3Do-1")
 			if !strings.Contains(page, waiting.String()) || strings.Contains(page, other.String()) {
 				t.Errorf("filtering by input field order=o-1 does not keep exactly job %s:\n%s", waiting, page)
 			}
-			_, page = b.get("/jobs?version=2.0.0")
+			_, page = b.Get("/jobs?version=2.0.0")
 			if strings.Contains(page, waiting.String()) {
 				t.Error("a job of version 1.0.0 is listed under version 2.0.0")
 			}
-			_, page = b.get("/jobs?version=1.0.0&state=waiting")
+			_, page = b.Get("/jobs?version=1.0.0&state=waiting")
 			if !strings.Contains(page, waiting.String()) {
 				t.Error("the job of version 1.0.0 is not listed under it")
 			}
-			_, page = b.get("/jobs?state=succeeded")
+			_, page = b.Get("/jobs?state=succeeded")
 			if strings.Contains(page, waiting.String()) {
 				t.Error("a waiting job is listed as succeeded")
 			}
-			if code, _ := b.get("/jobs?since=yesterday"); code != http.StatusBadRequest {
+			if code, _ := b.Get("/jobs?since=yesterday"); code != http.StatusBadRequest {
 				t.Errorf("a bad date: %d, want 400", code)
 			}
-			if code, loc := b.get("/jobs?key=" + waiting.String()); code != http.StatusSeeOther || loc != "/jobs/"+waiting.String() {
+			if code, loc := b.Get("/jobs?key=" + waiting.String()); code != http.StatusSeeOther || loc != "/jobs/"+waiting.String() {
 				t.Errorf("searching a job id does not open the job: %d %s", code, loc)
 			}
 
-			code, page = b.get("/jobs/" + waiting.String())
+			code, page = b.Get("/jobs/" + waiting.String())
 			if code != http.StatusOK {
 				t.Fatalf("job page: %d\n%s", code, page)
 			}
@@ -79,20 +80,20 @@ func TestConsolePages(t *testing.T) {
 				t.Error("the job page shows a pii-classed email")
 			}
 
-			code, page = b.get("/jobs/" + waiting.String() + "/confirm?action=approve&node=approve")
+			code, page = b.Get("/jobs/" + waiting.String() + "/confirm?action=approve&node=approve")
 			if code != http.StatusOK || !strings.Contains(page, "Approve checkpoint approve") {
 				t.Fatalf("confirmation page (%d):\n%s", code, page)
 			}
-			token := b.csrf(page)
+			token := browsertest.FormToken(t, page)
 			post := "/jobs/" + waiting.String() + "/approve"
-			if code, _ := b.post(post, url.Values{"node": {"approve"}}, nil); code != http.StatusForbidden {
+			if code, _ := b.Post(post, url.Values{"node": {"approve"}}, nil); code != http.StatusForbidden {
 				t.Errorf("a post without the form token: %d, want 403", code)
 			}
 			crossSite := http.Header{"Sec-Fetch-Site": {"cross-site"}}
-			if code, _ := b.post(post, url.Values{"node": {"approve"}, "csrf": {token}}, crossSite); code != http.StatusForbidden {
+			if code, _ := b.Post(post, url.Values{"node": {"approve"}, "csrf": {token}}, crossSite); code != http.StatusForbidden {
 				t.Errorf("a cross-site post: %d, want 403", code)
 			}
-			code, loc := b.post(post, url.Values{"node": {"approve"}, "csrf": {token}, "note": {"looks fine"}}, nil)
+			code, loc := b.Post(post, url.Values{"node": {"approve"}, "csrf": {token}, "note": {"looks fine"}}, nil)
 			if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/jobs/"+waiting.String()) {
 				t.Fatalf("approve: %d %s", code, loc)
 			}
@@ -100,7 +101,7 @@ func TestConsolePages(t *testing.T) {
 			if err != nil || out.Status.State != runtime.StateSucceeded {
 				t.Fatalf("the approved job did not succeed: %+v %v", out, err)
 			}
-			_, page = b.get(loc)
+			_, page = b.Get(loc)
 			if !strings.Contains(page, "Approved at checkpoint approve.") || !strings.Contains(page, `id="job-state">succeeded`) {
 				t.Errorf("the job page after approving:\n%s", page)
 			}
@@ -111,17 +112,17 @@ func TestConsolePages(t *testing.T) {
 				t.Errorf("the approval is not in the audit log:\n%s", r.audit.String())
 			}
 
-			_, page = b.get("/flows")
+			_, page = b.Get("/flows")
 			if !strings.Contains(page, "orders") || !strings.Contains(page, "/jobs?flow=orders&amp;state=succeeded\">1<") {
 				t.Errorf("flows page:\n%s", page)
 			}
-			_, page = b.get("/flows/orders")
+			_, page = b.Get("/flows/orders")
 			for _, want := range []string{"<svg", `data-node="lookup"`, `data-node="ship"`, `data-from="approve" data-to="ship"`, "approved · ExactlyOnce", "test.ship@1.0.0"} {
 				if !strings.Contains(page, want) {
 					t.Errorf("flow page lacks %q", want)
 				}
 			}
-			if code, _ := b.get("/flows/nosuch"); code != http.StatusNotFound {
+			if code, _ := b.Get("/flows/nosuch"); code != http.StatusNotFound {
 				t.Errorf("an unknown flow: %d, want 404", code)
 			}
 		})
@@ -135,17 +136,17 @@ func TestConsoleActionsOnJobs(t *testing.T) {
 	job := r.start(order{Order: "o-9"})
 	r.awaitWaiting(job)
 	b := r.browser()
-	b.get("/login?token=" + r.token)
+	b.Get("/login?token=" + r.token)
 	act := func(action, want string) {
 		t.Helper()
-		_, page := b.get("/jobs/" + job.String() + "/confirm?action=" + action)
-		code, loc := b.post("/jobs/"+job.String()+"/"+action, url.Values{"csrf": {b.csrf(page)}, "note": {"test " + action}}, nil)
+		code, loc := b.PostFrom("/jobs/"+job.String()+"/confirm?action="+action, "/jobs/"+job.String()+"/"+action, url.Values{"note": {"test " + action}})
 		if code != http.StatusSeeOther {
 			t.Fatalf("%s: %d %s", action, code, loc)
 		}
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			// A kill ends the job's work asynchronously.
-			if _, page = b.get(loc); strings.Contains(page, want) {
+			_, page := b.Get(loc)
+			if strings.Contains(page, want) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -160,10 +161,10 @@ func TestConsoleActionsOnJobs(t *testing.T) {
 	if err != nil || st.State != runtime.StateKilled {
 		t.Fatalf("status after kill from the console: %+v %v", st, err)
 	}
-	if code, _ := b.get("/jobs/" + job.String() + "/confirm?action=explode"); code != http.StatusBadRequest {
+	if code, _ := b.Get("/jobs/" + job.String() + "/confirm?action=explode"); code != http.StatusBadRequest {
 		t.Errorf("an unknown action: %d, want 400", code)
 	}
-	if code, _ := b.get("/deadletters"); code != http.StatusOK {
+	if code, _ := b.Get("/deadletters"); code != http.StatusOK {
 		t.Errorf("dead letters page: %d", code)
 	}
 }

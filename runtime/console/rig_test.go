@@ -4,19 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/browsertest"
 	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/console"
@@ -143,67 +138,5 @@ func (r *rig) awaitWaiting(job runtime.JobID) {
 	}
 }
 
-// browser is an HTTP client with a cookie jar, as a browser is.
-type browser struct {
-	t    *testing.T
-	base string
-	c    *http.Client
-}
-
-func (r *rig) browser() *browser {
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &browser{t: r.t, base: r.srv.URL, c: c}
-}
-
-// get fetches path and returns the status and body.
-func (b *browser) get(path string) (int, string) {
-	b.t.Helper()
-	return b.do(http.MethodGet, path, nil, nil)
-}
-
-// post posts form to path.
-func (b *browser) post(path string, form url.Values, header http.Header) (int, string) {
-	b.t.Helper()
-	return b.do(http.MethodPost, path, form, header)
-}
-
-func (b *browser) do(method, path string, form url.Values, header http.Header) (int, string) {
-	b.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, b.base+path, body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if loc := resp.Header.Get("Location"); loc != "" {
-		return resp.StatusCode, loc
-	}
-	return resp.StatusCode, string(raw)
-}
-
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
-// csrf is the form token on page.
-func (b *browser) csrf(page string) string {
-	b.t.Helper()
-	m := csrfField.FindStringSubmatch(page)
-	if m == nil {
-		b.t.Fatalf("no form token on the page:\n%s", page)
-	}
-	return m[1]
-}
+// browser reads the console as a browser would.
+func (r *rig) browser() *browsertest.Client { return browsertest.NewClient(r.t, r.srv.URL) }

@@ -62,10 +62,25 @@ func redact(part string, err error) error {
 	return err
 }
 
+// dataClass returns the x-data-class declared at path of part ("params", "input"
+// or "output"), or at its nearest declared ancestor; "" when none is.
+func dataClass(part, path string) string {
+	switch part {
+	case "params":
+		return schematypes.ClassAt(DataClass, "params", path)
+	case "input":
+		return schematypes.ClassAt(DataClass, "in", path)
+	case "output":
+		return schematypes.ClassAt(DataClass, "out", path)
+	}
+	return ""
+}
+
 // Info is what the runtime needs to know about the connector.
 func Info() runtime.NodeInfo {
 	return runtime.NodeInfo{
 		Capabilities: Capabilities(),
+		DataClass:    dataClass,
 		Determinism:  Determinism,
 		Effects:      Effects,
 		Egress:       Egress(),
