@@ -71,6 +71,25 @@ func TestSubflowRunsAsChildJob(t *testing.T) {
 			if out["y"]["note"] != 2 || out["y"]["big"] != len(big)*boolInt(name == "blob") || len(out) != 1 {
 				t.Fatalf("child result %v", out)
 			}
+			// Inspection names the child job of the subflow activation,
+			// and the child its parent.
+			in, err := e.Inspect(context.Background(), job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var child string
+			for _, v := range in.Tree {
+				if v.Node == "sub" {
+					child = v.Child
+				}
+			}
+			kid, err := ParseJobID(child)
+			if err != nil {
+				t.Fatalf("the subflow activation names no child job: %q", child)
+			}
+			if in, err := e.Inspect(context.Background(), kid); err != nil || in.Parent != job.String() || in.Flow == "" {
+				t.Errorf("the child job %s: %+v %v", kid, in, err)
+			}
 		})
 	}
 }

@@ -100,6 +100,8 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusBadRequest
 	case errors.Is(err, runtime.ErrDeadLetterTaken):
 		status = http.StatusConflict
+	case errors.Is(err, runtime.ErrUndecodable):
+		status = http.StatusUnprocessableEntity
 	}
 	c.site.Error(w, r, status, err)
 }

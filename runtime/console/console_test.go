@@ -11,6 +11,7 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/browsertest"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
+	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // TestConsolePages walks the console as a reader would, on both stores:
@@ -167,4 +168,59 @@ func TestConsoleActionsOnJobs(t *testing.T) {
 	if code, _ := b.Get("/deadletters"); code != http.StatusOK {
 		t.Errorf("dead letters page: %d", code)
 	}
+}
+
+// TestConsoleDeadLetters requeues a dead letter from the console, and
+// refuses to fail one whose task does not decode, as the CLI does.
+func TestConsoleDeadLetters(t *testing.T) {
+	s := stores[0].open(t)
+	r := newRig(t, s)
+	job, _ := runtime.NewJobID()
+	err := s.Update(context.Background(), func(tx store.Tx) error {
+		return tx.Enqueue(store.Message{ID: [16]byte{9}, Stream: runtime.WorkStream, Job: job[:], Payload: []byte{0xff}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := awaitDeadLetters(t, r, 1)
+	b := r.browser()
+	b.Get("/login?token=" + r.token)
+	code, page := b.Get("/deadletters")
+	if code != http.StatusOK || !strings.Contains(page, "/deadletters/"+dead.ID.String()+"/confirm?action=requeue") {
+		t.Fatalf("dead letters page (%d) lacks %s:\n%s", code, dead.ID, page)
+	}
+	confirm := "/deadletters/" + dead.ID.String() + "/confirm?action="
+	code, loc := b.PostFrom(confirm+"requeue", "/deadletters/"+dead.ID.String()+"/requeue", url.Values{})
+	if code != http.StatusSeeOther || !strings.Contains(loc, "Requeued") {
+		t.Fatalf("requeue: %d %s", code, loc)
+	}
+	if !strings.Contains(r.audit.String(), "action=requeue") {
+		t.Errorf("the requeue is not in the audit log:\n%s", r.audit.String())
+	}
+	again := awaitDeadLetters(t, r, 1) // it still does not decode
+	if again.ID == dead.ID {
+		t.Fatalf("the requeued message is the same dead letter %s", again.ID)
+	}
+	code, page = b.PostFrom(confirm+"fail", "/deadletters/"+again.ID.String()+"/fail", url.Values{"note": {"give up"}})
+	if code != http.StatusUnprocessableEntity {
+		t.Errorf("failing an undecodable dead letter: %d, want 422\n%s", code, page)
+	}
+}
+
+// awaitDeadLetters waits until the store holds n dead letters and
+// returns the newest.
+func awaitDeadLetters(t *testing.T, r *rig, n int) runtime.DeadLetter {
+	t.Helper()
+	for range 500 {
+		dead, err := r.engine.DeadLetters(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dead) == n {
+			return dead[n-1]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("not %d dead letters after 5 s", n)
+	return runtime.DeadLetter{}
 }

@@ -81,6 +81,8 @@ type ActivationView struct {
 	Port string `json:"port,omitempty"`
 	// Output is a succeeded activation's output, as committed.
 	Output json.RawMessage `json:"output,omitempty"`
+	// Child is the job a subflow activation started.
+	Child string `json:"child,omitempty"`
 	// Ledger is the activity ledger's value and its digits in words.
 	Ledger      int64  `json:"ledger,omitempty"`
 	LedgerWords string `json:"ledgerWords,omitempty"`

@@ -190,6 +190,9 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		if c, ok := byKey["act/"+seg]; ok && c.Counter != nil {
 			v.Ledger, v.LedgerWords = *c.Counter, c.Words
 		}
+		if c, ok := byKey["sub/"+seg]; ok && len(c.Text) == len(runtype.JobID{}) {
+			v.Child = runtype.JobID([]byte(c.Text)).String()
+		}
 		if _, ok := byKey["wait/"+seg]; ok && v.State != runtype.ActivationSucceeded && v.State != runtype.ActivationFailed {
 			v.State = runtype.ActivationParked
 		}
