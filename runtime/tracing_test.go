@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -107,6 +108,24 @@ func TestOneTraceAcrossRetriesSubflowsAndRestarts(t *testing.T) {
 		}
 		if n := len(named["flowgen.activation flaky"]); n != 2 {
 			t.Errorf("flaky has %d attempt spans, want 2 (a failure, a retry)", n)
+		}
+		// The attempt that failed and was retried says so; the one that
+		// succeeded has status Ok.
+		outcomes := map[string]bool{}
+		for _, s := range named["flowgen.activation flaky"] {
+			outcome := ""
+			for _, a := range s.Attributes() {
+				if a.Key == "flowgen.outcome" {
+					outcome = a.Value.AsString()
+				}
+			}
+			if s.Status().Code == codes.Ok {
+				outcome += "ok"
+			}
+			outcomes[outcome] = true
+		}
+		if !outcomes["retrying"] || !outcomes["ok"] || len(outcomes) != 2 {
+			t.Errorf("flaky's attempts ended %v, want one retrying and one Ok", outcomes)
 		}
 		for _, name := range []string{"flowgen.activation flaky", "flowgen.activation sub", "flowgen.activation last"} {
 			if len(named[name]) == 0 {
