@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -163,10 +164,14 @@ const benchRounds = 5
 // transactions/s and of the ratio of each round's pair.
 func benchmarkFlow(b *testing.B, flow *Flow, input string, nodesPerJob int) {
 	jobs := max(b.N/benchRounds, 1)
-	var flowgen, raw, ratio []float64
+	var flowgen, raw, ratio, allocs []float64
 	var bytesPerJob float64
 	for range benchRounds {
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
 		elapsed, s := runJobs(b, flow, input, jobs)
+		goruntime.ReadMemStats(&after)
+		allocs = append(allocs, float64(after.TotalAlloc-before.TotalAlloc)/float64(jobs*nodesPerJob))
 		nodesPerSec := float64(jobs*nodesPerJob) / elapsed.Seconds()
 		st, err := os.Stat(s.Path())
 		if err != nil {
@@ -181,6 +186,10 @@ func benchmarkFlow(b *testing.B, flow *Flow, input string, nodesPerJob int) {
 	b.ReportMetric(median(raw), "raw-bolt-txn/s")
 	b.ReportMetric(median(ratio), "nodes-per-raw-txn")
 	b.ReportMetric(bytesPerJob, "store-bytes/job")
+	// Heap bytes allocated per node (this process, workers and starts):
+	// not timed, so it moves with the code and not with the machine, and
+	// garbage collection is a large part of the time on 2 cores.
+	b.ReportMetric(median(allocs), "alloc-bytes/node")
 }
 
 // median is the middle value of xs (which it sorts).

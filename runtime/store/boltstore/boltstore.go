@@ -141,12 +141,45 @@ type tx struct {
 	// same ledger several times, and each write to a bbolt bucket walks
 	// its tree again.
 	counters map[string]int64
+	// cursors are this transaction's point-read cursors, one per bucket:
+	// bbolt's Get makes a cursor and grows its stack on every call, and
+	// that garbage is a large part of what a step allocates.
+	cursors []bucketCursor
+}
+
+// bucketCursor is the point-read cursor of a bucket.
+type bucketCursor struct {
+	name string
+	c    *bolt.Cursor
 }
 
 func (t *tx) b(name []byte) *bolt.Bucket { return t.btx.Bucket(name) }
 
+// get is bucket.Get(key) through the transaction's cursor of the bucket,
+// which keeps its stack from one read to the next. A cursor's Seek
+// starts again from the bucket's root, so it sees the transaction's own
+// writes.
+func (t *tx) get(bucket, key []byte) []byte {
+	var c *bolt.Cursor
+	for _, bc := range t.cursors {
+		if bc.name == string(bucket) {
+			c = bc.c
+			break
+		}
+	}
+	if c == nil {
+		c = t.b(bucket).Cursor()
+		t.cursors = append(t.cursors, bucketCursor{string(bucket), c})
+	}
+	k, v := c.Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
 func (t *tx) Get(key []byte) ([]byte, error) {
-	v := t.b(bucketKV).Get(key)
+	v := t.get(bucketKV, key)
 	if v == nil {
 		return nil, fmt.Errorf("get %q: %w", key, store.ErrNotFound)
 	}
@@ -154,15 +187,14 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 }
 
 func (t *tx) ReadMany(keys, counters [][]byte) ([][]byte, []int64, error) {
-	kv, cs := t.b(bucketKV), t.b(bucketCounters)
 	values, ns := make([][]byte, len(keys)), make([]int64, len(counters))
 	for i, k := range keys {
-		if v := kv.Get(k); v != nil {
+		if v := t.get(bucketKV, k); v != nil {
 			values[i] = v
 		}
 	}
 	for i, k := range counters {
-		ns[i] = t.counter(cs, k)
+		ns[i] = t.counter(k)
 	}
 	return values, ns, nil
 }
@@ -194,15 +226,15 @@ func (t *tx) ScanMany(prefixes [][]byte, fn func(prefix int, key, value []byte) 
 }
 
 func (t *tx) Counter(key []byte) (int64, error) {
-	return t.counter(t.b(bucketCounters), key), nil
+	return t.counter(key), nil
 }
 
 // counter is key's value as this transaction left it.
-func (t *tx) counter(b *bolt.Bucket, key []byte) int64 {
+func (t *tx) counter(key []byte) int64 {
 	if v, ok := t.counters[string(key)]; ok {
 		return v
 	}
-	return decodeCounter(b.Get(key))
+	return decodeCounter(t.get(bucketCounters, key))
 }
 
 // flushCounters writes the counters changed since the last flush, in key
@@ -243,7 +275,7 @@ func (t *tx) Put(key, value []byte) error {
 }
 
 func (t *tx) PutOnce(key, value []byte) error {
-	if have := t.b(bucketKV).Get(key); have != nil {
+	if have := t.get(bucketKV, key); have != nil {
 		if bytes.Equal(have, value) {
 			return nil
 		}
@@ -258,7 +290,7 @@ func (t *tx) Add(key []byte, delta, max int64) (int64, error) {
 	if len(key) == 0 {
 		return 0, errors.New("add: empty key")
 	}
-	cur := t.counter(t.b(bucketCounters), key)
+	cur := t.counter(key)
 	next := cur + delta
 	if (delta > 0 && next < cur) || next < 0 || next > max {
 		return cur, fmt.Errorf("add %d to %q (%d, max %d): %w", delta, key, cur, max, store.ErrOverflow)

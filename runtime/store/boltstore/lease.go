@@ -17,7 +17,7 @@ type leaseRecord struct {
 }
 
 func (t *tx) leaseRecord(job []byte) (leaseRecord, bool, error) {
-	raw := t.b(bucketLeases).Get(job)
+	raw := t.get(bucketLeases, job)
 	if raw == nil {
 		return leaseRecord{}, false, nil
 	}

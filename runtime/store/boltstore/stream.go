@@ -38,7 +38,7 @@ func readyKey(stream string, visibleAt int64, id [16]byte) []byte {
 }
 
 func (t *tx) loadRecord(stream string, id [16]byte) (record, bool, error) {
-	raw := t.b(bucketMsgs).Get(msgKey(stream, id))
+	raw := t.get(bucketMsgs, msgKey(stream, id))
 	if raw == nil {
 		return record{}, false, nil
 	}
@@ -72,7 +72,7 @@ func (t *tx) Enqueue(m store.Message) error {
 	}
 	t.published(m.Stream)
 	key := msgKey(m.Stream, m.ID)
-	if t.b(bucketDone).Get(key) != nil || t.b(bucketMsgs).Get(key) != nil {
+	if t.get(bucketDone, key) != nil || t.get(bucketMsgs, key) != nil {
 		return nil // already published
 	}
 	at := m.NotBefore
@@ -87,7 +87,7 @@ func (t *tx) EnqueueReserved(m store.Message, owner string, visibility time.Dura
 		return store.Message{}, fmt.Errorf("enqueue: empty stream name")
 	}
 	key := msgKey(m.Stream, m.ID)
-	if t.b(bucketDone).Get(key) != nil || t.b(bucketMsgs).Get(key) != nil {
+	if t.get(bucketDone, key) != nil || t.get(bucketMsgs, key) != nil {
 		return store.Message{}, fmt.Errorf("enqueue reserved: message %x on %s: already published: %w", m.ID, m.Stream, store.ErrConflict)
 	}
 	r := record{Job: m.Job, Payload: m.Payload, VisibleAt: t.now.Add(visibility).UnixNano(), Attempt: 1, Token: 1}
@@ -196,7 +196,7 @@ type recordHead struct {
 }
 
 func (t *tx) Ack(rc store.Receipt) error {
-	raw := t.b(bucketMsgs).Get(msgKey(rc.Stream, rc.ID))
+	raw := t.get(bucketMsgs, msgKey(rc.Stream, rc.ID))
 	var h recordHead
 	if raw != nil {
 		if err := cbor.Unmarshal(raw, &h); err != nil {
