@@ -61,4 +61,17 @@ func TestCataloguePagesInABrowser(t *testing.T) {
 	}
 	run("connector page", chromedp.Navigate(h.url+"/ui/connectors/payments/payments.charge"), chromedp.WaitVisible("table", chromedp.ByQuery))
 	browsertest.CheckAccessible(t, ctx, "connector")
+
+	// The publisher is offered the yank, confirmed on a page of its own.
+	run("sign in as the publisher", chromedp.Navigate(h.url+"/ui/login"), chromedp.WaitVisible("#token", chromedp.ByQuery),
+		chromedp.SetValue("#token", h.publisher, chromedp.ByQuery), chromedp.Click(`form.stack button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#s-q", chromedp.ByQuery))
+	run("yank", chromedp.Navigate(h.url+"/ui/connectors/payments/payments.charge/versions/2.1.0"), chromedp.WaitVisible(`a[href$="action=yank"]`, chromedp.ByQuery),
+		chromedp.Click(`a[href$="action=yank"]`, chromedp.ByQuery), chromedp.WaitVisible("#reason", chromedp.ByQuery))
+	browsertest.CheckAccessible(t, ctx, "confirm")
+	run("confirm", chromedp.SetValue("#reason", "double charges", chromedp.ByQuery), chromedp.Click(`form.stack button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(".flash", chromedp.ByQuery), chromedp.Text("main", &verdict, chromedp.ByQuery))
+	if !strings.Contains(verdict, "Yanked: double charges") {
+		t.Errorf("after the yank the page says:\n%s", verdict)
+	}
 }

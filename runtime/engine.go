@@ -257,6 +257,20 @@ func (e *Engine) FailDeadLetter(ctx context.Context, id MessageID, reason string
 	return e.engine.TakeDeadLetter(ctx, id, runtype.Fail, reason)
 }
 
+// The garbage collector settings flowgen's own programs (flowgen run,
+// worker and serve, through runtime/localrun) take unless the GOGC or
+// GOMEMLIMIT environment variable sets them. Most of what a step
+// allocates is bbolt's and short-lived, and with Go's default (GOGC 100)
+// on a small live heap the collector ran often enough to cost about a
+// fifth of the embedded store's throughput: a larger target trades
+// memory for it, and the soft limit keeps a large backlog from growing
+// the heap without bound. A program of yours that embeds the Engine
+// keeps its own settings.
+const (
+	ProgramGCPercent   = 400
+	ProgramMemoryLimit = 1 << 30 // bytes
+)
+
 // Flows lists the flow definitions the engine serves, by name, newest
 // version first (the one Start runs when no version is named).
 func (e *Engine) Flows() []FlowVersion { return e.engine.Flows() }

@@ -2,8 +2,8 @@
 // .ci/chromium.sh) through the DevTools protocol (chromedp) for the web
 // pages' end-to-end tests: it starts a headless browser, runs the
 // accessibility smoke check every page must pass, and saves screenshots
-// under FLOWGEN_ARTIFACTS (default .artifacts at the repository root),
-// which CI keeps.
+// under FLOWGEN_ARTIFACTS (default .artifacts at the repository root,
+// which git ignores).
 package browsertest
 
 import (

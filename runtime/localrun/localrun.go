@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -84,6 +85,7 @@ func (p Process) getenv(name string) string {
 
 // Main is Run in this process; it exits.
 func Main(root Constructor, others ...Constructor) {
+	tuneGC(os.Getenv)
 	os.Exit(Run(context.Background(), ThisProcess(), root, others...))
 }
 
@@ -261,10 +263,23 @@ func WorkerMain(flows ...Constructor) { untilSignalled(Work, flows) }
 // untilSignalled runs an entry point with the process's arguments until
 // SIGINT or SIGTERM, and exits with its code.
 func untilSignalled(run func(context.Context, Process, ...Constructor) int, flows []Constructor) {
+	tuneGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, ThisProcess(), flows...)
 	stop()
 	os.Exit(code)
+}
+
+// tuneGC sets the garbage collector as flowgen's programs run it
+// (runtime.ProgramGCPercent, runtime.ProgramMemoryLimit), unless the
+// environment's GOGC or GOMEMLIMIT sets it.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(runtime.ProgramGCPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(runtime.ProgramMemoryLimit)
+	}
 }
 
 // Defaults of the flags every entry point takes (flowgen run, worker and
