@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -407,6 +408,21 @@ func TestServeOwnsTheStore(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(scraped), "# TYPE process_resident_memory_bytes gauge") {
 		t.Errorf("GET /metrics: %s\n%.500s", resp.Status, scraped)
+	}
+	// The web console at the address serve printed lists the jobs.
+	console := regexp.MustCompile(`serve: web console on (http://\S+)\n`).FindStringSubmatch(stderr.String())
+	if console == nil {
+		t.Fatalf("serve does not say where its console is:\n%s", stderr.String())
+	}
+	jar, _ := cookiejar.New(nil)
+	resp, err = (&http.Client{Jar: jar}).Get(console[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), approved) || !strings.Contains(string(page), killed) {
+		t.Errorf("the console's job list: %s\n%.2000s", resp.Status, page)
 	}
 
 	stop()
