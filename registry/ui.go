@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -54,8 +55,26 @@ func (s *Server) uiRoutes(m *http.ServeMux) error {
 	ui.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		s.site.Error(w, r, http.StatusNotFound, errors.New("there is no page at "+r.URL.Path))
 	})
-	m.Handle("/ui/", webui.Protect(ui))
+	m.Handle("/ui/", s.observed(webui.Protect(ui)))
 	return nil
+}
+
+// observed counts and logs the pages' requests as handle does the API's,
+// under the route "UI".
+func (s *Server) observed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		body := &eofReader{r: r.Body}
+		r.Body = body
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK, req: r, body: body}
+		next.ServeHTTP(rec, r)
+		elapsed := time.Since(start)
+		s.metrics.observe("UI", rec.status, elapsed)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", "UI"),
+			slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", elapsed),
+			slog.String("remote", r.RemoteAddr))
+	})
 }
 
 // uiHandler is a page handler with its signed-in reader.
@@ -65,7 +84,6 @@ type uiHandler func(w http.ResponseWriter, r *http.Request, p *principal)
 // may pull, else the sign-in page.
 func (s *Server) signedIn(next uiHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		secret := ""
 		if c, err := r.Cookie(uiCookie); err == nil {
 			secret = c.Value
@@ -87,7 +105,6 @@ func (s *Server) signedIn(next uiHandler) http.HandlerFunc {
 			return
 		}
 		next(w, r, p)
-		s.metrics.observe("UI "+r.Method, http.StatusOK, time.Since(start))
 	}
 }
 
