@@ -98,6 +98,7 @@ func New(s store.Store, opts Options) *Engine {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	afterFunc := afterOn(opts.After)
 	if opts.After == nil {
 		opts.After = time.After
 	}
@@ -121,7 +122,7 @@ func New(s store.Store, opts Options) *Engine {
 	_, e.rowLocking = s.(store.RowLocking)
 	e.metrics = newMetrics(opts.Metrics, s)
 	e.tracing = newTracing(opts.Tracing, s, opts.Owner)
-	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing}
+	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}
 	return e
 }
 

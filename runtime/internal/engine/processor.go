@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,9 @@ type processor struct {
 	log     *slog.Logger
 	metrics *metrics
 	tracing *tracing
+	// afterFunc runs a function once a duration has passed on the
+	// engine's clock (afterOn).
+	afterFunc func(time.Duration, func()) (cancel func())
 }
 
 func (p *processor) now() time.Time { return p.opts.Now() }
@@ -167,6 +171,31 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	return result{ErrKind: runtype.FailureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
 }
 
+// afterOn returns how the engine runs a function later on the clock of
+// after (Options.After): time.AfterFunc for the real clock (nil), which
+// costs a timer and no goroutine until it fires; on an injected clock, a
+// goroutine waiting on its channel.
+func afterOn(after func(time.Duration) <-chan time.Time) func(time.Duration, func()) func() {
+	if after == nil {
+		return func(d time.Duration, f func()) func() {
+			t := time.AfterFunc(d, f)
+			return func() { t.Stop() }
+		}
+	}
+	return func(d time.Duration, f func()) func() {
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-after(d):
+				f()
+			case <-done:
+			}
+		}()
+		var once sync.Once
+		return func() { once.Do(func() { close(done) }) }
+	}
+}
+
 // compensationBackoff is the delay before retrying a compensation whose
 // own policy gives none: 1 s, doubling, at most a minute.
 func compensationBackoff(attempt int) time.Duration {
@@ -295,44 +324,51 @@ func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
 		// its commit is fenced like any other.
 		return func() {}
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var seen int64
-		for {
-			select {
-			case <-done:
-				return
-			case <-p.opts.After(p.opts.LeaseTTL / 3):
-				beats := en.heartbeat.Load()
-				if beats == seen {
-					continue // no sign of life: let the lease run out
-				}
-				seen = beats
-				err := p.store.Update(ctx, func(tx store.Tx) error {
-					if err := tx.Fence(en.lease); err != nil {
-						return err
-					}
-					l, err := tx.AcquireLease(en.job[:], p.opts.Owner, p.opts.LeaseTTL)
-					if err == nil {
-						en.renewed.Store(&l)
-					}
+	// Nothing runs for an activation that ends within a third of the
+	// lease, which is nearly all of them: a timer, not a goroutine. A
+	// renewal holds mu from its start to its commit, so once stop has
+	// taken mu none runs, and the step's commit fences against the
+	// lease the last renewal stored.
+	var (
+		mu      sync.Mutex
+		stopped bool
+		cancel  func()
+		seen    int64
+		tick    func()
+	)
+	tick = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if beats := en.heartbeat.Load(); beats != seen { // else no sign of life: let the lease run out
+			seen = beats
+			err := p.store.Update(ctx, func(tx store.Tx) error {
+				if err := tx.Fence(en.lease); err != nil {
 					return err
-				})
-				if err != nil {
-					p.log.Warn("lease renewal failed", "job", en.job, "err", err)
-					return
 				}
+				l, err := tx.AcquireLease(en.job[:], p.opts.Owner, p.opts.LeaseTTL)
+				if err == nil {
+					en.renewed.Store(&l)
+				}
+				return err
+			})
+			if err != nil {
+				p.log.Warn("lease renewal failed", "job", en.job, "err", err)
+				return
 			}
 		}
-	}()
+		cancel = p.afterFunc(p.opts.LeaseTTL/3, tick)
+	}
+	mu.Lock()
+	cancel = p.afterFunc(p.opts.LeaseTTL/3, tick)
+	mu.Unlock()
 	return func() {
-		close(done)
-		<-finished
-		if l := en.renewed.Load(); l != nil {
-			en.lease = *l
-		}
+		mu.Lock()
+		stopped = true
+		cancel()
+		mu.Unlock()
 	}
 }
 
