@@ -89,6 +89,8 @@ func TestConsoleInABrowser(t *testing.T) {
 
 			run("dead letters", chromedp.Navigate(r.srv.URL+"/deadletters"), chromedp.WaitVisible("h1", chromedp.ByQuery))
 			browsertest.CheckAccessible(t, ctx, "deadletters")
+			run("an error page", chromedp.Navigate(r.srv.URL+"/jobs/not-a-job"), chromedp.WaitVisible(".error", chromedp.ByQuery))
+			browsertest.CheckAccessible(t, ctx, "error")
 		})
 	}
 }
