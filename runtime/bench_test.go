@@ -162,30 +162,47 @@ const benchRounds = 5
 // benchmarkFlow runs b.N jobs of flow in benchRounds rounds, each followed
 // by the raw baseline on as many transactions as the round executed
 // nodes, and reports the medians of flowgen's nodes/s, of the baseline's
-// transactions/s and of the ratio of each round's pair.
+// transactions/s and of the ratio of each round's pair. Each round runs
+// the pair twice: at Go's default collector setting (a program embedding
+// the Engine; the plain figures) and at the one flowgen's own programs
+// run with (ProgramGCPercent; the -programGC figures), the baseline at
+// the same setting as flowgen.
 func benchmarkFlow(b *testing.B, flow *Flow, input string, nodesPerJob int) {
-	jobs := max(b.N/benchRounds, 1)
-	var flowgen, raw, ratio, allocs []float64
+	// At least 6,000 nodes a round: shorter rounds measure the machine.
+	jobs := max(b.N/benchRounds, (6000+nodesPerJob-1)/nodesPerJob)
+	type figures struct{ flowgen, raw, ratio []float64 }
+	var byGC [2]figures
+	var allocs []float64
 	var bytesPerJob float64
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	for range benchRounds {
-		var before, after goruntime.MemStats
-		goruntime.ReadMemStats(&before)
-		elapsed, s := runJobs(b, flow, input, jobs)
-		goruntime.ReadMemStats(&after)
-		allocs = append(allocs, float64(after.TotalAlloc-before.TotalAlloc)/float64(jobs*nodesPerJob))
-		nodesPerSec := float64(jobs*nodesPerJob) / elapsed.Seconds()
-		st, err := os.Stat(s.Path())
-		if err != nil {
-			b.Fatal(err)
+		for i, percent := range []int{100, ProgramGCPercent} {
+			debug.SetGCPercent(percent)
+			var before, after goruntime.MemStats
+			goruntime.ReadMemStats(&before)
+			elapsed, s := runJobs(b, flow, input, jobs)
+			goruntime.ReadMemStats(&after)
+			if i == 0 {
+				allocs = append(allocs, float64(after.TotalAlloc-before.TotalAlloc)/float64(jobs*nodesPerJob))
+			}
+			nodesPerSec := float64(jobs*nodesPerJob) / elapsed.Seconds()
+			st, err := os.Stat(s.Path())
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Close()
+			bytesPerJob = float64(st.Size()) / float64(jobs)
+			txn := rawBoltTxPerSecond(b, max(jobs*nodesPerJob, 2000))
+			f := &byGC[i]
+			f.flowgen, f.raw, f.ratio = append(f.flowgen, nodesPerSec), append(f.raw, txn), append(f.ratio, nodesPerSec/txn)
 		}
-		s.Close()
-		bytesPerJob = float64(st.Size()) / float64(jobs)
-		txn := rawBoltTxPerSecond(b, max(jobs*nodesPerJob, 2000))
-		flowgen, raw, ratio = append(flowgen, nodesPerSec), append(raw, txn), append(ratio, nodesPerSec/txn)
 	}
-	b.ReportMetric(median(flowgen), "nodes/s")
-	b.ReportMetric(median(raw), "raw-bolt-txn/s")
-	b.ReportMetric(median(ratio), "nodes-per-raw-txn")
+	b.ReportMetric(median(byGC[0].flowgen), "nodes/s")
+	b.ReportMetric(median(byGC[0].raw), "raw-bolt-txn/s")
+	b.ReportMetric(median(byGC[0].ratio), "nodes-per-raw-txn")
+	b.ReportMetric(median(byGC[1].flowgen), "nodes/s-programGC")
+	b.ReportMetric(median(byGC[1].raw), "raw-bolt-txn/s-programGC")
+	b.ReportMetric(median(byGC[1].ratio), "nodes-per-raw-txn-programGC")
 	b.ReportMetric(bytesPerJob, "store-bytes/job")
 	// Heap bytes allocated per node (this process, workers and starts):
 	// not timed, so it moves with the code and not with the machine, and
