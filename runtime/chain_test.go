@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,6 +194,76 @@ func TestStoppingWorkerHandsBackItsChainedStep(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// commitCounter counts the store's write transactions.
+type commitCounter struct {
+	store.Store
+	updates atomic.Int64
+}
+
+func (c *commitCounter) Update(ctx context.Context, fn func(store.Tx) error) error {
+	c.updates.Add(1)
+	return c.Store.Update(ctx, fn)
+}
+
+// rowLockingCounter is a commitCounter of a store that locks rows, which
+// the engine must still see as one.
+type rowLockingCounter struct{ *commitCounter }
+
+func (rowLockingCounter) LocksRows() {}
+
+// countCommits wraps s so that its write transactions are counted, keeping
+// what kind of store it is.
+func countCommits(s store.Store) (store.Store, *commitCounter) {
+	c := &commitCounter{Store: s}
+	if _, ok := s.(store.RowLocking); ok {
+		return rowLockingCounter{c}, c
+	}
+	return c, c
+}
+
+// TestPureStepsRunAhead: a job of four pure steps costs its start, one
+// claim and one commit on both stores. On PostgreSQL the batch folds them
+// into its transaction; on bbolt the worker runs the three after the first
+// ahead of their entries and commits all four steps together (ahead.go).
+// Each activation still has exactly one entry and one result.
+func TestPureStepsRunAhead(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, _ backend, r *rig) {
+		ctx := context.Background()
+		s, counted := countCommits(r.store)
+		e := New(s, Options{Owner: "w", Now: r.clock.Now})
+		flow := linearFlow()
+		flow.Nodes = append(flow.Nodes, &FlowNode{Alias: "d", Runner: flow.Nodes[2].Runner})
+		flow.Edges = append(flow.Edges, Edge{From: "c", FromPort: "out", To: "d"})
+		if err := e.Register(flow); err != nil {
+			t.Fatal(err)
+		}
+		job, err := e.Start(ctx, "linear", json.RawMessage(`{"n":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := counted.updates.Load()
+		if n, err := e.StepBatch(ctx, 1); n != 1 || err != nil {
+			t.Fatalf("claimed %d: %v", n, err)
+		}
+		st, err := e.Status(ctx, job)
+		if err != nil || st.State != StateSucceeded || string(st.Result["d"]) != `{"n":1}` {
+			t.Fatalf("job %s: %+v %v", job, st, err)
+		}
+		if n := counted.updates.Load() - before; n > 2 {
+			t.Errorf("the job's four pure steps took %d commits, want at most 2 (a claim and the run)", n)
+		}
+		ledgers := activityLedgers(t, r.store, job)
+		if len(ledgers) != 4 {
+			t.Errorf("activations %v, want a, b, c and d", ledgers)
+		}
+		for act, l := range ledgers {
+			if l%100_000_000 != 1 {
+				t.Errorf("%s has %d leg 2 entries, want 1", act, l%100_000_000)
+			}
 		}
 	})
 }

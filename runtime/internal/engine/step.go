@@ -310,7 +310,8 @@ func (e *Engine) Process(ctx context.Context, m store.Message) error {
 // every commit that published work for the process.
 func (e *Engine) proceed(ctx context.Context, en *entry, lim limits, chain bool) error {
 	for round := 1; ; round++ {
-		next, err := e.step(ctx, en, chain && round < chainRounds)
+		next, ahead, err := e.step(ctx, en, chain && round < chainRounds, chainRounds-1-round)
+		round += ahead
 		if err == nil {
 			lim.published(en)
 		}
@@ -347,25 +348,27 @@ func (e *Engine) giveBack(en *entry) error {
 // commit carries the ledger digits of the steps it holds and is fenced by
 // the job lease, so a stale worker cannot commit. With chain set, a steps
 // commit that publishes one next step may publish it reserved and enter
-// it too (chain.go); step returns that delivery to take on next.
-func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error) {
+// it too (chain.go); step returns that delivery to take on next. With
+// chain set, it may also run up to ahead of the chained steps after it
+// and commit them with its own (ahead.go), and it returns how many.
+func (e *Engine) step(ctx context.Context, en *entry, chain bool, maxAhead int) (*entry, int, error) {
 	if en.deferred {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err := e.crash(runtype.CrashEntered); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	c := en.c // judge found it, or handed the delivery back
 	var err error
 	if superseded, err := e.superseded(ctx, c, en); err != nil || superseded {
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		err := e.store.Update(ctx, func(tx store.Tx) error { return tx.Settle(en.m.Receipt) })
 		if err != nil {
-			return nil, fmt.Errorf("%s: ack a superseded delivery: %w", en.t.Act, err)
+			return nil, 0, fmt.Errorf("%s: ack a superseded delivery: %w", en.t.Act, err)
 		}
-		return nil, e.crash(runtype.CrashAcked)
+		return nil, 0, e.crash(runtype.CrashAcked)
 	}
 	var res *result
 	if !en.guid.WorkDone() {
@@ -373,40 +376,47 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 		if !en.killed || en.t.Kind == runtype.Undo { // undo runs even in a killed job
 			r, err = e.proc.work(ctx, c, en)
 			if errors.Is(err, errRetryLater) {
-				return nil, nil
+				return nil, 0, nil
 			}
 			if errors.Is(err, errParked) {
-				return nil, e.park(ctx, en, "", nil)
+				return nil, 0, e.park(ctx, en, "", nil)
 			}
 			if errors.Is(err, errSleeping) {
-				return nil, e.park(ctx, en, "", func(tx store.Tx) error { return e.setTimer(tx, en) })
+				return nil, 0, e.park(ctx, en, "", func(tx store.Tx) error { return e.setTimer(tx, en) })
 			}
 			if errors.Is(err, errStartChild) {
-				return nil, e.park(ctx, en, "", func(tx store.Tx) error { return e.startChild(tx, c, en) })
+				return nil, 0, e.park(ctx, en, "", func(tx store.Tx) error { return e.startChild(tx, c, en) })
 			}
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if why, ok := parksForAHuman(c, en.t, r); ok {
-				return nil, e.park(ctx, en, why, nil)
+				return nil, 0, e.park(ctx, en, why, nil)
 			}
 		}
 		res = &r
 		if err := e.crash(runtype.CrashWorked); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if !en.guid.ChildrenSpawned() {
 		if res != nil {
 			if _, err := e.seal(en, res); err != nil {
-				return nil, err
+				return nil, 0, err
+			}
+		}
+		var ahead []ranAhead
+		if chain && maxAhead > 0 {
+			if ahead, err = e.runAhead(ctx, c, en, res, maxAhead); err != nil {
+				return nil, 0, err
 			}
 		}
 		closed := false
 		var next *entry
-		commit := func(chain bool) error {
+		var done []*entry
+		commit := func(chain bool, ahead []ranAhead) error {
 			return e.store.Update(ctx, func(tx store.Tx) (err error) {
-				next, en.chain = nil, chain // fn may run again
+				next, done, en.chain = nil, nil, chain // fn may run again
 				closed, err = e.commitResult(tx, c, en, res)
 				en.chain = false
 				if err == nil && en.gather != nil {
@@ -416,21 +426,37 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 					next, err = e.enterNext(tx, *en.next)
 				}
 				en.next = nil
+				if err == nil && chain && len(ahead) > 0 {
+					done, next, err = e.commitAhead(tx, c, next, ahead)
+				}
 				return err
 			})
 		}
-		err = commit(chain)
+		err = commit(chain, ahead)
+		if err != nil && len(ahead) > 0 && ctx.Err() == nil && !e.hasCrashed() {
+			// A step run ahead was refused (a write-once conflict, say):
+			// commit this one alone, and the next goes on by itself.
+			err = commit(chain, nil)
+		}
 		if errors.Is(err, store.ErrConflict) && chain {
 			// The next step's message may exist already (EnqueueReserved
 			// refuses it): commit as if chaining did not exist, so that it
 			// can never hold a job up.
-			err = commit(false)
+			err = commit(false, nil)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
+			return nil, 0, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 		}
 		en.closed = closed
-		return next, e.stepsCommitted(en)
+		if err := e.stepsCommitted(en); err != nil {
+			return nil, 0, err
+		}
+		for _, d := range done {
+			if err := e.stepsCommitted(d); err != nil {
+				return nil, 0, err
+			}
+		}
+		return next, len(done), nil
 	}
 	// Steps 1 and 2 committed without step 3: a message that closed its job
 	// in a store written before step 3 joined their commit. Complete the
@@ -442,12 +468,12 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool) (*entry, error
 		return tx.Settle(en.m.Receipt)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: step 3: %w", en.t.Act, err)
+		return nil, 0, fmt.Errorf("%s: step 3: %w", en.t.Act, err)
 	}
 	if err := e.crash(runtype.CrashStep3); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return nil, e.crash(runtype.CrashAcked)
+	return nil, 0, e.crash(runtype.CrashAcked)
 }
 
 // commitResult is the steps commit, fenced: steps 1 and 2, the ack and,

@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Running ahead. On a store with one writer (bbolt) a batch cannot fold a
+// node into its transaction as PostgreSQL's does (fold.go): the node
+// would hold every other commit up. A run of a job's steps onto nodes
+// without effects can still share one commit. After a chained step's node
+// ran, its worker predicts the one next step its commit will publish (a
+// plain edge onto a node that folds), runs that node too, outside any
+// transaction, and so on up to chainRounds. Then one commit takes them
+// all. Each predicted step is entered from the message the commit
+// published reserved (enterNext: its pause and kill reads, ledger digits
+// and fence, as any chained step), checked against the prediction, and
+// committed with the output computed ahead. The first step that differs
+// (paused, killed, refused by its budget, another path) stops the run: it
+// is entered and goes on alone after the commit, its node run again.
+// Nothing that ran ahead has effects, so a prediction dropped, or a crash
+// before the commit, changes nothing outside: the first step's message is
+// delivered again and the run is redone.
+
+// ranAhead is a predicted step and the result its node gave, or, when
+// the attempt failed and is to be retried, the hand-back of the retry
+// (later, built for the very message the commit publishes: its id and
+// receipt follow from the job and the activation).
+type ranAhead struct {
+	t     task
+	res   result
+	later func(store.Tx) error
+}
+
+// runAhead runs the nodes of the steps en's result leads to, while each
+// is predictable, up to max of them. It stops at the first that does not
+// succeed; an error is a crash point's or the end of ctx.
+func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *result, max int) ([]ranAhead, error) {
+	if e.rowLocking || res == nil {
+		return nil, nil
+	}
+	var out []ranAhead
+	t, r := en.t, *res
+	// The run commits under the lease the first step's entry holds: stop
+	// well before that lease could run out.
+	until := e.now().Add(e.opts.LeaseTTL / 4)
+	for range max {
+		if e.now().After(until) {
+			break
+		}
+		next, ok := predictNext(c, t, r)
+		if !ok {
+			break
+		}
+		if err := e.crash(runtype.CrashEntered); err != nil {
+			return nil, err
+		}
+		id := messageID(en.job, next.Act)
+		ahead := &entry{t: next, job: en.job, lease: en.lease, c: c, folding: true, entered: e.now(),
+			m: store.Message{ID: id, Stream: runtype.WorkStream, Job: en.job[:], Attempt: 1,
+				Receipt: store.Receipt{ID: id, Stream: runtype.WorkStream, Token: 1}}}
+		got, err := e.proc.work(ctx, c, ahead)
+		if errors.Is(err, errRetryLater) && ahead.later != nil && ctx.Err() == nil {
+			out = append(out, ranAhead{t: next, later: ahead.later}) // its retry commits with the run
+			break
+		}
+		if err != nil || ctx.Err() != nil {
+			break // the step goes on alone
+		}
+		if err := e.crash(runtype.CrashWorked); err != nil {
+			return nil, err
+		}
+		out = append(out, ranAhead{t: next, res: got})
+		t, r = next, got
+	}
+	return out, nil
+}
+
+// predictNext returns the one step t's result r publishes, when that is
+// a plain step onto a node that folds (foldsTask): a task node's single
+// edge, no loop.
+func predictNext(c *compiled, t task, r result) (task, bool) {
+	if (t.Kind != runtype.Entry && t.Kind != runtype.Step) || t.Join != "" || t.Grouped || r.failed() {
+		return task{}, false
+	}
+	n := c.byAlias[t.Node]
+	if n == nil || n.Task == nil || n.ForEach != nil || n.Subflow != nil || n.Checkpoint != nil || n.Sleep != nil {
+		return task{}, false
+	}
+	edges := c.out[t.Node]
+	if len(edges) != 1 || edges[0].MaxIterations > 0 {
+		return task{}, false
+	}
+	ed := edges[0]
+	next := task{Kind: runtype.Step, Flow: t.Flow, Node: ed.To, Dim: t.Dim, Input: r.Output, Delivery: ed.Delivery,
+		DedupeTTL: ed.DedupeTTL, Via: t.Node + "." + ed.FromPort, Partition: ed.PartitionKey,
+		Act: runtype.StepOf(ed.To, t.Dim, t.Node).String()}
+	return next, foldsTask(c, next)
+}
+
+// ranAs reports whether the entered chained step en is the step a
+// predicted, with nothing about it that would make its node's work
+// differ: same node, input, edge and delivery, a first attempt of a fresh
+// activation in a job neither paused nor killed, within its budget.
+func (e *Engine) ranAs(en *entry, a ranAhead) bool {
+	if en == nil {
+		return false
+	}
+	t, p := en.t, a.t
+	return !en.deferred && !en.killed && en.exhausted == "" && en.m.Attempt == 1 &&
+		!en.guid.WorkDone() && !en.guid.ChildrenSpawned() &&
+		t.Act == p.Act && t.Kind == p.Kind && t.Flow == p.Flow && t.Node == p.Node && t.Dim == p.Dim && bytes.Equal(t.Input, p.Input) &&
+		t.Delivery == p.Delivery && t.DedupeTTL == p.DedupeTTL && t.Via == p.Via && t.Partition == p.Partition &&
+		t.InputRef == "" && t.Join == "" && t.Resume == "" && t.Undo == 0 && t.Failed == "" && t.Wake == 0 &&
+		t.Refused == "" && overdue(t, e.now()) == ""
+}
+
+// commitAhead takes on, in tx, the chained step next that the steps
+// commit of the run's previous step entered, and the ones after it, with
+// the results run ahead; it returns the entries it committed and the
+// first chained step it did not (nil when none is left).
+func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranAhead) ([]*entry, *entry, error) {
+	var done []*entry
+	for _, a := range ahead {
+		if next == nil || !e.ranAs(next, a) {
+			break
+		}
+		if a.later != nil { // the attempt failed and is retried later
+			if err := a.later(tx); err != nil {
+				return nil, nil, err
+			}
+			return done, nil, nil
+		}
+		res := a.res // seal writes into it, and fn may run again
+		next.chain = true
+		closed, err := e.commitResult(tx, c, next, &res)
+		next.chain = false
+		if err != nil {
+			return nil, nil, err
+		}
+		next.closed = closed
+		done = append(done, next)
+		var after *entry
+		if next.next != nil {
+			if after, err = e.enterNext(tx, *next.next); err != nil {
+				return nil, nil, err
+			}
+			next.next = nil
+		}
+		next = after
+	}
+	return done, next, nil
+}
