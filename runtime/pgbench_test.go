@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"testing"
@@ -26,6 +27,9 @@ func TestHelperPostgresWorker(t *testing.T) {
 	if url == "" {
 		t.Skip("worker process of the PostgreSQL benchmarks")
 	}
+	// A worker process, with the collector settings of flowgen worker.
+	debug.SetGCPercent(ProgramGCPercent)
+	debug.SetMemoryLimit(ProgramMemoryLimit)
 	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
