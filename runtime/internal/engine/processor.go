@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,8 +124,8 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 			return result{}, err
 		}
 	}
-	var log aspectLog
-	log.add(p, "call", "start", fmt.Sprintf("attempt %d", m.Attempt))
+	log := make(aspectLog, 0, 4) // call start and end, then output or retry
+	log.add(p, "call", "start", "attempt "+strconv.Itoa(m.Attempt))
 	stop := p.keepLease(ctx, en)
 	out, err := p.call(ctx, task, info, params, t, m.Attempt, &en.heartbeat)
 	stop()
