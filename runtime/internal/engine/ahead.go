@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -34,6 +35,9 @@ type ranAhead struct {
 	t     task
 	res   result
 	later func(store.Tx) error
+	// ran is when the node's call began: the activation's time counts
+	// from there (history, duration metric), not from its entry.
+	ran time.Time
 }
 
 // runAhead runs the nodes of the steps en's result leads to, while each
@@ -65,7 +69,7 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 				Receipt: store.Receipt{ID: id, Stream: runtype.WorkStream, Token: 1}}}
 		got, err := e.proc.work(ctx, c, ahead)
 		if errors.Is(err, errRetryLater) && ahead.later != nil && ctx.Err() == nil {
-			out = append(out, ranAhead{t: next, later: ahead.later}) // its retry commits with the run
+			out = append(out, ranAhead{t: next, later: ahead.later, ran: ahead.entered}) // its retry commits with the run
 			break
 		}
 		if err != nil || ctx.Err() != nil {
@@ -74,7 +78,7 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 		if err := e.crash(runtype.CrashWorked); err != nil {
 			return nil, err
 		}
-		out = append(out, ranAhead{t: next, res: got})
+		out = append(out, ranAhead{t: next, res: got, ran: ahead.entered})
 		t, r = next, got
 	}
 	return out, nil
@@ -136,7 +140,7 @@ func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 			return done, nil, nil
 		}
 		res := a.res // seal writes into it, and fn may run again
-		next.chain = true
+		next.entered, next.chain = a.ran, true
 		closed, err := e.commitResult(tx, c, next, &res)
 		next.chain = false
 		if err != nil {
