@@ -20,7 +20,7 @@ func (s *Server) violations(ctx context.Context, p *principal, v meta.Version) (
 		return nil, nil
 	}
 	if v.State != meta.Certified {
-		return []policy.Violation{{Rule: "certified", Message: fmt.Sprintf("%s is %s", v.Key(), v.State), Evidence: "registry state"}}, nil
+		return s.checkPolicy(ctx, nil, v) // fails "certified" whatever the policy
 	}
 	cacheKey := HashToken(p.token.Policy) + " " + v.Blobs[api.FileReport] + " " + v.Blobs[api.FileManifest] + " " + v.Namespace + " " + v.Publisher
 	if cached, ok := s.policyCache.Load(cacheKey); ok {
@@ -30,7 +30,23 @@ func (s *Server) violations(ctx context.Context, p *principal, v meta.Version) (
 	if err != nil {
 		return nil, err
 	}
+	out, err := s.checkPolicy(ctx, pol, v)
+	if err == nil {
+		s.policyCache.Store(cacheKey, out)
+	}
+	return out, err
+}
+
+// checkPolicy checks v against pol on its signed evidence: the report,
+// its signature and the manifest, read from storage and verified against
+// the registry's own key. A version that is not certified fails the
+// "certified" rule alone.
+func (s *Server) checkPolicy(ctx context.Context, pol *policy.Policy, v meta.Version) ([]policy.Violation, error) {
+	if v.State != meta.Certified {
+		return []policy.Violation{{Rule: "certified", Message: fmt.Sprintf("%s is %s", v.Key(), v.State), Evidence: "registry state"}}, nil
+	}
 	var files [3][]byte
+	var err error
 	for i, name := range []string{api.FileReport, api.FileReport + api.SignatureSuffix, api.FileManifest} {
 		if files[i], err = s.readBlob(ctx, v.Blobs[name]); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", v.Key(), name, err)
@@ -44,9 +60,7 @@ func (s *Server) violations(ctx context.Context, p *principal, v meta.Version) (
 		s.log.ErrorContext(ctx, "stored evidence does not verify: storage was modified", slog.String("version", v.Key().String()), slog.Any("error", err))
 		return nil, &TamperedError{Digest: v.Blobs[api.FileReport], Got: "evidence that does not verify (" + err.Error() + ")"}
 	}
-	out := pol.Check(ev)
-	s.policyCache.Store(cacheKey, out)
-	return out, nil
+	return pol.Check(ev), nil
 }
 
 // filterPullable drops the versions the caller's policy rejects. Evidence

@@ -222,7 +222,7 @@ func (s *Server) uiPolicy(w http.ResponseWriter, r *http.Request, p *principal) 
 			verdict.Problem = err.Error()
 			break
 		}
-		verdict.Violations, err = s.checkPolicy(r, pol, page.V)
+		verdict.Violations, err = s.checkPolicy(r.Context(), pol, page.V)
 		if err != nil {
 			s.uiFail(w, r, err)
 			return
@@ -230,26 +230,6 @@ func (s *Server) uiPolicy(w http.ResponseWriter, r *http.Request, p *principal) 
 		verdict.Passes = len(verdict.Violations) == 0
 	}
 	s.site.Render(w, r, http.StatusOK, "version", page.V.Key().String(), "Search", page)
-}
-
-// checkPolicy checks v's verified evidence against pol.
-func (s *Server) checkPolicy(r *http.Request, pol *policy.Policy, v meta.Version) ([]policy.Violation, error) {
-	if v.State != meta.Certified {
-		return []policy.Violation{{Rule: "certified", Message: fmt.Sprintf("%s is %s", v.Key(), v.State), Evidence: "registry state"}}, nil
-	}
-	var files [3][]byte
-	var err error
-	for i, name := range []string{api.FileReport, api.FileReport + api.SignatureSuffix, api.FileManifest} {
-		if files[i], err = s.readBlob(r.Context(), v.Blobs[name]); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", v.Key(), name, err)
-		}
-	}
-	ev, err := policy.VerifiedEvidence(s.pubKey, files[0], files[1], files[2], v.Namespace, v.Publisher)
-	if err != nil {
-		s.metrics.tampered.Inc()
-		return nil, &TamperedError{Digest: v.Blobs[api.FileReport], Got: "evidence that does not verify (" + err.Error() + ")"}
-	}
-	return pol.Check(ev), nil
 }
 
 // markAction is deprecate or yank, as the pages offer it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -174,10 +175,8 @@ func benchmarkFlow(b *testing.B, flow *Flow, input string, nodesPerJob int) {
 	var byGC [2]figures
 	var allocs []float64
 	var bytesPerJob float64
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	for range benchRounds {
-		for i, percent := range []int{100, ProgramGCPercent} {
-			debug.SetGCPercent(percent)
+		for i := range eachGCSetting(b) {
 			var before, after goruntime.MemStats
 			goruntime.ReadMemStats(&before)
 			elapsed, s := runJobs(b, flow, input, jobs)
@@ -208,6 +207,23 @@ func benchmarkFlow(b *testing.B, flow *Flow, input string, nodesPerJob int) {
 	// not timed, so it moves with the code and not with the machine, and
 	// garbage collection is a large part of the time on 2 cores.
 	b.ReportMetric(median(allocs), "alloc-bytes/node")
+}
+
+// eachGCSetting sets the collector to Go's default (index 0: a program
+// embedding the Engine) and then to ProgramGCPercent (index 1: flowgen's
+// own programs), yielding each index, and restores the setting the
+// benchmark found when the loop ends.
+func eachGCSetting(b *testing.B) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		b.Helper()
+		defer debug.SetGCPercent(debug.SetGCPercent(100))
+		for i, percent := range []int{100, ProgramGCPercent} {
+			debug.SetGCPercent(percent)
+			if !yield(i) {
+				return
+			}
+		}
+	}
 }
 
 // median is the middle value of xs (which it sorts).
@@ -363,10 +379,8 @@ func BenchmarkObservabilityCost(b *testing.B) {
 	// collection, so the two differ.
 	type figures struct{ off, on, ratio []float64 }
 	var byGC [2]figures
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	for range benchRounds {
-		for i, percent := range []int{100, ProgramGCPercent} {
-			debug.SetGCPercent(percent)
+		for i := range eachGCSetting(b) {
 			elapsed, s := runJobs(b, linearFlow(), `{"n":1}`, jobs)
 			s.Close()
 			plain := float64(jobs*3) / elapsed.Seconds()

@@ -123,7 +123,6 @@ func Funcs(base string) template.FuncMap {
 			}
 			return Duration(to.Sub(from))
 		},
-		"lower": strings.ToLower,
 	}
 }
 

@@ -49,21 +49,38 @@ func (c *console) flows(w http.ResponseWriter, r *http.Request) {
 	}{runtime.JobStates, rows})
 }
 
-// count counts flow's top-level jobs in each state, up to countCap.
+// count counts flow's top-level jobs in each state in one walk of its
+// listing, which stops after countCap jobs per state: a count past
+// countCap, or any count of a walk that stopped before the last job,
+// says "+".
 func (c *console) count(ctx context.Context, flow string) ([]stateCount, error) {
+	n := map[string]int{}
+	after, complete := "", false
+	for walked := 0; walked < countCap*len(runtime.JobStates); {
+		list, err := c.svc.Jobs(ctx, runtime.JobQuery{Flow: flow, Limit: countCap, After: after})
+		if err != nil {
+			return nil, fmt.Errorf("count the jobs of %s: %w", flow, err)
+		}
+		for _, j := range list.Jobs {
+			n[string(j.State)]++ // a waiting or paused job is also running
+			if len(j.Waiting) > 0 {
+				n["waiting"]++
+			}
+			if j.Paused {
+				n["paused"]++
+			}
+		}
+		walked += len(list.Jobs)
+		if list.Next == "" {
+			complete = true
+			break
+		}
+		after = list.Next
+	}
 	var out []stateCount
 	for _, state := range runtime.JobStates {
-		n, more, after := 0, true, ""
-		for more && n < countCap {
-			list, err := c.svc.Jobs(ctx, runtime.JobQuery{Flow: flow, State: state, Limit: countCap, After: after})
-			if err != nil {
-				return nil, fmt.Errorf("count %s jobs of %s: %w", state, flow, err)
-			}
-			n += len(list.Jobs)
-			more, after = list.Next != "", list.Next
-		}
-		s := strconv.Itoa(min(n, countCap))
-		if n > countCap || (n == countCap && more) {
+		s := strconv.Itoa(min(n[state], countCap))
+		if n[state] > countCap || !complete {
 			s += "+"
 		}
 		out = append(out, stateCount{Flow: flow, State: state, Count: s})
