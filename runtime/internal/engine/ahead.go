@@ -35,6 +35,10 @@ type ranAhead struct {
 	t     task
 	res   result
 	later func(store.Tx) error
+	// sealed and event are res and its history event as seal encoded
+	// them, outside the commit.
+	sealed []byte
+	event  preparedEvent
 	// ran is when the node's call began: the activation's time counts
 	// from there (history, duration metric), not from its entry.
 	ran time.Time
@@ -78,7 +82,10 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 		if err := e.crash(runtype.CrashWorked); err != nil {
 			return nil, err
 		}
-		out = append(out, ranAhead{t: next, res: got, ran: ahead.entered})
+		if _, err := e.seal(ahead, &got); err != nil {
+			break // the step goes on alone, and fails there
+		}
+		out = append(out, ranAhead{t: next, res: got, sealed: ahead.result, event: ahead.resultEvent, ran: ahead.entered})
 		t, r = next, got
 	}
 	return out, nil
@@ -139,8 +146,9 @@ func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 			}
 			return done, nil, nil
 		}
-		res := a.res // seal writes into it, and fn may run again
+		res := a.res // fn may run again
 		next.entered, next.chain = a.ran, true
+		next.result, next.res, next.resultEvent = a.sealed, &res, a.event
 		closed, err := e.commitResult(tx, c, next, &res)
 		next.chain = false
 		if err != nil {

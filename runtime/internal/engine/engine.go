@@ -223,7 +223,7 @@ func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input js
 	s := start{job: job, key: key}
 	tp, traced := e.tracing.startJob(ctx, c.Name, job)
 	s.traced = traced
-	s.rec, err = encodeJob(jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key, Trace: tp})
+	s.rec, err = encodeJob(job, c, jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key, Trace: tp})
 	if err != nil {
 		traced(err)
 	}
@@ -277,7 +277,7 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 	if _, err := tx.Get(metaKey(job)); err == nil {
 		return nil
 	}
-	rec, err := encodeJob(meta)
+	rec, err := encodeJob(job, c, meta)
 	if err != nil {
 		return err
 	}
@@ -290,10 +290,11 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 type encodedJob struct {
 	meta                 jobMeta
 	raw, status, indexed []byte
+	started              preparedEvent
 }
 
-// encodeJob encodes what writeJob stores for a job with meta.
-func encodeJob(meta jobMeta) (encodedJob, error) {
+// encodeJob encodes what writeJob stores for job of c with meta.
+func encodeJob(job runtype.JobID, c *compiled, meta jobMeta) (encodedJob, error) {
 	raw, err := json.Marshal(meta)
 	if err != nil {
 		return encodedJob{}, err
@@ -306,7 +307,11 @@ func encodeJob(meta jobMeta) (encodedJob, error) {
 	if err != nil {
 		return encodedJob{}, err
 	}
-	return encodedJob{meta: meta, raw: raw, status: status, indexed: indexed}, nil
+	started, err := prepareEvent(meta.Started, job, runtype.HistoryEvent{At: meta.Started, Event: runtype.EventStarted, Detail: "flow " + c.Name + " " + c.describe()})
+	if err != nil {
+		return encodedJob{}, err
+	}
+	return encodedJob{meta: meta, raw: raw, status: status, indexed: indexed, started: started}, nil
 }
 
 // writeJob is createJob for a job that does not exist yet.
@@ -315,7 +320,7 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, rec encod
 	if err := tx.PutOnce(metaKey(job), rec.raw); err != nil {
 		return err
 	}
-	if err := e.record(tx, job, runtype.HistoryEvent{At: meta.Started, Event: runtype.EventStarted, Detail: "flow " + c.Name + " " + c.describe()}); err != nil {
+	if err := rec.started.put(tx); err != nil {
 		return err
 	}
 	if err := tx.Put(jobIndexKey(job), rec.indexed); err != nil {

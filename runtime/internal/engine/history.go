@@ -19,15 +19,32 @@ import (
 // record puts ev into job's history in tx, stamped now unless ev has a
 // time.
 func record(tx store.Tx, now time.Time, job runtype.JobID, ev runtype.HistoryEvent) error {
+	p, err := prepareEvent(now, job, ev)
+	if err != nil {
+		return err
+	}
+	return p.put(tx)
+}
+
+// preparedEvent is a history event encoded, with its key, before the
+// transaction that records it: on bbolt, whose commits run one at a time,
+// encoding inside one holds every other commit up.
+type preparedEvent struct{ key, raw []byte }
+
+// prepareEvent encodes ev of job, stamped now unless ev has a time.
+func prepareEvent(now time.Time, job runtype.JobID, ev runtype.HistoryEvent) (preparedEvent, error) {
 	if ev.At.IsZero() {
 		ev.At = now.UTC()
 	}
 	raw, err := json.Marshal(ev)
 	if err != nil {
-		return err
+		return preparedEvent{}, err
 	}
-	return tx.Put(historyKey(job, ev.At, historySeq.Add(1)%1_000_000, ev.Event, ev.Act), raw)
+	return preparedEvent{historyKey(job, ev.At, historySeq.Add(1)%1_000_000, ev.Event, ev.Act), raw}, nil
 }
+
+// put records p in tx.
+func (p preparedEvent) put(tx store.Tx) error { return tx.Put(p.key, p.raw) }
 
 // historySeq orders the events a process records at one clock reading
 // (two in one commit, or a coarse or fake clock).

@@ -117,6 +117,8 @@ type entry struct {
 	result []byte
 	res    *result
 	ending *ending
+	// resultEvent is the history event of result, encoded with it.
+	resultEvent preparedEvent
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
 	heartbeat atomic.Int64
@@ -525,7 +527,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := tx.PutOnce(resultKey(job, t.Act), raw); err != nil {
 			return false, err
 		}
-		if err := e.record(tx, job, resultEvent(en, res)); err != nil {
+		if err := en.resultEvent.put(tx); err != nil {
 			return false, err
 		}
 		if res.failed() && t.Join == "" { // a forEach join judges its elements
@@ -614,9 +616,10 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	return tx.Collate(semKey(job), delta, 0, en.guidKey(), ledger.JobClosed)
 }
 
-// seal stamps res as en's result and encodes it, once: the steps commit
-// writes what seal made before the transaction, so that on bbolt, whose
-// commits run one at a time, no encoding runs inside one.
+// seal stamps res as en's result and encodes it and its history event,
+// once: the steps commit writes what seal made before the transaction, so
+// that on bbolt, whose commits run one at a time, no encoding runs inside
+// one.
 func (e *Engine) seal(en *entry, res *result) ([]byte, error) {
 	if en.result != nil {
 		return en.result, nil
@@ -629,7 +632,11 @@ func (e *Engine) seal(en *entry, res *result) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	en.result, en.res = raw, res
+	ev, err := prepareEvent(res.Finished, en.job, resultEvent(en, res))
+	if err != nil {
+		return nil, err
+	}
+	en.result, en.res, en.resultEvent = raw, res, ev
 	return raw, nil
 }
 
