@@ -121,6 +121,9 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 			return err
 		}
 		streams = t.streams // of the run that committed, when fn ran twice
+		if err := t.flushReserved(); err != nil {
+			return err
+		}
 		return t.flushCounters()
 	})
 	if err == nil && len(streams) > 0 {
@@ -155,6 +158,12 @@ type tx struct {
 	// bbolt's Get makes a cursor and grows its stack on every call, and
 	// that garbage is a large part of what a step allocates.
 	cursors []bucketCursor
+	// reserved are the messages this Update's function published reserved
+	// (EnqueueReserved) and has not acknowledged yet, by message key: a
+	// worker that takes its job's next step on in the commit that
+	// publishes it acknowledges that message in the same commit, and then
+	// only its acknowledgement is written (flushReserved writes the rest).
+	reserved map[string]record
 }
 
 // bucketCursor is the point-read cursor of a bucket.

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -38,6 +40,9 @@ func readyKey(stream string, visibleAt int64, id [16]byte) []byte {
 }
 
 func (t *tx) loadRecord(stream string, id [16]byte) (record, bool, error) {
+	if r, ok := t.reserved[string(msgKey(stream, id))]; ok {
+		return r, true, nil
+	}
 	raw := t.get(bucketMsgs, msgKey(stream, id))
 	if raw == nil {
 		return record{}, false, nil
@@ -55,7 +60,9 @@ func (t *tx) putRecord(stream string, id [16]byte, r record) error {
 	if err != nil {
 		return err
 	}
-	if err := t.b(bucketMsgs).Put(msgKey(stream, id), raw); err != nil {
+	key := msgKey(stream, id)
+	delete(t.reserved, string(key)) // written now
+	if err := t.b(bucketMsgs).Put(key, raw); err != nil {
 		return err
 	}
 	return t.b(bucketReady).Put(readyKey(stream, r.VisibleAt, id), nil)
@@ -72,7 +79,7 @@ func (t *tx) Enqueue(m store.Message) error {
 	}
 	t.published(m.Stream)
 	key := msgKey(m.Stream, m.ID)
-	if t.get(bucketDone, key) != nil || t.get(bucketMsgs, key) != nil {
+	if t.isPublished(key) {
 		return nil // already published
 	}
 	at := m.NotBefore
@@ -87,17 +94,49 @@ func (t *tx) EnqueueReserved(m store.Message, owner string, visibility time.Dura
 		return store.Message{}, fmt.Errorf("enqueue: empty stream name")
 	}
 	key := msgKey(m.Stream, m.ID)
-	if t.get(bucketDone, key) != nil || t.get(bucketMsgs, key) != nil {
+	if t.isPublished(key) {
 		return store.Message{}, fmt.Errorf("enqueue reserved: message %x on %s: already published: %w", m.ID, m.Stream, store.ErrConflict)
 	}
 	r := record{Job: m.Job, Payload: m.Payload, VisibleAt: t.now.Add(visibility).UnixNano(), Attempt: 1, Token: 1}
-	if err := t.putRecord(m.Stream, m.ID, r); err != nil {
-		return store.Message{}, err
+	if t.reserved == nil {
+		t.reserved = map[string]record{}
 	}
+	t.reserved[string(key)] = r // written when the function returns, unless acknowledged first
 	return message(m.Stream, m.ID, r), nil
 }
 
+// isPublished reports whether the message key names was published: it is
+// stored, acknowledged, or published reserved in this transaction.
+func (t *tx) isPublished(key []byte) bool {
+	_, reserved := t.reserved[string(key)]
+	return reserved || t.get(bucketDone, key) != nil || t.get(bucketMsgs, key) != nil
+}
+
+// flushReserved writes the messages published reserved in this
+// transaction and not acknowledged in it: before the function's writes
+// commit, and before a scan of the ready index, which must find them.
+func (t *tx) flushReserved() error {
+	keys := slices.Sorted(maps.Keys(t.reserved))
+	for _, k := range keys {
+		stream, id := splitMsgKey([]byte(k))
+		if err := t.putRecord(stream, id, t.reserved[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitMsgKey is msgKey's stream and id.
+func splitMsgKey(k []byte) (string, [16]byte) {
+	var id [16]byte
+	copy(id[:], k[len(k)-16:])
+	return string(k[:len(k)-17]), id
+}
+
 func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
+	if err := t.flushReserved(); err != nil {
+		return nil, err
+	}
 	type found struct {
 		id [16]byte
 		r  record
@@ -196,7 +235,15 @@ type recordHead struct {
 }
 
 func (t *tx) Ack(rc store.Receipt) error {
-	raw := t.get(bucketMsgs, msgKey(rc.Stream, rc.ID))
+	key := msgKey(rc.Stream, rc.ID)
+	if r, ok := t.reserved[string(key)]; ok {
+		if r.Token != rc.Token {
+			return stale(rc)
+		}
+		delete(t.reserved, string(key)) // never written: nothing to delete
+		return t.b(bucketDone).Put(key, ackedAt(t.now))
+	}
+	raw := t.get(bucketMsgs, key)
 	var h recordHead
 	if raw != nil {
 		if err := cbor.Unmarshal(raw, &h); err != nil {
@@ -209,7 +256,6 @@ func (t *tx) Ack(rc store.Receipt) error {
 	if err := t.b(bucketReady).Delete(readyKey(rc.Stream, h.VisibleAt, rc.ID)); err != nil {
 		return err
 	}
-	key := msgKey(rc.Stream, rc.ID)
 	if err := t.b(bucketMsgs).Delete(key); err != nil {
 		return err
 	}
@@ -261,6 +307,9 @@ func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 }
 
 func (t *tx) Pending(stream string) ([]store.Message, error) {
+	if err := t.flushReserved(); err != nil {
+		return nil, err
+	}
 	prefix := append([]byte(stream), 0)
 	var out []store.Message
 	c := t.b(bucketReady).Cursor()

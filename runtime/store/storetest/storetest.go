@@ -833,7 +833,8 @@ func testEnqueueInFailedUpdate(t *testing.T, h *harness) {
 // testEnqueueReserved: a message published reserved is the first
 // delivery of a message published and reserved; its receipt works in the
 // publishing transaction and after it; it comes back when its visibility
-// runs out, and an id published before fails the publishing transaction.
+// runs out, and an id published before (or earlier in the same
+// transaction) fails the publishing transaction.
 func testEnqueueReserved(t *testing.T, h *harness) {
 	publish := func(tx store.Tx, n byte) (store.Message, error) {
 		return tx.EnqueueReserved(store.Message{ID: id(n), Stream: "s", Job: []byte("j"), Payload: []byte{'0' + n}}, "w1", time.Minute)
@@ -886,6 +887,17 @@ func testEnqueueReserved(t *testing.T, h *harness) {
 		if _, err := h.get("after"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("the refused publish committed its transaction: %v", err)
 		}
+	}
+	// Published reserved twice in one transaction: refused the same way.
+	err = h.s.Update(context.Background(), func(tx store.Tx) error {
+		if _, err := publish(tx, 6); err != nil {
+			return err
+		}
+		_, err := publish(tx, 6)
+		return err
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("publishing reserved one id twice in a transaction: %v, want ErrConflict", err)
 	}
 	// Left to run out, the reservation comes back as a second attempt.
 	h.update(func(tx store.Tx) error {
