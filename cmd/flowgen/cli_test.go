@@ -366,6 +366,9 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 		{"status", "0004 enqueue_reserved     applied"},
 		{"status", "0005 reserve              applied"},
 		{"status", "0006 acked_at             applied"},
+		{"status", "0007 enqueue_done         applied"},
+		{"down", "reverted 7"},
+		{"status", "0007 enqueue_done         pending"},
 		{"down", "reverted 6"},
 		{"status", "0006 acked_at             pending"},
 		{"down", "reverted 5"},
@@ -374,7 +377,7 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 		{"down", "reverted 3"},
 		{"status", "0003 ack_by_key           pending"},
 		{"status", "0002 apply                applied"},
-		{"up", "applied 3\napplied 4\napplied 5\napplied 6"},
+		{"up", "applied 3\napplied 4\napplied 5\napplied 6\napplied 7"},
 		{"up", "schema is up to date"},
 	} {
 		r := run(t, "", "migrate", step.args, "--database-url", url)

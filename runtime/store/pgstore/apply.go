@@ -99,6 +99,35 @@ func (b *batch) mergeBump(key []byte, delta, max int64) bool {
 	return false
 }
 
+// Operation 7's c: the attempt and token a message is published with.
+const (
+	// reservedOnce publishes the message reserved by its holder
+	// (EnqueueReserved).
+	reservedOnce = 1
+	// acknowledgedOnce publishes it reserved once and acknowledged, done
+	// (migration 0007).
+	acknowledgedOnce = -1
+)
+
+// settleUnsent turns the queued, unsent publication of a message reserved
+// once into its publication acknowledged, when a settle of that
+// reservation (token) follows it in the same batch, and reports whether it
+// did: the row is written done at once, and is the row the publication
+// and the settle would have left. A settle of any other message, or of a
+// publication already sent, is queued as it is.
+func (b *batch) settleUnsent(stream string, id [16]byte, token uint64) bool {
+	if token != reservedOnce {
+		return false
+	}
+	for i := len(b.op) - 1; i >= 0; i-- {
+		if opKind(b.op[i]) == opEnqueue && b.c[i] == reservedOnce && b.t[i] == stream && bytes.Equal(b.k[i], id[:]) {
+			b.c[i] = acknowledgedOnce
+			return true
+		}
+	}
+	return false
+}
+
 // readMany asks for values and counters with the queued writes, in the
 // same round trip.
 func (t *tx) readMany(keys, counters [][]byte) ([][]byte, []int64, error) {

@@ -207,3 +207,60 @@ func TestReclaimLetsDeletedRowsBeReused(t *testing.T) {
 		t.Fatalf("the table grew from %d to %d bytes writing as much again after a reclaim", full, again)
 	}
 }
+
+// TestSettledPublicationIsOneRow: a message published reserved and settled
+// in the same transaction is written once, already done (migration 0007),
+// and its row is the row the publication and a later settle leave: done,
+// no payload, attempt and token 1, acknowledged at the store's clock.
+func TestSettledPublicationIsOneRow(t *testing.T) {
+	t.Parallel()
+	url := pgtest.FreshSchema(t)
+	clock := time.Unix(1_700_000_000, 0)
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	publish := func(tx store.Tx, n byte) (store.Message, error) {
+		return tx.EnqueueReserved(store.Message{ID: [16]byte{n}, Stream: "s", Job: []byte("j"), Payload: []byte("p")}, "w", time.Minute)
+	}
+	err = s.Update(ctx, func(tx store.Tx) error { // in one transaction
+		m, err := publish(tx, 1)
+		if err != nil {
+			return err
+		}
+		return tx.Settle(m.Receipt)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var later store.Message // in two
+	if err := s.Update(ctx, func(tx store.Tx) (err error) { later, err = publish(tx, 2); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx store.Tx) error { return tx.Settle(later.Receipt) }); err != nil {
+		t.Fatal(err)
+	}
+	read := func(n byte) string {
+		var payload []byte
+		var visible, open, attempt, token int64
+		var holder, reason string
+		var done bool
+		id := [16]byte{n}
+		err := s.DB().QueryRow(`SELECT payload, visible_at, open_at, attempt, token, holder, reason, done
+			FROM flowgen_messages WHERE stream = 's' AND id = $1`, id[:]).
+			Scan(&payload, &visible, &open, &attempt, &token, &holder, &reason, &done)
+		if err != nil {
+			t.Fatalf("message %d: %v", n, err)
+		}
+		return fmt.Sprintf("payload %q (nil %t) acknowledged at %d open at %d attempt %d token %d holder %q reason %q done %t",
+			payload, payload == nil, visible, open, attempt, token, holder, reason, done)
+	}
+	one, two := read(1), read(2)
+	want := fmt.Sprintf(`payload "" (nil true) acknowledged at %d open at %d attempt 1 token 1 holder "w" reason "" done true`,
+		clock.UnixNano(), clock.Add(time.Minute).UnixNano())
+	if one != want || two != want {
+		t.Errorf("settled in its publishing transaction: %s\nsettled after it:                   %s\nwant:                              %s", one, two, want)
+	}
+}

@@ -49,7 +49,7 @@ func (t *tx) EnqueueReserved(m store.Message, owner string, visibility time.Dura
 	}
 	until := t.now.Add(visibility).UnixNano()
 	err := t.queue(op{kind: opEnqueue, t: m.Stream, k: m.ID[:], k2: m.Job, v: nonNil(m.Payload),
-		a: until, u: owner, b: until, c: 1})
+		a: until, u: owner, b: until, c: reservedOnce})
 	if err != nil {
 		return store.Message{}, err
 	}
@@ -245,6 +245,9 @@ func (t *tx) Settle(rc store.Receipt) error {
 	token, err := t.acknowledging(rc)
 	if err != nil {
 		return err
+	}
+	if t.failed == nil && t.pending.settleUnsent(rc.Stream, rc.ID, token) {
+		return nil
 	}
 	return t.queue(op{kind: opSettle, t: rc.Stream, k: rc.ID[:], a: int64(token)})
 }
