@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -27,22 +26,14 @@ import (
 // before the commit, changes nothing outside: the first step's message is
 // delivered again and the run is redone.
 
-// ranAhead is a predicted step and the result its node gave, or, when
-// the attempt failed and is to be retried, the hand-back of the retry
-// (later, built for the very message the commit publishes: its id and
-// receipt follow from the job and the activation).
-type ranAhead struct {
-	t     task
-	res   result
-	later func(store.Tx) error
-	// sealed and event are res and its history event as seal encoded
-	// them, outside the commit.
-	sealed []byte
-	event  preparedEvent
-	// ran is when the node's call began: the activation's time counts
-	// from there (history, duration metric), not from its entry.
-	ran time.Time
-}
+// ranAhead is a predicted step, as the entry runAhead made to run its
+// node: its task (t), when the node's call began (entered: the
+// activation's time counts from there, not from its entry in the commit),
+// and the result the node gave, sealed outside the commit (res, result,
+// resultEvent), or, when the attempt failed and is to be retried, the
+// hand-back of the retry (later, built for the very message the commit
+// publishes: its id and receipt follow from the job and the activation).
+type ranAhead = *entry
 
 // runAhead runs the nodes of the steps en's result leads to, while each
 // is predictable, up to max of them. It stops at the first that does not
@@ -73,7 +64,7 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 				Receipt: store.Receipt{ID: id, Stream: runtype.WorkStream, Token: 1}}}
 		got, err := e.proc.work(ctx, c, ahead)
 		if errors.Is(err, errRetryLater) && ahead.later != nil && ctx.Err() == nil {
-			out = append(out, ranAhead{t: next, later: ahead.later, ran: ahead.entered}) // its retry commits with the run
+			out = append(out, ahead) // its retry commits with the run
 			break
 		}
 		if err != nil || ctx.Err() != nil {
@@ -85,7 +76,7 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 		if _, err := e.seal(ahead, &got); err != nil {
 			break // the step goes on alone, and fails there
 		}
-		out = append(out, ranAhead{t: next, res: got, sealed: ahead.result, event: ahead.resultEvent, ran: ahead.entered})
+		out = append(out, ahead)
 		t, r = next, got
 	}
 	return out, nil
@@ -146,9 +137,9 @@ func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 			}
 			return done, nil, nil
 		}
-		res := a.res // fn may run again
-		next.entered, next.chain = a.ran, true
-		next.result, next.res, next.resultEvent = a.sealed, &res, a.event
+		res := *a.res // fn may run again
+		next.entered, next.chain = a.entered, true
+		next.result, next.res, next.resultEvent = a.result, &res, a.resultEvent
 		closed, err := e.commitResult(tx, c, next, &res)
 		next.chain = false
 		if err != nil {

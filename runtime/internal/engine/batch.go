@@ -174,9 +174,15 @@ func (e *Engine) admit(tx store.Tx, ms []store.Message) ([]*entry, []foldable, e
 	if len(ms) == 0 {
 		return nil, nil, nil
 	}
+	ens, errs := e.enterAll(tx, ms)
+	return e.admitted(tx, ms, ens, errs)
+}
+
+// admitted is admit of the messages ms once entered (ens and errs at
+// their indexes).
+func (e *Engine) admitted(tx store.Tx, ms []store.Message, ens []*entry, errs []error) ([]*entry, []foldable, error) {
 	var entered []*entry
 	var folded []foldable
-	ens, errs := e.enterAll(tx, ms)
 	for i, en := range ens {
 		if err := errs[i]; errors.Is(err, errPoison) {
 			if err := ignoreStale(tx.DeadLetter(ms[i].Receipt, err.Error())); err != nil {

@@ -46,21 +46,18 @@ func chains(t, next task) bool {
 // round. A step that does not fold runs after the batch commits, when the
 // job may have been paused or killed: those enter with one read for all
 // of them, as any entry does (admit).
-func (e *Engine) admitChained(tx store.Tx, ms []store.Message) ([]*entry, []foldable, error) {
+func (e *Engine) admitChained(tx store.Tx, ps []publishedStep) ([]*entry, []foldable, error) {
 	var entered []*entry
 	var folded []foldable
-	var later []store.Message
-	for _, m := range ms {
-		en, err := decodeEntry(m)
-		if err != nil {
-			return nil, nil, err
-		}
-		c, err := e.flow(en.t.Flow)
-		if err != nil || !foldsTask(c, en.t) {
-			later = append(later, m)
+	var later []publishedStep
+	for _, p := range ps {
+		c, err := e.flow(p.t.Flow)
+		if err != nil || !foldsTask(c, p.t) {
+			later = append(later, p)
 			continue
 		}
-		if en, err = e.enterChained(tx, m); err != nil {
+		en, err := e.enterChained(tx, p)
+		if err != nil {
 			return nil, nil, err
 		}
 		entered = append(entered, en)
@@ -70,11 +67,25 @@ func (e *Engine) admitChained(tx store.Tx, ms []store.Message) ([]*entry, []fold
 	}
 	// One read enters them all; a handed-back one is a deferred entry,
 	// which the batch skips.
-	ens, _, err := e.admit(tx, later)
+	ens, _, err := e.admitPublished(tx, later)
 	if err != nil {
 		return nil, nil, err
 	}
 	return append(entered, ens...), folded, nil
+}
+
+// admitPublished is admit of steps this worker published reserved, whose
+// tasks it has.
+func (e *Engine) admitPublished(tx store.Tx, ps []publishedStep) ([]*entry, []foldable, error) {
+	if len(ps) == 0 {
+		return nil, nil, nil
+	}
+	ms, ens, errs := make([]store.Message, len(ps)), make([]*entry, len(ps)), make([]error, len(ps))
+	for i, p := range ps {
+		ms[i], ens[i] = p.m, entryOf(p)
+	}
+	ens, errs = e.enterEntries(tx, ens, errs)
+	return e.admitted(tx, ms, ens, errs)
 }
 
 // enterChained is enter for a message this transaction published
@@ -85,11 +96,8 @@ func (e *Engine) admitChained(tx store.Tx, ms []store.Message) ([]*entry, []fold
 // step that published it, in this transaction; a pause or kill that
 // commits meanwhile finds the chain done, as if it had committed just
 // after the batch.
-func (e *Engine) enterChained(tx store.Tx, m store.Message) (*entry, error) {
-	en, err := decodeEntry(m)
-	if err != nil {
-		return nil, err
-	}
+func (e *Engine) enterChained(tx store.Tx, p publishedStep) (*entry, error) {
+	en := entryOf(p)
 	if err := tx.Bump(en.actKey(), ledger.Leg2Entry, ledger.MaxValue); err != nil {
 		return nil, err
 	}
@@ -104,8 +112,8 @@ func (e *Engine) enterChained(tx store.Tx, m store.Message) (*entry, error) {
 // node ran outside any transaction, so the job may have been paused or
 // killed meanwhile, and the entry reads as any entry does (admit). It
 // returns nil when the step does not enter (handed back, poison).
-func (e *Engine) enterNext(tx store.Tx, m store.Message) (*entry, error) {
-	ens, _, err := e.admit(tx, []store.Message{m})
+func (e *Engine) enterNext(tx store.Tx, p publishedStep) (*entry, error) {
+	ens, _, err := e.admitPublished(tx, []publishedStep{p})
 	if err != nil || len(ens) == 0 || ens[0].deferred {
 		return nil, err
 	}

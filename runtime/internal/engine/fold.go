@@ -99,7 +99,7 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, 
 // delivery goes on unfolded after the batch commits, like those that
 // never folded. In that mode only a crash point or the end of ctx fails
 // the whole batch.
-func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, careful, chain bool) ([]*gather, []store.Message, error) {
+func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, careful, chain bool) ([]*gather, []publishedStep, error) {
 	for _, f := range folded {
 		if err := e.crash(runtype.CrashEntered); err != nil {
 			return nil, nil, err
@@ -124,7 +124,7 @@ func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, c
 		wg.Wait()
 	}
 	var gathers []*gather
-	var next []store.Message
+	var next []publishedStep
 	for i, f := range folded {
 		en := f.en
 		en.folding = false

@@ -106,7 +106,7 @@ type entry struct {
 	// that may take on its job's next step (see chain.go); next is that
 	// step's message, published reserved to this worker.
 	chain bool
-	next  *store.Message
+	next  *publishedStep
 	// published is set when the delivery's last steps commit published
 	// next steps on the work stream (not chained).
 	published bool
@@ -148,18 +148,25 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 // commit.
 func (e *Engine) enterAll(tx store.Tx, ms []store.Message) ([]*entry, []error) {
 	ens, errs := make([]*entry, len(ms)), make([]error, len(ms))
+	for i, m := range ms {
+		ens[i], errs[i] = decodeEntry(m)
+	}
+	return e.enterEntries(tx, ens, errs)
+}
+
+// enterEntries is enterAll for entries already made: ens[i] is nil when
+// errs[i] says why.
+func (e *Engine) enterEntries(tx store.Tx, ens []*entry, errs []error) ([]*entry, []error) {
 	var keys, counters [][]byte
 	var at []int // at[j] is the message of the j-th pair of keys and counters
-	for i, m := range ms {
-		en, err := decodeEntry(m)
-		if err != nil {
-			errs[i] = err
+	for i, en := range ens {
+		if errs[i] != nil {
 			continue
 		}
 		if err := tx.Bump(en.actKey(), ledger.Leg2Entry, ledger.MaxValue); err != nil {
+			ens[i] = nil
 			return ens, fill(errs, err)
 		}
-		ens[i] = en
 		keys = append(keys, pausedKey(en.job), tombKey(en.job))
 		counters = append(counters, en.actKey(), en.guidKey())
 		at = append(at, i)
@@ -203,6 +210,20 @@ func decodeEntry(m store.Message) (*entry, error) {
 	}
 	copy(en.job[:], m.Job)
 	return en, nil
+}
+
+// publishedStep is a message this worker published reserved to itself
+// and the task it carries, which entering it then need not decode.
+type publishedStep struct {
+	m store.Message
+	t task
+}
+
+// entryOf is decodeEntry for p, without decoding.
+func entryOf(p publishedStep) *entry {
+	en := &entry{m: p.m, t: p.t}
+	copy(en.job[:], p.m.Job)
+	return en
 }
 
 // judge decides an entry whose leg 2 entry was counted, from what the
@@ -572,7 +593,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err != nil {
 			return false, err
 		}
-		en.next = &m
+		en.next = &publishedStep{m, children[0]}
 	} else {
 		for _, child := range children {
 			if err := e.publish(tx, job, child); err != nil {
