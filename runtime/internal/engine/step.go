@@ -119,14 +119,31 @@ type entry struct {
 	ending *ending
 	// resultEvent is the history event of result, encoded with it.
 	resultEvent preparedEvent
+	// keys are the ledger keys guidKey and actKey built.
+	keys struct{ guid, act []byte }
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
 	// last renewal left it.
 	heartbeat atomic.Int64
 	renewed   atomic.Pointer[store.Lease]
 }
 
-func (en *entry) guidKey() []byte { return guidKey(en.job, en.m.ID) }
-func (en *entry) actKey() []byte  { return activityKey(en.job, en.t.Act) }
+// guidKey and actKey are the keys of the delivery's GUID and activity
+// ledgers, built once: a step commit reads and writes each several times,
+// and an activation id with a slash in it (every fan-out element's) is
+// hashed into its keys.
+func (en *entry) guidKey() []byte {
+	if en.keys.guid == nil {
+		en.keys.guid = guidKey(en.job, en.m.ID)
+	}
+	return en.keys.guid
+}
+
+func (en *entry) actKey() []byte {
+	if en.keys.act == nil {
+		en.keys.act = activityKey(en.job, en.t.Act)
+	}
+	return en.keys.act
+}
 
 // enter is the entry commit of a delivery: take the job lease, count the
 // leg 2 entry on the activity ledger and seed the GUID ordinal once. When
