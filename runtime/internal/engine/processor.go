@@ -149,15 +149,18 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 		p.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", err)
 		log.add(p, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
 		raw, _ := json.Marshal(log)
+		// The hand-back captures what it needs, not t and m: captured,
+		// they would be moved to the heap on every attempt.
+		act, attempt, receipt := t.Act, m.Attempt, m.Receipt
 		err := p.write(ctx, en, func(tx store.Tx) error {
-			if err := tx.Put(attemptLogKey(job, t.Act, m.Attempt), raw); err != nil {
+			if err := tx.Put(attemptLogKey(job, act, attempt), raw); err != nil {
 				return err
 			}
-			ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: t.Act, Attempt: m.Attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(err), delay)}
+			ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: act, Attempt: attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(err), delay)}
 			if err := record(tx, p.now(), job, ev); err != nil {
 				return err
 			}
-			return ignoreStale(tx.Nack(m.Receipt, delay))
+			return ignoreStale(tx.Nack(receipt, delay))
 		})
 		if err != nil {
 			return result{}, err
@@ -472,6 +475,13 @@ func (l *aspectLog) add(p *processor, aspect, phase, detail string) {
 	*l = append(*l, aspectStep{Aspect: aspect, Phase: phase, At: p.now().UTC(), Detail: detail})
 }
 
+// joined is what a join reads of an element's result: decoding no more
+// skips the rest (the aspect log and its times) without allocating it.
+type joined struct {
+	Output json.RawMessage `json:"output"`
+	Err    string          `json:"error"`
+}
+
 // join aggregates a forEach: the outputs of its body activations in element
 // order, or a failure naming the elements that failed.
 func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *runtype.ForEach) (result, error) {
@@ -501,11 +511,11 @@ func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *run
 			if raw == nil {
 				return fmt.Errorf("element %d: result %q: %w", i, keys[i], store.ErrNotFound)
 			}
-			var r result
+			var r joined
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return err
 			}
-			if r.failed() {
+			if r.Err != "" {
 				failed = append(failed, fmt.Sprintf("element %d: %s", i, r.Err))
 				outputs[i] = json.RawMessage("null")
 				continue
