@@ -159,11 +159,11 @@ type tx struct {
 	// that garbage is a large part of what a step allocates.
 	cursors []bucketCursor
 	// reserved are the messages this Update's function published reserved
-	// (EnqueueReserved) and has not acknowledged yet, by message key: a
-	// worker that takes its job's next step on in the commit that
-	// publishes it acknowledges that message in the same commit, and then
-	// only its acknowledgement is written (flushReserved writes the rest).
-	reserved map[string]record
+	// (EnqueueReserved) and has not acknowledged yet: a worker that takes
+	// its job's next step on in the commit that publishes it acknowledges
+	// that message in the same commit, and then only its acknowledgement
+	// is written (flushReserved writes the rest).
+	reserved unwritten
 }
 
 // bucketCursor is the point-read cursor of a bucket.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -40,8 +39,8 @@ func readyKey(stream string, visibleAt int64, id [16]byte) []byte {
 }
 
 func (t *tx) loadRecord(stream string, id [16]byte) (record, bool, error) {
-	if r, ok := t.reserved[string(msgKey(stream, id))]; ok {
-		return r, true, nil
+	if i := t.reserved.find(msgKey(stream, id)); i >= 0 {
+		return t.reserved[i].r, true, nil
 	}
 	raw := t.get(bucketMsgs, msgKey(stream, id))
 	if raw == nil {
@@ -61,7 +60,7 @@ func (t *tx) putRecord(stream string, id [16]byte, r record) error {
 		return err
 	}
 	key := msgKey(stream, id)
-	delete(t.reserved, string(key)) // written now
+	t.reserved.remove(key) // written now
 	if err := t.b(bucketMsgs).Put(key, raw); err != nil {
 		return err
 	}
@@ -98,32 +97,49 @@ func (t *tx) EnqueueReserved(m store.Message, owner string, visibility time.Dura
 		return store.Message{}, fmt.Errorf("enqueue reserved: message %x on %s: already published: %w", m.ID, m.Stream, store.ErrConflict)
 	}
 	r := record{Job: m.Job, Payload: m.Payload, VisibleAt: t.now.Add(visibility).UnixNano(), Attempt: 1, Token: 1}
-	if t.reserved == nil {
-		t.reserved = map[string]record{}
-	}
-	t.reserved[string(key)] = r // written when the function returns, unless acknowledged first
+	t.reserved = append(t.reserved, unwrittenMessage{key, r}) // written when the function returns, unless acknowledged first
 	return message(m.Stream, m.ID, r), nil
 }
 
 // isPublished reports whether the message key names was published: it is
 // stored, acknowledged, or published reserved in this transaction.
 func (t *tx) isPublished(key []byte) bool {
-	_, reserved := t.reserved[string(key)]
-	return reserved || t.get(bucketDone, key) != nil || t.get(bucketMsgs, key) != nil
+	return t.reserved.find(key) >= 0 || t.get(bucketDone, key) != nil || t.get(bucketMsgs, key) != nil
 }
 
 // flushReserved writes the messages published reserved in this
 // transaction and not acknowledged in it: before the function's writes
 // commit, and before a scan of the ready index, which must find them.
 func (t *tx) flushReserved() error {
-	keys := slices.Sorted(maps.Keys(t.reserved))
-	for _, k := range keys {
-		stream, id := splitMsgKey([]byte(k))
-		if err := t.putRecord(stream, id, t.reserved[k]); err != nil {
+	for len(t.reserved) > 0 {
+		u := t.reserved[0]
+		stream, id := splitMsgKey(u.key)
+		if err := t.putRecord(stream, id, u.r); err != nil { // removes it
 			return err
 		}
 	}
 	return nil
+}
+
+// unwritten are a transaction's messages published reserved and not yet
+// written, in publishing order: a commit publishes one or two.
+type unwritten []unwrittenMessage
+
+type unwrittenMessage struct {
+	key []byte // msgKey
+	r   record
+}
+
+// find returns the index of the message key names, or -1.
+func (u unwritten) find(key []byte) int {
+	return slices.IndexFunc(u, func(m unwrittenMessage) bool { return bytes.Equal(m.key, key) })
+}
+
+// remove takes the message key names out, if it is there.
+func (u *unwritten) remove(key []byte) {
+	if i := u.find(key); i >= 0 {
+		*u = slices.Delete(*u, i, i+1)
+	}
 }
 
 // splitMsgKey is msgKey's stream and id.
@@ -236,11 +252,11 @@ type recordHead struct {
 
 func (t *tx) Ack(rc store.Receipt) error {
 	key := msgKey(rc.Stream, rc.ID)
-	if r, ok := t.reserved[string(key)]; ok {
-		if r.Token != rc.Token {
+	if i := t.reserved.find(key); i >= 0 {
+		if t.reserved[i].r.Token != rc.Token {
 			return stale(rc)
 		}
-		delete(t.reserved, string(key)) // never written: nothing to delete
+		t.reserved.remove(key) // never written: nothing to delete
 		return t.b(bucketDone).Put(key, ackedAt(t.now))
 	}
 	raw := t.get(bucketMsgs, key)
