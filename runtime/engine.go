@@ -36,9 +36,10 @@ type Options struct {
 	// there as if the process died. Fault-injection tests use it.
 	CrashPoint func(point string) error
 	// Batch is how many ready messages a worker of Run claims at once
-	// (default 16): one transaction reserves and enters them all and, on
-	// PostgreSQL, also commits the steps of those whose nodes have no
-	// effects. A worker may run up to Batch activations at a time.
+	// (default 16 on PostgreSQL, 64 on bbolt): one transaction reserves
+	// and enters them all and, on PostgreSQL, also commits the steps of
+	// those whose nodes have no effects. A worker may run up to Batch
+	// activations at a time.
 	Batch int
 	// Logger receives structured logs; slog.Default() when nil.
 	Logger *slog.Logger

@@ -103,7 +103,10 @@ func New(s store.Store, opts Options) *Engine {
 		opts.After = time.After
 	}
 	if opts.Batch <= 0 {
-		opts.Batch = 16
+		opts.Batch = defaultBatch
+		if _, locking := s.(store.RowLocking); !locking {
+			opts.Batch = defaultBatchOneWriter
+		}
 	}
 	if opts.Retention == 0 {
 		opts.Retention = defaultRetention
@@ -351,6 +354,19 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, rec encod
 	}
 	return nil
 }
+
+// defaultBatch is how many ready messages a worker claims at once on a
+// store whose transactions lock rows (PostgreSQL): a claim holds the rows
+// of what it folds until it commits.
+const defaultBatch = 16
+
+// defaultBatchOneWriter is the same on a store with one writer (bbolt),
+// where every claim is a write transaction through that writer and locks
+// nothing: fewer, larger claims carried a 1-to-100 fan-out 10-15% further
+// (BenchmarkFanOutFlow at 64 against 16). Every claimed delivery goes on
+// at once there, so this is also how many activations a worker runs at a
+// time.
+const defaultBatchOneWriter = 64
 
 // maxSemaphore bounds the open obligations of one job.
 const maxSemaphore = 1 << 40
