@@ -171,8 +171,7 @@ const benchRounds = 5
 func benchmarkFlow(b *testing.B, flow *Flow, input string, nodesPerJob int) {
 	// At least 6,000 nodes a round: shorter rounds measure the machine.
 	jobs := max(b.N/benchRounds, (6000+nodesPerJob-1)/nodesPerJob)
-	type figures struct{ flowgen, raw, ratio []float64 }
-	var byGC [2]figures
+	var pairs pairedFigures
 	var allocs []float64
 	var bytesPerJob float64
 	for range benchRounds {
@@ -192,16 +191,10 @@ func benchmarkFlow(b *testing.B, flow *Flow, input string, nodesPerJob int) {
 			s.Close()
 			bytesPerJob = float64(st.Size()) / float64(jobs)
 			txn := rawBoltTxPerSecond(b, max(jobs*nodesPerJob, 2000))
-			f := &byGC[i]
-			f.flowgen, f.raw, f.ratio = append(f.flowgen, nodesPerSec), append(f.raw, txn), append(f.ratio, nodesPerSec/txn)
+			pairs.add(i, nodesPerSec, txn)
 		}
 	}
-	b.ReportMetric(median(byGC[0].flowgen), "nodes/s")
-	b.ReportMetric(median(byGC[0].raw), "raw-bolt-txn/s")
-	b.ReportMetric(median(byGC[0].ratio), "nodes-per-raw-txn")
-	b.ReportMetric(median(byGC[1].flowgen), "nodes/s-programGC")
-	b.ReportMetric(median(byGC[1].raw), "raw-bolt-txn/s-programGC")
-	b.ReportMetric(median(byGC[1].ratio), "nodes-per-raw-txn-programGC")
+	pairs.report(b, "nodes/s", "raw-bolt-txn/s", "nodes-per-raw-txn")
 	b.ReportMetric(bytesPerJob, "store-bytes/job")
 	// Heap bytes allocated per node (this process, workers and starts):
 	// not timed, so it moves with the code and not with the machine, and
@@ -223,6 +216,26 @@ func eachGCSetting(b *testing.B) iter.Seq[int] {
 				return
 			}
 		}
+	}
+}
+
+// pairedFigures are the two figures of each round and their ratio (the
+// first over the second), at each collector setting eachGCSetting yields.
+type pairedFigures [2]struct{ first, second, ratio []float64 }
+
+// add records a round's pair at collector setting gc.
+func (p *pairedFigures) add(gc int, first, second float64) {
+	f := &p[gc]
+	f.first, f.second, f.ratio = append(f.first, first), append(f.second, second), append(f.ratio, first/second)
+}
+
+// report reports the medians under the names given, the figures at
+// flowgen's programs' setting with "-programGC" after them.
+func (p *pairedFigures) report(b *testing.B, first, second, ratio string) {
+	for gc, suffix := range []string{"", "-programGC"} {
+		b.ReportMetric(median(p[gc].first), first+suffix)
+		b.ReportMetric(median(p[gc].second), second+suffix)
+		b.ReportMetric(median(p[gc].ratio), ratio+suffix)
 	}
 }
 
@@ -377,8 +390,7 @@ func BenchmarkObservabilityCost(b *testing.B) {
 	// (a program embedding the Engine) and at the one flowgen's own
 	// programs run with (ProgramGCPercent): the cost is mostly garbage
 	// collection, so the two differ.
-	type figures struct{ off, on, ratio []float64 }
-	var byGC [2]figures
+	var pairs pairedFigures
 	for range benchRounds {
 		for i := range eachGCSetting(b) {
 			elapsed, s := runJobs(b, linearFlow(), `{"n":1}`, jobs)
@@ -389,14 +401,8 @@ func BenchmarkObservabilityCost(b *testing.B) {
 			s.Close()
 			tp.Shutdown(context.Background())
 			observed := float64(jobs*3) / elapsed.Seconds()
-			f := &byGC[i]
-			f.off, f.on, f.ratio = append(f.off, plain), append(f.on, observed), append(f.ratio, observed/plain)
+			pairs.add(i, observed, plain)
 		}
 	}
-	b.ReportMetric(median(byGC[0].off), "nodes/s-plain")
-	b.ReportMetric(median(byGC[0].on), "nodes/s-observed")
-	b.ReportMetric(median(byGC[0].ratio), "observed/plain")
-	b.ReportMetric(median(byGC[1].off), "nodes/s-plain-programGC")
-	b.ReportMetric(median(byGC[1].on), "nodes/s-observed-programGC")
-	b.ReportMetric(median(byGC[1].ratio), "observed/plain-programGC")
+	pairs.report(b, "nodes/s-observed", "nodes/s-plain", "observed/plain")
 }

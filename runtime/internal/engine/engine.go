@@ -102,9 +102,10 @@ func New(s store.Store, opts Options) *Engine {
 	if opts.After == nil {
 		opts.After = time.After
 	}
+	_, rowLocking := s.(store.RowLocking)
 	if opts.Batch <= 0 {
 		opts.Batch = defaultBatch
-		if _, locking := s.(store.RowLocking); !locking {
+		if !rowLocking {
 			opts.Batch = defaultBatchOneWriter
 		}
 	}
@@ -122,7 +123,7 @@ func New(s store.Store, opts Options) *Engine {
 		log = slog.Default()
 	}
 	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}, versions: map[string][]*compiled{}}
-	_, e.rowLocking = s.(store.RowLocking)
+	e.rowLocking = rowLocking
 	e.metrics = newMetrics(opts.Metrics, s)
 	e.tracing = newTracing(opts.Tracing, s, opts.Owner)
 	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}

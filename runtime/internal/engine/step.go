@@ -214,19 +214,18 @@ func fill(errs []error, err error) []error {
 
 // decodeEntry reads the task a message carries.
 func decodeEntry(m store.Message) (*entry, error) {
-	en := &entry{m: m}
-	if err := cbor.Unmarshal(m.Payload, &en.t); err != nil {
+	var t task
+	if err := cbor.Unmarshal(m.Payload, &t); err != nil {
 		return nil, fmt.Errorf("message %x: undecodable task: %v: %w", m.ID, err, errPoison)
 	}
-	if en.t.Kind == 0 { // published before tasks carried their kind
-		id, err := runtype.Parse(en.t.Act)
+	if t.Kind == 0 { // published before tasks carried their kind
+		id, err := runtype.Parse(t.Act)
 		if err != nil {
 			return nil, fmt.Errorf("message %x: %v: %w", m.ID, err, errPoison)
 		}
-		en.t.Kind = id.Kind()
+		t.Kind = id.Kind()
 	}
-	copy(en.job[:], m.Job)
-	return en, nil
+	return entryOf(publishedStep{m, t}), nil
 }
 
 // publishedStep is a message this worker published reserved to itself

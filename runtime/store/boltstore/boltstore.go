@@ -114,9 +114,6 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	var streams []string
 	err := s.commit.update(func(btx *bolt.Tx) error {
 		t := &tx{btx: btx, now: s.now()}
-		for _, n := range allBuckets {
-			btx.Bucket(n).FillPercent = fillPercent
-		}
 		if err := fn(t); err != nil {
 			return err
 		}

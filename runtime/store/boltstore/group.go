@@ -48,7 +48,18 @@ func (c *committer) update(fn func(*bolt.Tx) error) error {
 	if err := <-done; !errors.Is(err, errSolo) {
 		return err
 	}
-	return c.db.Update(func(tx *bolt.Tx) error { return fn(tx) })
+	return c.transact(fn)
+}
+
+// transact runs fn in a write transaction of its own whose buckets split
+// their pages at fillPercent (bbolt keeps the setting per transaction).
+func (c *committer) transact(fn func(*bolt.Tx) error) error {
+	return c.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			tx.Bucket(name).FillPercent = fillPercent
+		}
+		return fn(tx)
+	})
 }
 
 // lead commits what is queued; when more queued up meanwhile, another
@@ -73,7 +84,7 @@ func (c *committer) lead() {
 func (c *committer) commit(batch []call) {
 	for len(batch) > 0 {
 		failed := -1
-		err := c.db.Update(func(tx *bolt.Tx) error {
+		err := c.transact(func(tx *bolt.Tx) error {
 			for i, call := range batch {
 				if err := safely(call.fn, tx); err != nil {
 					failed = i

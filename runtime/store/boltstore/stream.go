@@ -97,7 +97,7 @@ func (t *tx) EnqueueReserved(m store.Message, owner string, visibility time.Dura
 		return store.Message{}, fmt.Errorf("enqueue reserved: message %x on %s: already published: %w", m.ID, m.Stream, store.ErrConflict)
 	}
 	r := record{Job: m.Job, Payload: m.Payload, VisibleAt: t.now.Add(visibility).UnixNano(), Attempt: 1, Token: 1}
-	t.reserved = append(t.reserved, unwrittenMessage{key, r}) // written when the function returns, unless acknowledged first
+	t.reserved = append(t.reserved, unwrittenMessage{m.Stream, m.ID, key, r}) // written when the function returns, unless acknowledged first
 	return message(m.Stream, m.ID, r), nil
 }
 
@@ -111,10 +111,10 @@ func (t *tx) isPublished(key []byte) bool {
 // transaction and not acknowledged in it: before the function's writes
 // commit, and before a scan of the ready index, which must find them.
 func (t *tx) flushReserved() error {
-	for len(t.reserved) > 0 {
-		u := t.reserved[0]
-		stream, id := splitMsgKey(u.key)
-		if err := t.putRecord(stream, id, u.r); err != nil { // removes it
+	unwritten := t.reserved
+	t.reserved = nil
+	for _, u := range unwritten {
+		if err := t.putRecord(u.stream, u.id, u.r); err != nil {
 			return err
 		}
 	}
@@ -126,8 +126,10 @@ func (t *tx) flushReserved() error {
 type unwritten []unwrittenMessage
 
 type unwrittenMessage struct {
-	key []byte // msgKey
-	r   record
+	stream string
+	id     [16]byte
+	key    []byte // msgKey(stream, id)
+	r      record
 }
 
 // find returns the index of the message key names, or -1.
@@ -140,13 +142,6 @@ func (u *unwritten) remove(key []byte) {
 	if i := u.find(key); i >= 0 {
 		*u = slices.Delete(*u, i, i+1)
 	}
-}
-
-// splitMsgKey is msgKey's stream and id.
-func splitMsgKey(k []byte) (string, [16]byte) {
-	var id [16]byte
-	copy(id[:], k[len(k)-16:])
-	return string(k[:len(k)-17]), id
 }
 
 func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
