@@ -139,7 +139,7 @@ func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 		}
 		res := *a.res // fn may run again
 		next.entered, next.chain = a.entered, true
-		next.result, next.res, next.resultEvent = a.result, &res, a.resultEvent
+		next.result, next.res, next.resultEvent, next.foreseen = a.result, &res, a.resultEvent, a.foreseen
 		closed, err := e.commitResult(tx, c, next, &res)
 		next.chain = false
 		if err != nil {

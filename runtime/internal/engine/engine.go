@@ -345,6 +345,11 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, rec encod
 		ts[i] = task{Kind: runtype.Entry, Flow: c.key, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
 	}
 	meta.Budget.stamp(ts)
+	if meta.Parent == nil {
+		for i := range ts {
+			ts[i].Started = meta.Started.UnixNano()
+		}
+	}
 	if err := spend(tx, job, meta.Budget, ts); err != nil {
 		return err
 	}
@@ -439,6 +444,13 @@ type task struct {
 	// Round numbers the resumptions of a compensation parked under
 	// CompensatePark (resumeWaiting).
 	Round int `cbor:"26,keyasint,omitempty"`
+	// Started is when the job started, in Unix nanoseconds, carried by
+	// the tasks of a job with no parent so that the step that closes the
+	// job can encode its final status before its commit without reading
+	// the job's record (foresee.go). A subflow's job reports to its
+	// parent, and its tasks carry none, nor do tasks published before it
+	// existed: their jobs' ends are built in the commit.
+	Started int64 `cbor:"27,keyasint,omitempty"`
 }
 
 // publish puts t on the work stream as a message of job.

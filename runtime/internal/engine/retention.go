@@ -72,13 +72,14 @@ func ExpireAt(tx store.Tx, key []byte, at time.Time) error {
 	return tx.Put(expiryKey(at, key), []byte("record"))
 }
 
-// expireJob lets the sweeper delete a job that finished at from after
-// retention (never when retention is not positive).
-func expireJob(tx store.Tx, job runtype.JobID, finished time.Time, retention time.Duration) error {
+// jobExpiry is the expiry entry that lets the sweeper delete a job that
+// finished at finished after retention; nil when retention is not
+// positive (the job is kept for good). Its value is "job".
+func jobExpiry(job runtype.JobID, finished time.Time, retention time.Duration) []byte {
 	if retention <= 0 {
 		return nil
 	}
-	return tx.Put(expiryKey(finished.Add(retention), rootPrefix(job)), []byte("job"))
+	return expiryKey(finished.Add(retention), rootPrefix(job))
 }
 
 // retention is how long a finished job of c is kept; not positive: for

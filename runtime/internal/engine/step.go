@@ -119,6 +119,9 @@ type entry struct {
 	ending *ending
 	// resultEvent is the history event of result, encoded with it.
 	resultEvent preparedEvent
+	// foreseen is the job's end, encoded before the commit in case this
+	// step closes the job (foresee.go).
+	foreseen *foreseenEnd
 	// keys are the ledger keys guidKey and actKey built.
 	keys struct{ guid, act []byte }
 	// heartbeat counts the node's heartbeats; renewed is the lease as the
@@ -450,6 +453,11 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool, maxAhead int) 
 				return nil, 0, err
 			}
 		}
+		if len(ahead) > 0 {
+			e.foresee(ahead[len(ahead)-1], en.t.Started)
+		} else {
+			e.foresee(en, en.t.Started)
+		}
 		closed := false
 		var next *entry
 		var done []*entry
@@ -600,6 +608,9 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	}
 	en.gather = g
 	t.budget().stamp(children)
+	for i := range children {
+		children[i].Started = t.Started
+	}
 	if err := spend(tx, job, t.budget(), children); err != nil {
 		return false, err
 	}
@@ -747,23 +758,33 @@ func markStep(tx store.Tx, en *entry, seen ledger.GUID, steps ...int) error {
 type ending struct {
 	guid ledger.GUID     // the message's ledger as the steps left it
 	act  ledger.Activity // the activation's ledger
-	// meta is the job's record; compensating and killed say whether the
-	// compensation chain was started and the job tombstoned.
+	// meta is the job's record (nil when not read: see endingKeys);
+	// compensating and killed say whether the compensation chain was
+	// started and the job tombstoned.
 	meta                 []byte
 	compensating, killed bool
 }
 
-// endingKeys are what step 3 reads: the job's meta, compensation marker
-// and tombstone, the message's GUID ledger and the activation's ledger.
+// endingKeys are what step 3 reads: the job's compensation marker and
+// tombstone, the message's GUID ledger and the activation's ledger, and,
+// unless en foresaw the job's end, the job's meta.
 func endingKeys(en *entry) (keys, counters [][]byte) {
-	return [][]byte{metaKey(en.job), compensationKey(en.job), tombKey(en.job)}, [][]byte{en.guidKey(), en.actKey()}
+	keys = [][]byte{compensationKey(en.job), tombKey(en.job)}
+	if en.foreseen == nil {
+		keys = append(keys, metaKey(en.job))
+	}
+	return keys, [][]byte{en.guidKey(), en.actKey()}
 }
 
 // endingOf is the ending that values and counters, read for endingKeys,
 // describe.
 func endingOf(values [][]byte, counters []int64) ending {
-	return ending{guid: ledger.GUID(counters[0]), act: ledger.Activity(counters[1]),
-		meta: values[0], compensating: values[1] != nil, killed: values[2] != nil}
+	end := ending{guid: ledger.GUID(counters[0]), act: ledger.Activity(counters[1]),
+		compensating: values[0] != nil, killed: values[1] != nil}
+	if len(values) > 2 {
+		end.meta = values[2]
+	}
+	return end
 }
 
 // finish runs step 3 in tx when this message closed its job and the job
@@ -806,11 +827,16 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		}
 	}
 	if !started {
-		known := map[string]*result{}
-		if en.res != nil {
-			known[string(resultKey(en.job, en.t.Act))] = en.res
+		var st runtype.JobStatus
+		if f := en.foreseen; f.fits(out, end) {
+			st, err = f.end.st, f.end.write(tx, e, en.job)
+		} else {
+			known := map[string]*result{}
+			if en.res != nil {
+				known[string(resultKey(en.job, en.t.Act))] = en.res
+			}
+			st, err = e.complete(tx, en.job, e.retention(en.c), end, out, known)
 		}
-		st, err := e.complete(tx, en.job, e.retention(en.c), end, out, known)
 		if err != nil {
 			return err
 		}
@@ -839,7 +865,7 @@ type outcome struct {
 	compensated []string
 }
 
-func readOutcome(tx store.Tx, job runtype.JobID) (outcome, error) {
+func readOutcome(tx store.ReadTx, job runtype.JobID) (outcome, error) {
 	var out outcome
 	termPrefix := jobPrefix(job, "term")
 	err := tx.ScanMany([][]byte{jobPrefix(job, "fail"), termPrefix, jobPrefix(job, "comp")}, func(i int, k, v []byte) error {
@@ -869,7 +895,7 @@ func ignoreStale(err error) error {
 // readResults returns the results under keys: those in known as they
 // are, the others read in one read and decoded. A key with no result
 // fails with ErrNotFound.
-func readResults(tx store.Tx, keys [][]byte, known map[string]*result) ([]*result, error) {
+func readResults(tx store.ReadTx, keys [][]byte, known map[string]*result) ([]*result, error) {
 	rs := make([]*result, len(keys))
 	var missing [][]byte
 	var at []int
@@ -928,50 +954,30 @@ func (e *Engine) crash(point string) error {
 // results the caller has in hand, by key (the closing activation's own,
 // usually the only terminal one), which it need not read.
 func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duration, end ending, out outcome, known map[string]*result) (runtype.JobStatus, error) {
-	st := runtype.JobStatus{State: runtype.StateSucceeded, Result: map[string]json.RawMessage{}, Finished: e.now().UTC(),
-		Errors: out.errors, Compensated: out.compensated}
-	// Only these of the meta: decoding the rest (the job's input, its
-	// budget) would copy what completion never reads.
-	var meta struct {
-		Started time.Time  `json:"started"`
-		Parent  *parentRef `json:"parent,omitempty"`
+	if end.meta == nil {
+		raw, err := tx.Get(metaKey(job))
+		if err != nil {
+			return runtype.JobStatus{}, fmt.Errorf("job %s: record: %w", job, err)
+		}
+		end.meta = raw
 	}
-	if err := json.Unmarshal(end.meta, &meta); err != nil {
-		return st, fmt.Errorf("job %s: record: %w", job, err)
+	meta, err := decodeClosingMeta(job, end.meta)
+	if err != nil {
+		return runtype.JobStatus{}, err
 	}
-	st.Started = meta.Started
-	if len(out.errors) > 0 {
-		st.State = runtype.StateFailed
+	rs, err := readResults(tx, out.results, known)
+	if err != nil {
+		return runtype.JobStatus{}, fmt.Errorf("job %s: %w", job, err)
 	}
+	st := jobStatus(out, meta.Started, e.now().UTC(), rs, end.killed)
 	if len(st.Compensated) > 0 {
 		if err := haltedAt(tx, job, &st); err != nil {
 			return st, err
 		}
 	}
-	rs, err := readResults(tx, out.results, known)
-	if err != nil {
-		return st, fmt.Errorf("job %s: %w", job, err)
-	}
-	for i, r := range rs {
-		if !r.failed() && r.Output != nil {
-			st.Result[out.nodes[i]] = r.Output
-		}
-	}
-	if end.killed {
-		st.State = runtype.StateKilled
-	}
-	raw, err := json.Marshal(st)
+	enc, err := encodeEnd(job, st, retention, meta.Parent)
 	if err != nil {
 		return st, err
 	}
-	if err := tx.Put(statusKey(job), raw); err != nil {
-		return st, err
-	}
-	if err := e.record(tx, job, runtype.HistoryEvent{At: st.Finished, Event: runtype.EventFinished, Detail: string(st.State)}); err != nil {
-		return st, err
-	}
-	if err := expireJob(tx, job, st.Finished, retention); err != nil {
-		return st, err
-	}
-	return st, e.reportToParent(tx, job, meta.Parent, raw)
+	return st, enc.write(tx, e, job)
 }
