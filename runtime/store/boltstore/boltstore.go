@@ -161,6 +161,9 @@ type tx struct {
 	// that message in the same commit, and then only its acknowledgement
 	// is written (flushReserved writes the rest).
 	reserved unwritten
+	// leases are the lease rows this transaction read or wrote
+	// (leaseRecord).
+	leases []knownLease
 }
 
 // bucketCursor is the point-read cursor of a bucket.

@@ -16,16 +16,58 @@ type leaseRecord struct {
 	Expires int64  `cbor:"3,keyasint"` // unix nanoseconds; 0 once released
 }
 
+// knownLease is a job's lease row as a transaction last read or wrote it
+// (ok is false when there is none).
+type knownLease struct {
+	job string
+	rec leaseRecord
+	ok  bool
+}
+
+// leaseRecord is job's lease row. A step reads its job's lease several
+// times in one transaction (to take it, to fence each step it commits, to
+// enter the next chained step), so the transaction reads and decodes the
+// row once and keeps it, current through its own writes (putLease,
+// DeleteLease).
 func (t *tx) leaseRecord(job []byte) (leaseRecord, bool, error) {
-	raw := t.get(bucketLeases, job)
-	if raw == nil {
-		return leaseRecord{}, false, nil
+	for _, k := range t.leases {
+		if k.job == string(job) {
+			return k.rec, k.ok, nil
+		}
 	}
 	var l leaseRecord
-	if err := cbor.Unmarshal(raw, &l); err != nil {
-		return l, false, fmt.Errorf("decode lease of %x: %w", job, err)
+	raw := t.get(bucketLeases, job)
+	if raw != nil {
+		if err := cbor.Unmarshal(raw, &l); err != nil {
+			return l, false, fmt.Errorf("decode lease of %x: %w", job, err)
+		}
 	}
-	return l, true, nil
+	t.knowLease(job, l, raw != nil)
+	return l, raw != nil, nil
+}
+
+// knowLease records job's lease row as rec (none unless ok).
+func (t *tx) knowLease(job []byte, rec leaseRecord, ok bool) {
+	for i := range t.leases {
+		if t.leases[i].job == string(job) {
+			t.leases[i].rec, t.leases[i].ok = rec, ok
+			return
+		}
+	}
+	t.leases = append(t.leases, knownLease{string(job), rec, ok})
+}
+
+// putLease writes job's lease row.
+func (t *tx) putLease(job []byte, l leaseRecord) error {
+	raw, err := cbor.Marshal(l)
+	if err != nil {
+		return err
+	}
+	if err := t.b(bucketLeases).Put(job, raw); err != nil {
+		return err
+	}
+	t.knowLease(job, l, true)
+	return nil
 }
 
 func (t *tx) Lease(job []byte) (store.Lease, error) {
@@ -53,11 +95,7 @@ func (t *tx) AcquireLease(job []byte, owner string, ttl time.Duration) (store.Le
 		l.Owner = owner
 	}
 	l.Expires = t.now.Add(ttl).UnixNano()
-	raw, err := cbor.Marshal(l)
-	if err != nil {
-		return store.Lease{}, err
-	}
-	if err := t.b(bucketLeases).Put(job, raw); err != nil {
+	if err := t.putLease(job, l); err != nil {
 		return store.Lease{}, err
 	}
 	return store.Lease{Job: bytes.Clone(job), Owner: owner, Token: l.Token, Expires: time.Unix(0, l.Expires)}, nil
@@ -78,11 +116,13 @@ func (t *tx) ReleaseLease(want store.Lease) error {
 	if err := t.Fence(want); err != nil {
 		return nil // already superseded: nothing to release
 	}
-	raw, err := cbor.Marshal(leaseRecord{Owner: want.Owner, Token: want.Token})
-	if err != nil {
-		return err
-	}
-	return t.b(bucketLeases).Put(want.Job, raw)
+	return t.putLease(want.Job, leaseRecord{Owner: want.Owner, Token: want.Token})
 }
 
-func (t *tx) DeleteLease(job []byte) error { return t.b(bucketLeases).Delete(job) }
+func (t *tx) DeleteLease(job []byte) error {
+	if err := t.b(bucketLeases).Delete(job); err != nil {
+		return err
+	}
+	t.knowLease(job, leaseRecord{}, false)
+	return nil
+}

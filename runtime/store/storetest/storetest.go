@@ -66,6 +66,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"EnqueueInFailedUpdateIsNotPublished", testEnqueueInFailedUpdate},
 		{"EnqueueReserved", testEnqueueReserved},
 		{"Leases", testLeases},
+		{"LeaseWritesReadBackInTheirTransaction", testLeaseInOneTransaction},
 		{"FencedCommitIsRejected", testFencedCommit},
 		{"ReserveSkipsJobsLeasedByOthers", testReserveAffinity},
 		{"PublishedUnderALeaseOpensWhenItEnds", testPublishedUnderLease},
@@ -964,6 +965,59 @@ func testLeases(t *testing.T, h *harness) {
 	h.update(func(tx store.Tx) error { return tx.ReleaseLease(a) }) // stale release is harmless
 	if _, err := acquire(h, "job", "D", time.Second); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Fatalf("a stale release freed C's lease: %v", err)
+	}
+}
+
+// testLeaseInOneTransaction: a transaction reads its own lease writes
+// back, whatever it read before them: a take, a release, a takeover and a
+// deletion each change what Lease and AcquireLease see next in the same
+// transaction. (A refused fence may fail the transaction only when it
+// commits, so the fences are checked after it.)
+func testLeaseInOneTransaction(t *testing.T, h *harness) {
+	job := []byte("job")
+	var a, b store.Lease
+	h.update(func(tx store.Tx) error {
+		if _, err := tx.Lease(job); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("lease before any: %v", err)
+		}
+		var err error
+		if a, err = tx.AcquireLease(job, "A", 10*time.Second); err != nil {
+			return err
+		}
+		if err := tx.Fence(a); err != nil {
+			return err
+		}
+		if cur, err := tx.Lease(job); err != nil || cur.Owner != "A" || cur.Token != a.Token {
+			t.Errorf("lease after A took it: %+v %v", cur, err)
+		}
+		if _, err := tx.AcquireLease(job, "B", 10*time.Second); !errors.Is(err, store.ErrLeaseHeld) {
+			t.Errorf("B took A's live lease in the same transaction: %v", err)
+		}
+		if err := tx.ReleaseLease(a); err != nil {
+			return err
+		}
+		if cur, err := tx.Lease(job); err != nil || !cur.Expires.Before(h.clock.Now()) {
+			t.Errorf("lease after A released it: %+v %v", cur, err)
+		}
+		if b, err = tx.AcquireLease(job, "B", 10*time.Second); err != nil || b.Token <= a.Token {
+			t.Errorf("B after A's release: %+v %v", b, err)
+		}
+		if cur, err := tx.Lease(job); err != nil || cur.Owner != "B" || cur.Token != b.Token {
+			t.Errorf("lease after B took it over: %+v %v", cur, err)
+		}
+		if err := tx.DeleteLease(job); err != nil {
+			return err
+		}
+		if _, err := tx.Lease(job); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("lease after its deletion: %v", err)
+		}
+		return nil
+	})
+	for _, l := range []store.Lease{a, b} {
+		err := h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Fence(l) })
+		if !errors.Is(err, store.ErrFenced) {
+			t.Errorf("%s's lease, deleted, still fences: %v", l.Owner, err)
+		}
 	}
 }
 
