@@ -30,7 +30,7 @@ import (
 // node: its task (t), when the node's call began (entered: the
 // activation's time counts from there, not from its entry in the commit),
 // and the result the node gave, sealed outside the commit (res, result,
-// resultEvent), or, when the attempt failed and is to be retried, the
+// timerFired), or, when the attempt failed and is to be retried, the
 // hand-back of the retry (later, built for the very message the commit
 // publishes: its id and receipt follow from the job and the activation).
 type ranAhead = *entry
@@ -139,7 +139,7 @@ func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 		}
 		res := *a.res // fn may run again
 		next.entered, next.chain = a.entered, true
-		next.result, next.res, next.resultEvent, next.foreseen = a.result, &res, a.resultEvent, a.foreseen
+		next.result, next.res, next.timerFired, next.foreseen = a.result, &res, a.timerFired, a.foreseen
 		closed, err := e.commitResult(tx, c, next, &res)
 		next.chain = false
 		if err != nil {

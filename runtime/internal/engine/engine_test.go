@@ -461,21 +461,8 @@ func TestCommitThatPublishesWakesItsProcess(t *testing.T) {
 // through without chaining and the job finishes.
 func TestChainingNeverHoldsAJobUp(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	e := New(s, Options{})
-	flow := &Flow{
-		Name:  "two",
-		Nodes: []*Node{{Alias: "a", Task: echo{}}, {Alias: "b", Task: echo{}}},
-		Edges: []runtype.Edge{{From: "a", FromPort: "out", To: "b"}},
-	}
-	if err := e.Register(flow); err != nil {
-		t.Fatal(err)
-	}
+	s, e, job := startTwoSteps(t)
 	ctx := context.Background()
-	job, err := e.Start(ctx, "two", json.RawMessage(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	act := runtype.StepOf("b", "", "a").String()
 	planted, err := taskMessage(job, task{Kind: runtype.Step, Flow: "two", Node: "b", Act: act, Input: json.RawMessage(`{}`)})
 	if err != nil {
@@ -489,4 +476,25 @@ func TestChainingNeverHoldsAJobUp(t *testing.T) {
 	if err != nil || st.State != runtype.StateSucceeded {
 		t.Fatalf("job %+v (%v), want succeeded", st, err)
 	}
+}
+
+// startTwoSteps starts a job of "two", a flow of two echo steps a -> b, on
+// a fresh store, and returns the store, its engine and the job.
+func startTwoSteps(t *testing.T) (store.Store, *Engine, runtype.JobID) {
+	t.Helper()
+	s := openStore(t)
+	e := New(s, Options{})
+	flow := &Flow{
+		Name:  "two",
+		Nodes: []*Node{{Alias: "a", Task: echo{}}, {Alias: "b", Task: echo{}}},
+		Edges: []runtype.Edge{{From: "a", FromPort: "out", To: "b"}},
+	}
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.Start(context.Background(), "two", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, e, job
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,7 +16,12 @@ import (
 // pid/<root>/hist/<time>.<seq>/<event>[/<act>], put in the transaction of the
 // state change it describes (no commit of its own), so it says what
 // committed and when, and nothing that did not. Keys sort by time;
-// inspection lists them in that order.
+// inspection lists them in that order. An activation's outcome (succeeded,
+// failed, canceled) is the exception: its result records its place in
+// the history (result.Recorded) and is the event (outcomeEvent), so the
+// steps commit writes one value, not two. A timer's firing keeps a value
+// of its own (its event says when it was due, which its result does not),
+// and so do the outcomes of results written before results were events.
 
 // record puts ev into job's history in tx, stamped now unless ev has a
 // time.
@@ -55,12 +62,18 @@ func (e *Engine) record(tx store.Tx, job runtype.JobID, ev runtype.HistoryEvent)
 	return record(tx, e.now(), job, ev)
 }
 
-// resultEvent is the history event of an activation's committed result.
-func resultEvent(en *entry, r *result) runtype.HistoryEvent {
-	ev := runtype.HistoryEvent{Event: runtype.EventSucceeded, Act: en.t.Act, Attempt: r.Attempts, Since: en.entered.UTC()}
+// timerEvent is the history event of a timer's firing, whose result r
+// woke it at wake (Unix nanoseconds).
+func timerEvent(r *result, wake int64) runtype.HistoryEvent {
+	return runtype.HistoryEvent{At: r.Finished, Event: runtype.EventTimerFired, Act: r.Act, Attempt: r.Attempts, Since: r.Since,
+		Detail: "woke at " + time.Unix(0, wake).UTC().Format(time.RFC3339Nano)}
+}
+
+// outcomeEvent is the history event that the committed result r is: the
+// activation's outcome, at the time r was sealed.
+func outcomeEvent(r *result) runtype.HistoryEvent {
+	ev := runtype.HistoryEvent{At: r.Finished, Event: runtype.EventSucceeded, Act: r.Act, Attempt: r.Attempts, Since: r.Since}
 	switch {
-	case !r.failed() && en.t.Resume == timerResume:
-		ev.Event, ev.Detail = runtype.EventTimerFired, "woke at "+time.Unix(0, en.t.Wake).UTC().Format(time.RFC3339Nano)
 	case !r.failed() && r.Cached != "":
 		ev.Detail = "cached output of job " + r.Cached
 	case !r.failed():
@@ -73,4 +86,37 @@ func resultEvent(en *entry, r *result) runtype.HistoryEvent {
 		ev.Event, ev.Detail = runtype.EventFailed, fmt.Sprintf("%s: %s", r.ErrKind, r.Err)
 	}
 	return ev
+}
+
+// history is the history of the job whose entries (keys under its root,
+// in key order) are given, oldest first: its events' values, and the
+// results that are their activations' outcomes (outcomeEvent), each at its
+// place.
+func history(entries []runtype.InspectionEntry) []runtype.HistoryEvent {
+	type placed struct {
+		at string
+		ev runtype.HistoryEvent
+	}
+	var events []placed
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Key, "hist/"):
+			var ev runtype.HistoryEvent
+			if json.Unmarshal(e.Value, &ev) == nil {
+				at, _, _ := strings.Cut(strings.TrimPrefix(e.Key, "hist/"), "/")
+				events = append(events, placed{at, ev})
+			}
+		case strings.HasPrefix(e.Key, "res/"):
+			var r result
+			if json.Unmarshal(e.Value, &r) == nil && r.Recorded != "" {
+				events = append(events, placed{r.Recorded, outcomeEvent(&r)})
+			}
+		}
+	}
+	slices.SortStableFunc(events, func(a, b placed) int { return strings.Compare(a.at, b.at) })
+	out := make([]runtype.HistoryEvent, len(events))
+	for i, p := range events {
+		out[i] = p.ev
+	}
+	return out
 }

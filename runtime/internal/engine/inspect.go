@@ -109,12 +109,7 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 			in.Parent = meta.Parent.Job
 		}
 	}
-	for _, e := range in.Entries { // in key order, which is time order
-		var ev runtype.HistoryEvent
-		if strings.HasPrefix(e.Key, "hist/") && json.Unmarshal(e.Value, &ev) == nil {
-			in.History = append(in.History, ev)
-		}
-	}
+	in.History = history(in.Entries)
 	views := map[string]*runtype.ActivationView{}
 	view := func(act string) *runtype.ActivationView {
 		if v, ok := views[act]; ok {

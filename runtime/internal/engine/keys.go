@@ -30,7 +30,8 @@ import (
 //	pid/<root>/wait/<act>         parked activation (checkpoint, subflow) value
 //	pid/<root>/unserved/<act>     waits for a worker with its flow        value
 //	pid/<root>/hist/<t>/<ev>/<act> history event at time t (ns.seq; a   value
-//	                              job's own events have no /<act>)
+//	                              job's own events have no /<act>; an
+//	                              activation's outcome is its res/<act>)
 //	pid/<root>/signal/<act>       decision recorded for a checkpoint      value
 //	pid/<root>/act/<act>          activity ledger                         counter
 //	pid/<root>/guid/<msg>         GUID ledger of one message              counter
@@ -74,11 +75,18 @@ func resultKey(j runtype.JobID, act string) []byte { return jobKey(j, "res", act
 func failKey(j runtype.JobID, act string) []byte   { return jobKey(j, "fail", act) }
 func termKey(j runtype.JobID, act string) []byte   { return jobKey(j, "term", act) }
 func historyKey(j runtype.JobID, at time.Time, seq uint64, ev runtype.EventKind, act string) []byte {
-	t := fmt.Sprintf("%020d.%06d", at.UnixNano(), seq)
+	t := historyPlace(at, seq)
 	if act == "" {
 		return jobKey(j, "hist", t, string(ev))
 	}
 	return jobKey(j, "hist", t, string(ev), act)
+}
+
+// historyPlace is where an event at at, the seq-th its process recorded,
+// sorts in its job's history: "<time>.<seq>", zero-padded, so byte order
+// is time order.
+func historyPlace(at time.Time, seq uint64) string {
+	return fmt.Sprintf("%020d.%06d", at.UnixNano(), seq)
 }
 func unservedKey(j runtype.JobID, act string) []byte {
 	return jobKey(j, "unserved", act)

@@ -43,6 +43,13 @@ type result struct {
 	Steps aspectLog `json:"steps,omitempty"`
 	// Finished is when the result was committed.
 	Finished time.Time `json:"finished,omitzero"`
+	// Since is when the delivery that produced the result entered.
+	Since time.Time `json:"since,omitzero"`
+	// Recorded is the result's place in its job's history (historyPlace)
+	// when the result is its activation's outcome event (history.go):
+	// none on a timer's firing, whose event is a value of its own, nor on
+	// results written before results were events.
+	Recorded string `json:"recorded,omitempty"`
 }
 
 func (r result) failed() bool { return r.Err != "" }
@@ -117,8 +124,9 @@ type entry struct {
 	result []byte
 	res    *result
 	ending *ending
-	// resultEvent is the history event of result, encoded with it.
-	resultEvent preparedEvent
+	// timerFired is the history event of result when it is a timer's
+	// firing, encoded with it; a result is its own event otherwise.
+	timerFired *preparedEvent
 	// foreseen is the job's end, encoded before the commit in case this
 	// step closes the job (foresee.go).
 	foreseen *foreseenEnd
@@ -572,8 +580,10 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err := tx.PutOnce(resultKey(job, t.Act), raw); err != nil {
 			return false, err
 		}
-		if err := en.resultEvent.put(tx); err != nil {
-			return false, err
+		if en.timerFired != nil {
+			if err := en.timerFired.put(tx); err != nil {
+				return false, err
+			}
 		}
 		if res.failed() && t.Join == "" { // a forEach join judges its elements
 			msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
@@ -664,27 +674,33 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	return tx.Collate(semKey(job), delta, 0, en.guidKey(), ledger.JobClosed)
 }
 
-// seal stamps res as en's result and encodes it and its history event,
-// once: the steps commit writes what seal made before the transaction, so
-// that on bbolt, whose commits run one at a time, no encoding runs inside
-// one.
+// seal stamps res as en's result, and its place in the job's history,
+// and encodes it (with a timer's event), once: the steps commit writes
+// what seal made before the transaction, so that on bbolt, whose commits
+// run one at a time, no encoding runs inside one.
 func (e *Engine) seal(en *entry, res *result) ([]byte, error) {
 	if en.result != nil {
 		return en.result, nil
 	}
-	res.Act = en.t.Act
+	res.Act, res.Since = en.t.Act, en.entered.UTC()
 	if res.Finished.IsZero() {
 		res.Finished = e.now().UTC()
+	}
+	var fired *preparedEvent
+	if !res.failed() && en.t.Resume == timerResume {
+		ev, err := prepareEvent(res.Finished, en.job, timerEvent(res, en.t.Wake))
+		if err != nil {
+			return nil, err
+		}
+		fired = &ev
+	} else {
+		res.Recorded = historyPlace(res.Finished, historySeq.Add(1)%1_000_000)
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := prepareEvent(res.Finished, en.job, resultEvent(en, res))
-	if err != nil {
-		return nil, err
-	}
-	en.result, en.res, en.resultEvent = raw, res, ev
+	en.result, en.res, en.timerFired = raw, res, fired
 	return raw, nil
 }
 

@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// TestOutcomesAreTheirResults: an activation's outcome event is its
+// result, with no value of its own under hist/, and the history lists it
+// at its place all the same; a store written before results were events
+// (a result without its place, the outcome a value of its own) gives the
+// same history.
+func TestOutcomesAreTheirResults(t *testing.T) {
+	t.Parallel()
+	s, e, job := startTwoSteps(t)
+	ctx := context.Background()
+	stepUntilIdle(t, e, 1)
+	now, err := InspectJob(ctx, s, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range now.History {
+		got = append(got, string(ev.Event)+" "+ev.Act)
+	}
+	if want := []string{"started ", "succeeded a@", "succeeded b@<a", "finished "}; !slices.Equal(got, want) {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+	for _, en := range now.Entries {
+		if strings.HasPrefix(en.Key, "hist/") && strings.Contains(en.Key, "/succeeded/") {
+			t.Errorf("an outcome has a value of its own: %s", en.Key)
+		}
+	}
+
+	// Rewrite the job as an earlier version wrote it.
+	err = s.Update(ctx, func(tx store.Tx) error {
+		for _, en := range now.Entries {
+			if !strings.HasPrefix(en.Key, "res/") {
+				continue
+			}
+			var r result
+			if err := json.Unmarshal(en.Value, &r); err != nil {
+				return err
+			}
+			ev, err := json.Marshal(outcomeEvent(&r))
+			if err != nil {
+				return err
+			}
+			if err := tx.Put(jobKey(job, "hist", r.Recorded, string(runtype.EventSucceeded), r.Act), ev); err != nil {
+				return err
+			}
+			r.Recorded, r.Since = "", time.Time{}
+			raw, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			if err := tx.Put(resultKey(job, r.Act), raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := InspectJob(ctx, s, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before.History, now.History) {
+		t.Fatalf("history of a store written before results were events:\n%+v\nwant\n%+v", before.History, now.History)
+	}
+}
