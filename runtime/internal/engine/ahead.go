@@ -17,9 +17,11 @@ import (
 // plain edge onto a node that folds), runs that node too, outside any
 // transaction, and so on up to chainRounds. Then one commit takes them
 // all. Each predicted step is entered from the message the commit
-// published reserved (enterNext: its pause and kill reads, ledger digits
-// and fence, as any chained step), checked against the prediction, and
-// committed with the output computed ahead. The first step that differs
+// published reserved, with its ledger digits and fence, checked against
+// the prediction, and committed with the output computed ahead. The first
+// reads pause and kill as any chained step (enterNext); each one after
+// enters in the transaction that entered the step before it, unpaused and
+// alive, and reads neither again (enterChained). The first step that differs
 // (paused, killed, refused by its budget, another path) stops the run: it
 // is entered and goes on alone after the commit, its node run again.
 // Nothing that ran ahead has effects, so a prediction dropped, or a crash
@@ -149,7 +151,9 @@ func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 		done = append(done, next)
 		var after *entry
 		if next.next != nil {
-			if after, err = e.enterNext(tx, *next.next); err != nil {
+			// next entered in this transaction, neither paused nor killed
+			// (ranAs): the step it published enters with nothing to read.
+			if after, err = e.enterChained(tx, *next.next); err != nil {
 				return nil, nil, err
 			}
 			next.next = nil
