@@ -169,3 +169,24 @@ func budgetOf(t *testing.T, r *rig, job JobID) storedBudget {
 	t.Fatalf("job %s has no meta", job)
 	return storedBudget{}
 }
+
+// TestBudgetRefusesEntries: a budget smaller than the flow's entry nodes
+// refuses the entries past it in the start itself, so the job fails on
+// them and the others run.
+func TestBudgetRefusesEntries(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRigOn(t, b)
+			twin := &Flow{Name: "twin", Nodes: []*FlowNode{{Alias: "a", Runner: noop}, {Alias: "b", Runner: noop}}, Budget: Budget{Activations: 1}}
+			e, job := startBudgeted(t, r, []*Flow{twin}, "twin", `{}`)
+			if err := drain(t, e); err != nil {
+				t.Fatal(err)
+			}
+			failedWith(t, e, job, "b@: PolicyDenied: budget exhausted: activation 2 of a budget of 1")
+			if n := spentBy(t, r, job); n != 2 {
+				t.Fatalf("spent %d activations, want 2 (one refused)", n)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -227,7 +228,7 @@ func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input js
 	s := start{job: job, key: key}
 	tp, traced := e.tracing.startJob(ctx, c.Name, job)
 	s.traced = traced
-	s.rec, err = encodeJob(job, c, jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key, Trace: tp})
+	s.rec, err = encodeJob(job, c, jobMeta{Flow: c.Name, Version: c.Version, Hash: c.hash, Input: input, Started: now, Budget: budgetFrom(c.Budget, now), Key: key, Trace: tp}, c.entries)
 	if err != nil {
 		traced(err)
 	}
@@ -248,7 +249,7 @@ func (e *Engine) writeStart(tx store.Tx, c *compiled, s start) error {
 	}
 	// A fresh UUIDv7 names no job yet: no read to find out (a round trip
 	// on PostgreSQL), and the meta's put-once still guards it.
-	return e.writeJob(tx, s.job, c, s.rec, c.entries)
+	return e.writeJob(tx, s.job, s.rec)
 }
 
 // startKeyRecord is what a job key names: the job its first start created.
@@ -281,24 +282,28 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 	if _, err := tx.Get(metaKey(job)); err == nil {
 		return nil
 	}
-	rec, err := encodeJob(job, c, meta)
+	rec, err := encodeJob(job, c, meta, entries)
 	if err != nil {
 		return err
 	}
-	return e.writeJob(tx, job, c, rec, entries)
+	return e.writeJob(tx, job, rec)
 }
 
-// encodedJob is a new job's meta with the records writeJob stores,
-// encoded before the transaction (on bbolt, whose commits run one at a
-// time, nothing is encoded inside one).
+// encodedJob is a new job's meta with the records writeJob stores and
+// the messages of its entry activations, encoded before the transaction
+// (on bbolt, whose commits run one at a time, nothing is encoded inside
+// one).
 type encodedJob struct {
 	meta                 jobMeta
 	raw, status, indexed []byte
 	started              preparedEvent
+	entries              []task
+	messages             []store.Message
 }
 
-// encodeJob encodes what writeJob stores for job of c with meta.
-func encodeJob(job runtype.JobID, c *compiled, meta jobMeta) (encodedJob, error) {
+// encodeJob encodes what writeJob stores for job of c with meta, whose
+// entry activations are those of the nodes entries.
+func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (encodedJob, error) {
 	raw, err := json.Marshal(meta)
 	if err != nil {
 		return encodedJob{}, err
@@ -315,11 +320,26 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta) (encodedJob, error)
 	if err != nil {
 		return encodedJob{}, err
 	}
-	return encodedJob{meta: meta, raw: raw, status: status, indexed: indexed, started: started}, nil
+	input, ref := boundaryOf(meta.Input)
+	ts := make([]task, len(entries))
+	for i, alias := range entries {
+		ts[i] = task{Kind: runtype.Entry, Flow: c.key, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
+		if meta.Parent == nil {
+			ts[i].Started = meta.Started.UnixNano()
+		}
+	}
+	meta.Budget.stamp(ts)
+	ms := make([]store.Message, len(ts))
+	for i, t := range ts {
+		if ms[i], err = taskMessage(job, t); err != nil {
+			return encodedJob{}, err
+		}
+	}
+	return encodedJob{meta: meta, raw: raw, status: status, indexed: indexed, started: started, entries: ts, messages: ms}, nil
 }
 
-// writeJob is createJob for a job that does not exist yet.
-func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, rec encodedJob, entries []string) error {
+// writeJob is createJob for a job that does not exist yet, encoded.
+func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob) error {
 	meta := rec.meta
 	if err := tx.PutOnce(metaKey(job), rec.raw); err != nil {
 		return err
@@ -333,28 +353,28 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, c *compiled, rec encod
 	if err := tx.Put(statusKey(job), rec.status); err != nil {
 		return err
 	}
-	if err := tx.Bump(semKey(job), int64(len(entries)), maxSemaphore); err != nil {
+	if err := tx.Bump(semKey(job), int64(len(rec.entries)), maxSemaphore); err != nil {
 		return err
 	}
-	input, ref, err := boundary(tx, meta.Input)
-	if err != nil {
+	if err := storeBoundary(tx, meta.Input); err != nil {
 		return err
 	}
-	ts := make([]task, len(entries))
-	for i, alias := range entries {
-		ts[i] = task{Kind: runtype.Entry, Flow: c.key, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
-	}
-	meta.Budget.stamp(ts)
-	if meta.Parent == nil {
-		for i := range ts {
-			ts[i].Started = meta.Started.UnixNano()
-		}
-	}
+	// The budget may refuse entries (one smaller than the flow's entry
+	// nodes): a refused one travels in a message encoded here. The
+	// encoded tasks are left as they are, since this function may run
+	// again.
+	ts := slices.Clone(rec.entries)
 	if err := spend(tx, job, meta.Budget, ts); err != nil {
 		return err
 	}
-	for _, t := range ts {
-		if err := e.publish(tx, job, t); err != nil {
+	for i, m := range rec.messages {
+		if ts[i].Refused != rec.entries[i].Refused {
+			if err := e.publish(tx, job, ts[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := tx.Enqueue(m); err != nil {
 			return err
 		}
 	}

@@ -29,22 +29,28 @@ const defaultMaxDepth = 8
 // parking the parent activation, in one commit.
 var errStartChild = errors.New("start child")
 
-// boundary returns the input to put in a message: inline when small,
-// otherwise stored once under its hash and referenced, counting the job
-// whose input it is (writeJob calls it once per job).
-func boundary(tx store.Tx, input json.RawMessage) (json.RawMessage, string, error) {
+// boundaryOf is how a task carries input: inline (ref empty), or, when
+// it is too large, as the ref of the blob storeBoundary stores.
+func boundaryOf(input json.RawMessage) (json.RawMessage, string) {
 	if len(input) <= inlineLimit {
-		return input, "", nil
+		return input, ""
 	}
 	sum := sha256.Sum256(input)
-	ref := hex.EncodeToString(sum[:])
+	return nil, hex.EncodeToString(sum[:])
+}
+
+// storeBoundary stores input once under its hash, counting one more job
+// whose input it is, when it is too large to travel inline (boundaryOf);
+// writeJob calls it once per job.
+func storeBoundary(tx store.Tx, input json.RawMessage) error {
+	_, ref := boundaryOf(input)
+	if ref == "" {
+		return nil
+	}
 	if err := referenceBlob(tx, ref); err != nil {
-		return nil, "", err
+		return err
 	}
-	if err := tx.PutOnce(blobKey(ref), input); err != nil {
-		return nil, "", err
-	}
-	return nil, ref, nil
+	return tx.PutOnce(blobKey(ref), input)
 }
 
 func (p *processor) loadBoundary(ctx context.Context, ref string) (json.RawMessage, error) {
