@@ -163,6 +163,10 @@ type jobMeta struct {
 	// Trace is the W3C traceparent of the span that started the job
 	// (tracing.go); its activations' spans are its children.
 	Trace string `json:"trace,omitempty"`
+	// Recorded is the job's start's place in its history (historyPlace):
+	// the record is the started event (startedEvent). Jobs started before
+	// it existed have none, and their started event a value of its own.
+	Recorded string `json:"recorded,omitempty"`
 }
 
 // parentRef names the parent activation of a subflow job.
@@ -296,7 +300,6 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 type encodedJob struct {
 	meta                 jobMeta
 	raw, status, indexed []byte
-	started              preparedEvent
 	entries              []task
 	messages             []store.Message
 }
@@ -304,6 +307,7 @@ type encodedJob struct {
 // encodeJob encodes what writeJob stores for job of c with meta, whose
 // entry activations are those of the nodes entries.
 func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (encodedJob, error) {
+	meta.Recorded = historyPlace(meta.Started, historySeq.Add(1)%1_000_000)
 	raw, err := json.Marshal(meta)
 	if err != nil {
 		return encodedJob{}, err
@@ -313,10 +317,6 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 		return encodedJob{}, err
 	}
 	indexed, err := indexEntry(meta)
-	if err != nil {
-		return encodedJob{}, err
-	}
-	started, err := prepareEvent(meta.Started, job, runtype.HistoryEvent{At: meta.Started, Event: runtype.EventStarted, Detail: "flow " + c.Name + " " + c.describe()})
 	if err != nil {
 		return encodedJob{}, err
 	}
@@ -335,16 +335,13 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 			return encodedJob{}, err
 		}
 	}
-	return encodedJob{meta: meta, raw: raw, status: status, indexed: indexed, started: started, entries: ts, messages: ms}, nil
+	return encodedJob{meta: meta, raw: raw, status: status, indexed: indexed, entries: ts, messages: ms}, nil
 }
 
 // writeJob is createJob for a job that does not exist yet, encoded.
 func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob) error {
 	meta := rec.meta
 	if err := tx.PutOnce(metaKey(job), rec.raw); err != nil {
-		return err
-	}
-	if err := rec.started.put(tx); err != nil {
 		return err
 	}
 	if err := tx.Put(jobIndexKey(job), rec.indexed); err != nil {

@@ -16,10 +16,11 @@ import (
 // pid/<root>/hist/<time>.<seq>/<event>[/<act>], put in the transaction of the
 // state change it describes (no commit of its own), so it says what
 // committed and when, and nothing that did not. Keys sort by time;
-// inspection lists them in that order. An activation's outcome (succeeded,
-// failed, canceled) is the exception: its result records its place in
-// the history (result.Recorded) and is the event (outcomeEvent), so the
-// steps commit writes one value, not two. A timer's firing keeps a value
+// inspection lists them in that order. A job's start and an activation's
+// outcome (succeeded, failed, canceled) are the exceptions: the job's
+// record and the result record their place in the history
+// (jobMeta.Recorded, result.Recorded) and are the events (startedEvent,
+// outcomeEvent), so the commits that write them write one value, not two. A timer's firing keeps a value
 // of its own (its event says when it was due, which its result does not),
 // and so do the outcomes of results written before results were events.
 
@@ -69,6 +70,11 @@ func timerEvent(r *result, wake int64) runtype.HistoryEvent {
 		Detail: "woke at " + time.Unix(0, wake).UTC().Format(time.RFC3339Nano)}
 }
 
+// startedEvent is the history event that a job's record (meta) is.
+func startedEvent(meta jobMeta) runtype.HistoryEvent {
+	return runtype.HistoryEvent{At: meta.Started, Event: runtype.EventStarted, Detail: "flow " + meta.Flow + " " + describeDefinition(meta.Version, meta.Hash)}
+}
+
 // outcomeEvent is the history event that the committed result r is: the
 // activation's outcome, at the time r was sealed.
 func outcomeEvent(r *result) runtype.HistoryEvent {
@@ -89,9 +95,9 @@ func outcomeEvent(r *result) runtype.HistoryEvent {
 }
 
 // history is the history of the job whose entries (keys under its root,
-// in key order) are given, oldest first: its events' values, and the
-// results that are their activations' outcomes (outcomeEvent), each at its
-// place.
+// in key order) are given, oldest first: its events' values, its record
+// as its start (startedEvent) and the results that are their activations'
+// outcomes (outcomeEvent), each at its place.
 func history(entries []runtype.InspectionEntry) []runtype.HistoryEvent {
 	type placed struct {
 		at string
@@ -105,6 +111,11 @@ func history(entries []runtype.InspectionEntry) []runtype.HistoryEvent {
 			if json.Unmarshal(e.Value, &ev) == nil {
 				at, _, _ := strings.Cut(strings.TrimPrefix(e.Key, "hist/"), "/")
 				events = append(events, placed{at, ev})
+			}
+		case e.Key == "meta":
+			var meta jobMeta
+			if json.Unmarshal(e.Value, &meta) == nil && meta.Recorded != "" {
+				events = append(events, placed{meta.Recorded, startedEvent(meta)})
 			}
 		case strings.HasPrefix(e.Key, "res/"):
 			var r result

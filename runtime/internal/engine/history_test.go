@@ -14,10 +14,11 @@ import (
 )
 
 // TestOutcomesAreTheirResults: an activation's outcome event is its
-// result, with no value of its own under hist/, and the history lists it
-// at its place all the same; a store written before results were events
-// (a result without its place, the outcome a value of its own) gives the
-// same history.
+// result, and a job's started event its record, with no value of their
+// own under hist/, and the history lists them at their places all the
+// same; a store written before they were events (a result or record
+// without its place, the event a value of its own) gives the same
+// history.
 func TestOutcomesAreTheirResults(t *testing.T) {
 	t.Parallel()
 	s, e, job := startTwoSteps(t)
@@ -35,14 +36,35 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 		t.Fatalf("history %q, want %q", got, want)
 	}
 	for _, en := range now.Entries {
-		if strings.HasPrefix(en.Key, "hist/") && strings.Contains(en.Key, "/succeeded/") {
-			t.Errorf("an outcome has a value of its own: %s", en.Key)
+		if strings.HasPrefix(en.Key, "hist/") && (strings.Contains(en.Key, "/succeeded/") || strings.HasSuffix(en.Key, "/started")) {
+			t.Errorf("an event has a value of its own: %s", en.Key)
 		}
 	}
 
 	// Rewrite the job as an earlier version wrote it.
 	err = s.Update(ctx, func(tx store.Tx) error {
 		for _, en := range now.Entries {
+			if en.Key == "meta" {
+				var meta jobMeta
+				if err := json.Unmarshal(en.Value, &meta); err != nil {
+					return err
+				}
+				ev, err := json.Marshal(startedEvent(meta))
+				if err != nil {
+					return err
+				}
+				if err := tx.Put(jobKey(job, "hist", meta.Recorded, string(runtype.EventStarted)), ev); err != nil {
+					return err
+				}
+				meta.Recorded = ""
+				raw, err := json.Marshal(meta)
+				if err != nil {
+					return err
+				}
+				if err := tx.Put(metaKey(job), raw); err != nil {
+					return err
+				}
+			}
 			if !strings.HasPrefix(en.Key, "res/") {
 				continue
 			}

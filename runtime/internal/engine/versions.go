@@ -175,11 +175,16 @@ func describeVersions(versions []*compiled) string {
 }
 
 // describe names a definition: version and short hash.
-func (c *compiled) describe() string {
-	if c.Version == "" {
-		return "unversioned " + c.hash[:16]
+func (c *compiled) describe() string { return describeDefinition(c.Version, c.hash) }
+
+// describeDefinition names the definition of version (none: unversioned)
+// whose content hash is hash, as the history and logs spell it.
+func describeDefinition(version, hash string) string {
+	short := hash[:min(16, len(hash))]
+	if version == "" {
+		return "unversioned " + short
 	}
-	return c.Version + " (" + c.hash[:16] + ")"
+	return version + " (" + short + ")"
 }
 
 // Flows lists the definitions the engine serves, by name, newest version
