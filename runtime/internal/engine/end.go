@@ -9,16 +9,14 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// jobEnd is a finished job's final status, encoded with the other records
-// step 3 writes with it: the finished event, the expiry entry that deletes
-// the job after its retention, and the parent activation a subflow's job
-// reports to.
+// jobEnd is a finished job's final status, encoded (endRecord) with what
+// step 3 writes with it: the expiry entry that deletes the job after its
+// retention, and the parent activation a subflow's job reports to.
 type jobEnd struct {
-	st       runtype.JobStatus
-	raw      []byte
-	finished preparedEvent
-	expiry   []byte // nil: kept for good
-	parent   *parentRef
+	st     runtype.JobStatus
+	raw    []byte
+	expiry []byte // nil: kept for good
+	parent *parentRef
 }
 
 // closingMeta is what step 3 reads of a job's record: decoding the rest
@@ -58,26 +56,27 @@ func jobStatus(out outcome, started, finished time.Time, rs []*result, killed bo
 	return st
 }
 
+// endRecord is a finished job's status as the store keeps it: with its
+// place in the job's history, for the status is the finished event
+// (finishedEvent). Readers decode it as the status it embeds.
+type endRecord struct {
+	runtype.JobStatus
+	Recorded string `json:"recorded,omitempty"`
+}
+
 // encodeEnd encodes st as job's end, to be kept for retention (not
 // positive: for good) and reported to parent (nil: none).
 func encodeEnd(job runtype.JobID, st runtype.JobStatus, retention time.Duration, parent *parentRef) (jobEnd, error) {
-	raw, err := json.Marshal(st)
+	raw, err := json.Marshal(endRecord{st, historyPlace(st.Finished, historySeq.Add(1)%1_000_000)})
 	if err != nil {
 		return jobEnd{}, err
 	}
-	finished, err := prepareEvent(st.Finished, job, runtype.HistoryEvent{At: st.Finished, Event: runtype.EventFinished, Detail: string(st.State)})
-	if err != nil {
-		return jobEnd{}, err
-	}
-	return jobEnd{st: st, raw: raw, finished: finished, expiry: jobExpiry(job, st.Finished, retention), parent: parent}, nil
+	return jobEnd{st: st, raw: raw, expiry: jobExpiry(job, st.Finished, retention), parent: parent}, nil
 }
 
 // write writes end of job in tx.
 func (end jobEnd) write(tx store.Tx, e *Engine, job runtype.JobID) error {
 	if err := tx.Put(statusKey(job), end.raw); err != nil {
-		return err
-	}
-	if err := end.finished.put(tx); err != nil {
 		return err
 	}
 	if end.expiry != nil {

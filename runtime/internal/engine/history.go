@@ -16,11 +16,12 @@ import (
 // pid/<root>/hist/<time>.<seq>/<event>[/<act>], put in the transaction of the
 // state change it describes (no commit of its own), so it says what
 // committed and when, and nothing that did not. Keys sort by time;
-// inspection lists them in that order. A job's start and an activation's
-// outcome (succeeded, failed, canceled) are the exceptions: the job's
-// record and the result record their place in the history
-// (jobMeta.Recorded, result.Recorded) and are the events (startedEvent,
-// outcomeEvent), so the commits that write them write one value, not two. A timer's firing keeps a value
+// inspection lists them in that order. A job's start and end and an
+// activation's outcome (succeeded, failed, canceled) are the exceptions:
+// the job's record, its final status and the result record their place
+// in the history (jobMeta.Recorded, endRecord.Recorded, result.Recorded)
+// and are the events (startedEvent, finishedEvent, outcomeEvent), so the
+// commits that write them write one value, not two. A timer's firing keeps a value
 // of its own (its event says when it was due, which its result does not),
 // and so do the outcomes of results written before results were events.
 
@@ -70,6 +71,11 @@ func timerEvent(r *result, wake int64) runtype.HistoryEvent {
 		Detail: "woke at " + time.Unix(0, wake).UTC().Format(time.RFC3339Nano)}
 }
 
+// finishedEvent is the history event that a finished job's status is.
+func finishedEvent(st runtype.JobStatus) runtype.HistoryEvent {
+	return runtype.HistoryEvent{At: st.Finished, Event: runtype.EventFinished, Detail: string(st.State)}
+}
+
 // startedEvent is the history event that a job's record (meta) is.
 func startedEvent(meta jobMeta) runtype.HistoryEvent {
 	return runtype.HistoryEvent{At: meta.Started, Event: runtype.EventStarted, Detail: "flow " + meta.Flow + " " + describeDefinition(meta.Version, meta.Hash)}
@@ -96,8 +102,9 @@ func outcomeEvent(r *result) runtype.HistoryEvent {
 
 // history is the history of the job whose entries (keys under its root,
 // in key order) are given, oldest first: its events' values, its record
-// as its start (startedEvent) and the results that are their activations'
-// outcomes (outcomeEvent), each at its place.
+// as its start (startedEvent), its final status as its end
+// (finishedEvent) and the results that are their activations' outcomes
+// (outcomeEvent), each at its place.
 func history(entries []runtype.InspectionEntry) []runtype.HistoryEvent {
 	type placed struct {
 		at string
@@ -111,6 +118,11 @@ func history(entries []runtype.InspectionEntry) []runtype.HistoryEvent {
 			if json.Unmarshal(e.Value, &ev) == nil {
 				at, _, _ := strings.Cut(strings.TrimPrefix(e.Key, "hist/"), "/")
 				events = append(events, placed{at, ev})
+			}
+		case e.Key == "status":
+			var end endRecord
+			if json.Unmarshal(e.Value, &end) == nil && end.Recorded != "" {
+				events = append(events, placed{end.Recorded, finishedEvent(end.JobStatus)})
 			}
 		case e.Key == "meta":
 			var meta jobMeta

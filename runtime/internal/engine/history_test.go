@@ -14,8 +14,8 @@ import (
 )
 
 // TestOutcomesAreTheirResults: an activation's outcome event is its
-// result, and a job's started event its record, with no value of their
-// own under hist/, and the history lists them at their places all the
+// result, and a job's started and finished events its record and its
+// final status, with no value of their own under hist/, and the history lists them at their places all the
 // same; a store written before they were events (a result or record
 // without its place, the event a value of its own) gives the same
 // history.
@@ -36,7 +36,7 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 		t.Fatalf("history %q, want %q", got, want)
 	}
 	for _, en := range now.Entries {
-		if strings.HasPrefix(en.Key, "hist/") && (strings.Contains(en.Key, "/succeeded/") || strings.HasSuffix(en.Key, "/started")) {
+		if strings.HasPrefix(en.Key, "hist/") && (strings.Contains(en.Key, "/succeeded/") || strings.HasSuffix(en.Key, "/started") || strings.HasSuffix(en.Key, "/finished")) {
 			t.Errorf("an event has a value of its own: %s", en.Key)
 		}
 	}
@@ -44,6 +44,26 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 	// Rewrite the job as an earlier version wrote it.
 	err = s.Update(ctx, func(tx store.Tx) error {
 		for _, en := range now.Entries {
+			if en.Key == "status" {
+				var end endRecord
+				if err := json.Unmarshal(en.Value, &end); err != nil {
+					return err
+				}
+				ev, err := json.Marshal(finishedEvent(end.JobStatus))
+				if err != nil {
+					return err
+				}
+				if err := tx.Put(jobKey(job, "hist", end.Recorded, string(runtype.EventFinished)), ev); err != nil {
+					return err
+				}
+				raw, err := json.Marshal(end.JobStatus)
+				if err != nil {
+					return err
+				}
+				if err := tx.Put(statusKey(job), raw); err != nil {
+					return err
+				}
+			}
 			if en.Key == "meta" {
 				var meta jobMeta
 				if err := json.Unmarshal(en.Value, &meta); err != nil {
