@@ -298,10 +298,10 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 // (on bbolt, whose commits run one at a time, nothing is encoded inside
 // one).
 type encodedJob struct {
-	meta                 jobMeta
-	raw, status, indexed []byte
-	entries              []task
-	messages             []store.Message
+	meta         jobMeta
+	raw, indexed []byte
+	entries      []task
+	messages     []store.Message
 }
 
 // encodeJob encodes what writeJob stores for job of c with meta, whose
@@ -309,10 +309,6 @@ type encodedJob struct {
 func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (encodedJob, error) {
 	meta.Recorded = historyPlace(meta.Started, historySeq.Add(1)%1_000_000)
 	raw, err := json.Marshal(meta)
-	if err != nil {
-		return encodedJob{}, err
-	}
-	status, err := json.Marshal(runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started})
 	if err != nil {
 		return encodedJob{}, err
 	}
@@ -335,7 +331,7 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 			return encodedJob{}, err
 		}
 	}
-	return encodedJob{meta: meta, raw: raw, status: status, indexed: indexed, entries: ts, messages: ms}, nil
+	return encodedJob{meta: meta, raw: raw, indexed: indexed, entries: ts, messages: ms}, nil
 }
 
 // writeJob is createJob for a job that does not exist yet, encoded.
@@ -347,9 +343,7 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob) error 
 	if err := tx.Put(jobIndexKey(job), rec.indexed); err != nil {
 		return err
 	}
-	if err := tx.Put(statusKey(job), rec.status); err != nil {
-		return err
-	}
+	// No status: a job without one is running (readStatus).
 	if err := tx.Bump(semKey(job), int64(len(rec.entries)), maxSemaphore); err != nil {
 		return err
 	}

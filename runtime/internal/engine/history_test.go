@@ -121,3 +121,43 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 		t.Fatalf("history of a store written before results were events:\n%+v\nwant\n%+v", before.History, now.History)
 	}
 }
+
+// TestRunningJobsHaveNoStatusRecord: a start writes no status; while the
+// job runs, its status, its inspection and the job list read it as
+// running since its start, and it gets a status record when it ends.
+func TestRunningJobsHaveNoStatusRecord(t *testing.T) {
+	t.Parallel()
+	s, e, job := startTwoSteps(t)
+	ctx := context.Background()
+	in, err := InspectJob(ctx, s, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta jobMeta
+	for _, en := range in.Entries {
+		switch en.Key {
+		case "status":
+			t.Errorf("a start wrote a status: %s", en.Value)
+		case "meta":
+			if err := json.Unmarshal(en.Value, &meta); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started}
+	st, err := e.Status(ctx, job)
+	if err != nil || !reflect.DeepEqual(st, want) || meta.Started.IsZero() {
+		t.Errorf("status %+v (%v), want %+v", st, err, want)
+	}
+	if !reflect.DeepEqual(in.Status, want) {
+		t.Errorf("inspected status %+v, want %+v", in.Status, want)
+	}
+	list, err := e.Jobs(ctx, runtype.JobQuery{})
+	if err != nil || len(list.Jobs) != 1 || list.Jobs[0].State != runtype.StateRunning {
+		t.Errorf("job list %+v (%v), want the job running", list, err)
+	}
+	stepUntilIdle(t, e, 1)
+	if st, err := e.Status(ctx, job); err != nil || st.State != runtype.StateSucceeded || !st.Started.Equal(meta.Started) {
+		t.Errorf("status after the job ended %+v (%v)", st, err)
+	}
+}

@@ -96,11 +96,14 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 	for _, e := range in.Entries {
 		byKey[e.Key] = e
 	}
+	var meta jobMeta
 	if st, ok := byKey["status"]; ok {
 		json.Unmarshal(st.Value, &in.Status)
 	}
-	var meta jobMeta
 	if m, ok := byKey["meta"]; ok && json.Unmarshal(m.Value, &meta) == nil {
+		if _, ended := byKey["status"]; !ended { // see readStatus
+			in.Status = runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started}
+		}
 		in.Flow, in.Version, in.Key, in.Input = meta.Flow, meta.Version, meta.Key, meta.Input
 		if in.Definition = meta.Hash; len(in.Definition) > 16 {
 			in.Definition = in.Definition[:16]

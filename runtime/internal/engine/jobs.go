@@ -172,12 +172,11 @@ func matchJob(q runtype.JobQuery, tx store.ReadTx, job runtype.JobID, ix jobInde
 			return sum, false, nil
 		}
 	}
-	var st runtype.JobStatus
-	raw, err := tx.Get(statusKey(job))
-	if err != nil {
-		return sum, false, err
+	st, found, err := readStatus(tx, job)
+	if err == nil && !found {
+		err = fmt.Errorf("status of job %s: %w", job, store.ErrNotFound)
 	}
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if err != nil {
 		return sum, false, err
 	}
 	sum.State, sum.Finished, sum.Errors = st.State, st.Finished, len(st.Errors)

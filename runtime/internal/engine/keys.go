@@ -18,7 +18,8 @@ import (
 // whole job:
 //
 //	pid/<root>/meta               job meta (flow, input, start time)      value
-//	pid/<root>/status             job status and result                   value
+//	pid/<root>/status             final status and result (none while     value
+//	                              running: readStatus)
 //	pid/<root>/tomb               tombstone (kill)                        value
 //	pid/<root>/paused             pause flag                              value
 //	pid/<root>/sem                job semaphore                           counter

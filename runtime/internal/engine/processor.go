@@ -553,7 +553,15 @@ func (e *Engine) viewJSON(ctx context.Context, key []byte, v any) error {
 // Status returns the job's current status.
 func (e *Engine) Status(ctx context.Context, job runtype.JobID) (runtype.JobStatus, error) {
 	var st runtype.JobStatus
-	if err := e.viewJSON(ctx, statusKey(job), &st); err != nil {
+	err := e.store.View(ctx, func(tx store.ReadTx) error {
+		var found bool
+		var err error
+		if st, found, err = readStatus(tx, job); err == nil && !found {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
 		return st, fmt.Errorf("status of job %s: %w", job, err)
 	}
 	return st, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -50,4 +51,20 @@ func lockRow(tx store.Tx, key []byte) error {
 		return err
 	}
 	return tx.Bump(key, -1, 1)
+}
+
+// readStatus reads job's status: its final status once it has ended,
+// and while it runs a running status from its record (a start writes no
+// status of its own; jobs started before a start stopped writing one
+// have a running status stored). found is false for a job the store does
+// not hold.
+func readStatus(tx store.ReadTx, job runtype.JobID) (st runtype.JobStatus, found bool, err error) {
+	if found, err = getJSON(tx, statusKey(job), &st); err != nil || found {
+		return st, found, err
+	}
+	var meta closingMeta
+	if found, err = getJSON(tx, metaKey(job), &meta); err != nil || !found {
+		return st, found, err
+	}
+	return runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started}, true, nil
 }

@@ -213,8 +213,8 @@ func jobRunning(tx store.ReadTx, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	var st runtype.JobStatus
-	if found, err := getJSON(tx, statusKey(job), &st); err != nil || !found {
+	st, found, err := readStatus(tx, job)
+	if err != nil || !found {
 		return false, err
 	}
 	return !st.Done(), nil
