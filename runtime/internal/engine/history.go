@@ -21,9 +21,10 @@ import (
 // the job's record, its final status and the result record their place
 // in the history (jobMeta.Recorded, endRecord.Recorded, result.Recorded)
 // and are the events (startedEvent, finishedEvent, outcomeEvent), so the
-// commits that write them write one value, not two. A timer's firing keeps a value
-// of its own (its event says when it was due, which its result does not),
-// and so do the outcomes of results written before results were events.
+// commits that write them write one value, not two. A timer's firing
+// keeps a value of its own (its event says when it was due, which its
+// result does not), and so do the events of jobs and results written
+// before they were events.
 
 // record puts ev into job's history in tx, stamped now unless ev has a
 // time.
