@@ -350,11 +350,14 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob) error 
 	if err := storeBoundary(tx, meta.Input); err != nil {
 		return err
 	}
-	// The budget may refuse entries (one smaller than the flow's entry
+	// A budget may refuse entries (one smaller than the flow's entry
 	// nodes): a refused one travels in a message encoded here. The
 	// encoded tasks are left as they are, since this function may run
 	// again.
-	ts := slices.Clone(rec.entries)
+	ts := rec.entries
+	if meta.Budget.MaxActivations > 0 {
+		ts = slices.Clone(ts)
+	}
 	if err := spend(tx, job, meta.Budget, ts); err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -262,7 +261,11 @@ func (t *tx) flushCounters() error {
 	if len(t.counters) == 0 {
 		return nil
 	}
-	keys := slices.Sorted(maps.Keys(t.counters))
+	keys := make([]string, 0, 16) // on the stack for a step's few
+	for k := range t.counters {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	b := t.b(bucketCounters)
 	for _, k := range keys {
 		if err := b.Put([]byte(k), encodeCounter(t.counters[k])); err != nil {
