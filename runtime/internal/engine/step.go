@@ -69,12 +69,11 @@ var errPoison = errors.New("poison message")
 
 // entry is what the entry commit established for one delivery.
 type entry struct {
-	m      store.Message
-	t      task
-	job    runtype.JobID
-	lease  store.Lease
-	guid   ledger.GUID
-	killed bool
+	m     store.Message
+	t     task
+	job   runtype.JobID
+	lease store.Lease
+	guid  ledger.GUID
 	// c is the flow definition the delivery's job runs on, which judge
 	// looked up.
 	c *compiled
@@ -89,8 +88,9 @@ type entry struct {
 	// handed back and there is nothing more to do. unserved says it was
 	// for want of the job's flow definition.
 	deferred, unserved bool
-	// tookOver says the entry took the job's lease from another worker.
-	tookOver bool
+	// tookOver says the entry took the job's lease from another worker,
+	// killed that its job was killed.
+	tookOver, killed bool
 	// status is the job's final status when this delivery finished it
 	// (for the metrics, after the commit).
 	status *runtype.JobStatus
@@ -101,22 +101,22 @@ type entry struct {
 	// reserved its message (see fold): the processor then renews no lease
 	// and leaves the hand-back of a retry in later, which that
 	// transaction commits.
-	folding bool
 	later   func(store.Tx) error
+	folding bool
 	// stepped and closed tell what a folded delivery committed with its
 	// batch: its steps (closing its job), or only its hand-back.
 	stepped, closed bool
-	// gather is the fan-out shard the delivery's steps completed, which
-	// its transaction counts last (gatherAll).
-	gather *gather
 	// chain is set while a folded delivery commits its steps in a batch
 	// that may take on its job's next step (see chain.go); next is that
 	// step's message, published reserved to this worker.
 	chain bool
-	next  *publishedStep
 	// published is set when the delivery's last steps commit published
 	// next steps on the work stream (not chained).
 	published bool
+	next      *publishedStep
+	// gather is the fan-out shard the delivery's steps completed, which
+	// its transaction counts last (gatherAll).
+	gather *gather
 	// result is the activation's result as seal encoded it for its steps
 	// commit, and res the result that commit wrote or read; ending is what
 	// step 3 reads when the store read it with the collation. Step 3 in
