@@ -102,7 +102,7 @@ func predictNext(c *compiled, t task, r result) (task, bool) {
 	ed := edges[0]
 	next := task{Kind: runtype.Step, Flow: t.Flow, Node: ed.To, Dim: t.Dim, Input: r.Output, Delivery: ed.Delivery,
 		DedupeTTL: ed.DedupeTTL, Via: t.Node + "." + ed.FromPort, Partition: ed.PartitionKey,
-		Act: runtype.StepOf(ed.To, t.Dim, t.Node).String()}
+		Act: runtype.StepOf(ed.To, t.Dim, t.Node).String(), Started: t.Started}
 	return next, foldsTask(c, next)
 }
 

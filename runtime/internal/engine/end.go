@@ -67,7 +67,7 @@ type endRecord struct {
 // encodeEnd encodes st as job's end, to be kept for retention (not
 // positive: for good) and reported to parent (nil: none).
 func encodeEnd(job runtype.JobID, st runtype.JobStatus, retention time.Duration, parent *parentRef) (jobEnd, error) {
-	raw, err := json.Marshal(endRecord{st, historyPlace(st.Finished, historySeq.Add(1)%1_000_000)})
+	raw, err := json.Marshal(endRecord{st, nextPlace(st.Finished)})
 	if err != nil {
 		return jobEnd{}, err
 	}

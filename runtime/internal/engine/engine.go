@@ -307,7 +307,7 @@ type encodedJob struct {
 // encodeJob encodes what writeJob stores for job of c with meta, whose
 // entry activations are those of the nodes entries.
 func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (encodedJob, error) {
-	meta.Recorded = historyPlace(meta.Started, historySeq.Add(1)%1_000_000)
+	meta.Recorded = nextPlace(meta.Started)
 	raw, err := json.Marshal(meta)
 	if err != nil {
 		return encodedJob{}, err

@@ -56,12 +56,12 @@ func mayClose(en *entry) bool {
 	return n != nil && n.Task != nil && len(c.out[t.Node]) == 0
 }
 
-// foresee sets en.foreseen when en's step may close its job, which
-// started at started (Unix nanoseconds; 0: not known, and nothing is
-// foreseen). Foresight only saves work: when it fails, en.foreseen stays
-// nil and step 3 builds the end in its commit.
-func (e *Engine) foresee(en *entry, started int64) {
+// foresee sets en.foreseen when en's step may close its job and its task
+// carries the job's start (task.Started). Foresight only saves work: when
+// it fails, en.foreseen stays nil and step 3 builds the end in its commit.
+func (e *Engine) foresee(en *entry) {
 	en.foreseen = nil
+	started := en.t.Started
 	if e.rowLocking || started == 0 || !mayClose(en) {
 		return
 	}

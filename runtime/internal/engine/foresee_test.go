@@ -46,7 +46,8 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.foresee(en, running.Started.UnixNano())
+	en.t.Started = running.Started.UnixNano()
+	e.foresee(en)
 	f := en.foreseen
 	if f == nil {
 		t.Fatal("a closing step of a job with nothing failed foresaw no end")

@@ -50,8 +50,17 @@ func prepareEvent(now time.Time, job runtype.JobID, ev runtype.HistoryEvent) (pr
 	if err != nil {
 		return preparedEvent{}, err
 	}
-	return preparedEvent{historyKey(job, ev.At, historySeq.Add(1)%1_000_000, ev.Event, ev.Act), raw}, nil
+	return preparedEvent{historyKey(job, ev.At, nextHistorySeq(), ev.Event, ev.Act), raw}, nil
 }
+
+// nextPlace is the place (historyPlace) of an event at at in its job's
+// history, for a record that is its own event (a job's record, its final
+// status, a result).
+func nextPlace(at time.Time) string { return historyPlace(at, nextHistorySeq()) }
+
+// nextHistorySeq is the next of historySeq's numbers, as history keys
+// spell it (six digits).
+func nextHistorySeq() uint64 { return historySeq.Add(1) % 1_000_000 }
 
 // put records p in tx.
 func (p preparedEvent) put(tx store.Tx) error { return tx.Put(p.key, p.raw) }

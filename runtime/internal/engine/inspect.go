@@ -102,7 +102,7 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 	}
 	if m, ok := byKey["meta"]; ok && json.Unmarshal(m.Value, &meta) == nil {
 		if _, ended := byKey["status"]; !ended { // see readStatus
-			in.Status = runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started}
+			in.Status = runningSince(meta.Started)
 		}
 		in.Flow, in.Version, in.Key, in.Input = meta.Flow, meta.Version, meta.Key, meta.Input
 		if in.Definition = meta.Hash; len(in.Definition) > 16 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -66,5 +67,11 @@ func readStatus(tx store.ReadTx, job runtype.JobID) (st runtype.JobStatus, found
 	if found, err = getJSON(tx, metaKey(job), &meta); err != nil || !found {
 		return st, found, err
 	}
-	return runtype.JobStatus{State: runtype.StateRunning, Started: meta.Started}, true, nil
+	return runningSince(meta.Started), true, nil
+}
+
+// runningSince is the status of a running job started at started, which
+// no record holds (see readStatus).
+func runningSince(started time.Time) runtype.JobStatus {
+	return runtype.JobStatus{State: runtype.StateRunning, Started: started}
 }

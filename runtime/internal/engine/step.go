@@ -462,9 +462,9 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool, maxAhead int) 
 			}
 		}
 		if len(ahead) > 0 {
-			e.foresee(ahead[len(ahead)-1], en.t.Started)
+			e.foresee(ahead[len(ahead)-1])
 		} else {
-			e.foresee(en, en.t.Started)
+			e.foresee(en)
 		}
 		closed := false
 		var next *entry
@@ -694,7 +694,7 @@ func (e *Engine) seal(en *entry, res *result) ([]byte, error) {
 		}
 		fired = &ev
 	} else {
-		res.Recorded = historyPlace(res.Finished, historySeq.Add(1)%1_000_000)
+		res.Recorded = nextPlace(res.Finished)
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
