@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -65,6 +66,10 @@ type Engine struct {
 	// rowLocking: the store's transactions lock rows, so deliveries of
 	// nodes without effects fold their entry into one commit (fold.go).
 	rowLocking bool
+
+	// local is the Run that takes on the jobs this engine starts, if one
+	// does (local.go).
+	local atomic.Pointer[localRun]
 
 	// crashMu serialises calls of the crash hook, which deliveries of one
 	// batch reach concurrently; crashed is the hook's error once it
@@ -200,7 +205,19 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
 	}
 	job := s.job
-	err = e.store.Update(ctx, func(tx store.Tx) error { return e.writeStart(tx, c, s) })
+	run := e.takeLocal()
+	var entered []*entry
+	err = e.store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		entered, err = e.writeStart(tx, c, s, run != nil) // fn may run again
+		return err
+	})
+	if run != nil {
+		if err != nil {
+			entered = nil
+		}
+		run.takeOn(e, entered)
+	}
 	s.traced(err)
 	if key != "" && errors.Is(err, store.ErrConflict) {
 		return e.startedUnder(ctx, c.Name, key)
@@ -244,16 +261,22 @@ func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input js
 }
 
 // writeStart writes s in tx: the job key's record, write-once (ErrConflict
-// when the key names a job already), and the job.
-func (e *Engine) writeStart(tx store.Tx, c *compiled, s start) error {
+// when the key names a job already), and the job. With local set, the
+// job's entry activations are published reserved to this engine and
+// entered (local.go), and writeStart returns their deliveries.
+func (e *Engine) writeStart(tx store.Tx, c *compiled, s start, local bool) ([]*entry, error) {
 	if s.key != "" {
 		if err := tx.PutOnce(startKey(s.key), s.claim); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// A fresh UUIDv7 names no job yet: no read to find out (a round trip
 	// on PostgreSQL), and the meta's put-once still guards it.
-	return e.writeJob(tx, s.job, s.rec)
+	ps, err := e.writeJob(tx, s.job, s.rec, local)
+	if err != nil {
+		return nil, err
+	}
+	return e.enterStarted(tx, ps)
 }
 
 // startKeyRecord is what a job key names: the job its first start created.
@@ -290,7 +313,8 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 	if err != nil {
 		return err
 	}
-	return e.writeJob(tx, job, rec)
+	_, err = e.writeJob(tx, job, rec, false)
+	return err
 }
 
 // encodedJob is a new job's meta with the records writeJob stores and
@@ -334,21 +358,24 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 	return encodedJob{meta: meta, raw: raw, indexed: indexed, entries: ts, messages: ms}, nil
 }
 
-// writeJob is createJob for a job that does not exist yet, encoded.
-func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob) error {
+// writeJob is createJob for a job that does not exist yet, encoded. With
+// reserve set, the entry activations' messages are published reserved to
+// this engine, and writeJob returns them (a refused one excepted: it goes
+// to the stream, see spend).
+func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob, reserve bool) ([]publishedStep, error) {
 	meta := rec.meta
 	if err := tx.PutOnce(metaKey(job), rec.raw); err != nil {
-		return err
+		return nil, err
 	}
 	if err := tx.Put(jobIndexKey(job), rec.indexed); err != nil {
-		return err
+		return nil, err
 	}
 	// No status: a job without one is running (readStatus).
 	if err := tx.Bump(semKey(job), int64(len(rec.entries)), maxSemaphore); err != nil {
-		return err
+		return nil, err
 	}
 	if err := storeBoundary(tx, meta.Input); err != nil {
-		return err
+		return nil, err
 	}
 	// A budget may refuse entries (one smaller than the flow's entry
 	// nodes): a refused one travels in a message encoded here. The
@@ -359,20 +386,25 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob) error 
 		ts = slices.Clone(ts)
 	}
 	if err := spend(tx, job, meta.Budget, ts); err != nil {
-		return err
+		return nil, err
 	}
+	var reserved []publishedStep
 	for i, m := range rec.messages {
-		if ts[i].Refused != rec.entries[i].Refused {
-			if err := e.publish(tx, job, ts[i]); err != nil {
-				return err
-			}
-			continue
+		var err error
+		switch {
+		case ts[i].Refused != rec.entries[i].Refused:
+			err = e.publish(tx, job, ts[i])
+		case reserve:
+			m, err = tx.EnqueueReserved(m, e.opts.Owner, e.opts.Visibility)
+			reserved = append(reserved, publishedStep{m, rec.entries[i]})
+		default:
+			err = tx.Enqueue(m)
 		}
-		if err := tx.Enqueue(m); err != nil {
-			return err
+		if err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return reserved, nil
 }
 
 // defaultBatch is how many ready messages a worker claims at once on a
@@ -505,6 +537,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 	wake, notified := e.wakeups(ctx)
 	lim := e.limits(workers)
 	lim.wake = wake
+	stopLocal := e.runLocally(ctx, lim, max(workers, 1)*e.opts.Batch)
 	var wg sync.WaitGroup
 	wg.Go(func() { e.runSchedules(ctx) })
 	wg.Go(func() { e.runSweeper(ctx) })
@@ -552,6 +585,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 		}()
 	}
 	wg.Wait()
+	stopLocal()
 	e.releaseLeases()
 	return nil
 }

@@ -200,7 +200,8 @@ func (e *Engine) startTick(ctx context.Context, tx store.Tx, c *compiled, s *sch
 		return runtype.JobID{}, false, err
 	}
 	st.traced(nil) // the tick's trace starts here, whether or not its commit makes it
-	return st.job, true, e.writeStart(tx, c, st)
+	_, err = e.writeStart(tx, c, st, false)
+	return st.job, true, err
 }
 
 // jobRunning reports whether the job (its id as a string; "" for none)
