@@ -186,7 +186,8 @@ func (e *Engine) Inspect(ctx context.Context, job JobID) (*Inspection, error) {
 }
 
 // Start creates a job of the named flow with input and publishes its entry
-// activations. The job is durable once Start returns. flow is a name (the
+// activations (on the embedded store, to this engine's Run if one works:
+// see Run). The job is durable once Start returns. flow is a name (the
 // newest version registered) or name@version; ErrUnknownFlow or
 // ErrFlowVersionMissing when the engine has neither.
 func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) (JobID, error) {
@@ -210,7 +211,10 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 // a fenced commit) is logged and retried after a backoff: the message comes
 // back after its visibility timeout and the ledgers skip what committed.
 // Idle workers wait for the store's publish notifications when it has them
-// (store.Notifier), and poll with a short backoff otherwise.
+// (store.Notifier), and poll with a short backoff otherwise. On the
+// embedded store, a Run also takes on the jobs its engine starts while it
+// works, without claiming them, and hands back those it has not taken on
+// when it stops.
 func (e *Engine) Run(ctx context.Context, workers int) error {
 	return e.engine.Run(ctx, workers)
 }

@@ -532,7 +532,10 @@ func taskMessage(job runtype.JobID, t task) (store.Message, error) {
 // a fenced commit) is logged and retried after a backoff: the message comes
 // back after its visibility timeout and the ledgers skip what committed.
 // Idle workers wait for the store's publish notifications when it has them
-// (store.Notifier), and poll with a short backoff otherwise.
+// (store.Notifier), and poll with a short backoff otherwise. On a store
+// with one writer, a Run also takes on the jobs its engine starts while it
+// works, without claiming them, and hands back those it has not taken on
+// when it stops (local.go).
 func (e *Engine) Run(ctx context.Context, workers int) error {
 	wake, notified := e.wakeups(ctx)
 	lim := e.limits(workers)
