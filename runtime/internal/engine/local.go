@@ -83,27 +83,34 @@ func (e *Engine) takeLocal() *localRun {
 	}
 }
 
-// takeOn takes on the committed entries of a start, in a goroutine of
-// the Run, and gives back the start's slot when they are done; with no
-// entries (the start did not commit) it only gives the slot back.
+// takeOn takes on the committed entries of a start, concurrently, in
+// goroutines of the Run, and gives back the start's slot when they are
+// done; with no entries (the start did not commit) it only gives the slot
+// back.
 func (r *localRun) takeOn(e *Engine, entered []*entry) {
 	if len(entered) == 0 {
 		r.done()
 		return
 	}
 	e.metrics.countEntered(entered)
+	one := func(en *entry) {
+		if en.deferred {
+			return
+		}
+		if err := e.takeOnEntered(r.ctx, en, r.lim); err != nil && r.ctx.Err() == nil {
+			// The message comes back when its visibility runs out, and
+			// the ledgers skip what committed.
+			e.log.Warn("a started job's entry step failed; it is delivered again", "act", en.t.Act, "err", err)
+		}
+	}
 	go func() {
 		defer r.done()
-		for _, en := range entered {
-			if en.deferred {
-				continue
-			}
-			if err := e.takeOnEntered(r.ctx, en, r.lim); err != nil && r.ctx.Err() == nil {
-				// The message comes back when its visibility runs out,
-				// and the ledgers skip what committed.
-				e.log.Warn("a started job's first step failed; it is delivered again", "act", en.t.Act, "err", err)
-			}
+		var wg sync.WaitGroup
+		for _, en := range entered[1:] {
+			wg.Go(func() { one(en) })
 		}
+		one(entered[0])
+		wg.Wait()
 	}()
 }
 

@@ -45,35 +45,18 @@ func TestRunTakesOnTheJobsItsEngineStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- e.Run(runCtx, 1) }()
-	defer func() {
-		stop()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	}()
+	runInBackground(t, e, 1)
 	waitFor(t, "the worker to claim the held job", func() bool {
 		b, err := s.Backlog(ctx, runtype.WorkStream)
 		return err == nil && b.Ready == 0 && b.Pending == 1
 	})
-	waitFor(t, "the Run to take starts on", func() bool { return e.local.Load() != nil })
-
-	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	job, err := e.Start(ctx, "one", json.RawMessage(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := e.Wait(waitCtx, job)
-	if err != nil || st.State != runtype.StateSucceeded {
-		t.Fatalf("the job started while the only worker was held: %+v (%v), want it succeeded without that worker", st, err)
-	}
+	waitSucceeded(t, e, job, "the job started while the only worker was held")
 	close(held)
-	if st, err := e.Wait(waitCtx, blocking); err != nil || st.State != runtype.StateSucceeded {
-		t.Fatalf("the held job: %+v (%v), want succeeded", st, err)
-	}
+	waitSucceeded(t, e, blocking, "the held job")
 }
 
 // TestStoppedRunHandsStartsBack: entries a start committed for a Run that
@@ -154,5 +137,73 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// meeting is a Pure task whose calls return once two of them are in
+// progress at the same time.
+type meeting struct{ arrived, met chan struct{} }
+
+func (meeting) Info() runtype.NodeInfo { return runtype.NodeInfo{ID: "t.meet"} }
+func (m meeting) Call(ctx context.Context, c Call) (json.RawMessage, error) {
+	select {
+	case m.arrived <- struct{}{}: // the first to arrive waits for the second
+		select {
+		case <-m.met:
+			return c.Input, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case <-m.arrived:
+		close(m.met)
+		return c.Input, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestStartedEntriesRunTogether: the entry steps of a job that the Run
+// takes on from its start run at the same time, as claimed ones do: the
+// two entry nodes of this flow each wait for the other to be running.
+func TestStartedEntriesRunTogether(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	e := New(s, Options{})
+	m := meeting{arrived: make(chan struct{}), met: make(chan struct{})}
+	if err := e.Register(&Flow{Name: "two", Nodes: []*Node{{Alias: "x", Task: m}, {Alias: "y", Task: m}}}); err != nil {
+		t.Fatal(err)
+	}
+	runInBackground(t, e, 1)
+	job, err := e.Start(context.Background(), "two", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSucceeded(t, e, job, "the job whose entries wait for each other")
+}
+
+// runInBackground runs e with the given number of workers until the test
+// ends, and returns once the Run takes starts on.
+func runInBackground(t *testing.T, e *Engine, workers int) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- e.Run(ctx, workers) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	})
+	waitFor(t, "the Run to take starts on", func() bool { return e.local.Load() != nil })
+}
+
+// waitSucceeded waits up to 30 seconds for job to end, and fails the test
+// unless it succeeded.
+func waitSucceeded(t *testing.T, e *Engine, job runtype.JobID, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if st, err := e.Wait(ctx, job); err != nil || st.State != runtype.StateSucceeded {
+		t.Fatalf("%s: %+v (%v), want it succeeded", what, st, err)
 	}
 }
