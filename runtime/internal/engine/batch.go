@@ -200,6 +200,16 @@ func (e *Engine) admitted(tx store.Tx, ms []store.Message, ens []*entry, errs []
 	return entered, folded, nil
 }
 
+// proceedEntered takes en on from an entry committed before its worker
+// had it (a batch's claim, a start): the crash point between the two, then
+// proceed with chaining.
+func (e *Engine) proceedEntered(ctx context.Context, en *entry, lim limits) error {
+	if err := e.crash(runtype.CrashReserved); err != nil {
+		return err
+	}
+	return e.proceed(ctx, en, lim, true)
+}
+
 // proceedAll takes entered deliveries on from their committed entry,
 // concurrently, and returns their errors joined. Each takes one of the slots
 // while it runs: Run gives all its workers one set, one slot per worker,
@@ -208,12 +218,7 @@ func (e *Engine) admitted(tx store.Tx, ms []store.Message, ens []*entry, errs []
 // does not drown in concurrent transactions).
 func (e *Engine) proceedAll(ctx context.Context, entered []*entry, lim limits) error {
 	slots := lim.slots
-	one := func(en *entry) error {
-		if err := e.crash(runtype.CrashReserved); err != nil {
-			return err
-		}
-		return e.proceed(ctx, en, lim, true)
-	}
+	one := func(en *entry) error { return e.proceedEntered(ctx, en, lim) }
 	if len(entered) == 1 && slots == nil {
 		return one(entered[0])
 	}

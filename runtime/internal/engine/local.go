@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -32,17 +31,18 @@ type localRun struct {
 	lim limits
 	// slots holds one token per start taken on and not done yet.
 	slots chan struct{}
-	// mu orders taking a slot against the end of the Run: once closed,
-	// no start is taken on, and the Run waits for those that were (wg).
-	mu     sync.RWMutex
-	closed bool
-	wg     sync.WaitGroup
+	// mu orders taking a slot against the end of the Run, which comes
+	// only once ctx has ended: a start takes a slot only while ctx lives,
+	// so once the end holds mu no start is taken on, and the Run waits
+	// for those that were (wg).
+	mu sync.RWMutex
+	wg sync.WaitGroup
 }
 
 // runLocally makes the Run working under ctx and lim take on the jobs this
 // engine starts, up to capacity at a time, until the returned function
-// is called; that function returns once every job taken on has been
-// taken as far as the Run goes. Nothing is taken on while another Run of
+// is called, after ctx has ended; that function returns once every job
+// taken on has been taken as far as the Run goes. Nothing is taken on while another Run of
 // the engine does so already, or on a store whose transactions lock rows.
 func (e *Engine) runLocally(ctx context.Context, lim limits, capacity int) (stop func()) {
 	if e.rowLocking {
@@ -53,9 +53,8 @@ func (e *Engine) runLocally(ctx context.Context, lim limits, capacity int) (stop
 		return func() {}
 	}
 	return func() {
+		r.mu.Lock() // ctx has ended: no slot is taken after this
 		e.local.CompareAndSwap(r, nil)
-		r.mu.Lock()
-		r.closed = true
 		r.mu.Unlock()
 		r.wg.Wait()
 	}
@@ -71,7 +70,7 @@ func (e *Engine) takeLocal() *localRun {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if r.closed || r.ctx.Err() != nil {
+	if r.ctx.Err() != nil {
 		return nil
 	}
 	select {
@@ -119,21 +118,22 @@ func (r *localRun) done() {
 	r.wg.Done()
 }
 
-// takeOnEntered is proceed for a delivery entered in a commit before its
-// worker had it: one whose Run has stopped is handed back untried.
+// takeOnEntered is proceedEntered for a start's entry: one whose Run has
+// stopped is handed back untried.
 func (e *Engine) takeOnEntered(ctx context.Context, en *entry, lim limits) error {
 	if ctx.Err() != nil {
 		return e.giveBack(en)
 	}
-	if err := e.crash(runtype.CrashReserved); err != nil {
-		return err
-	}
-	return e.proceed(ctx, en, lim, true)
+	return e.proceedEntered(ctx, en, lim)
 }
 
 // enterStarted enters, in the start's transaction, the entry activations
-// a start published reserved to this engine.
+// a start published reserved to this engine (none when it published them
+// to the stream).
 func (e *Engine) enterStarted(tx store.Tx, ps []publishedStep) ([]*entry, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
 	ens := make([]*entry, 0, len(ps))
 	for _, p := range ps {
 		en, err := e.enterChained(tx, p)
