@@ -17,6 +17,7 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
@@ -31,7 +32,7 @@ func (c *run) key(input json.RawMessage) (string, error) {
 	if c.spec.Idempotency != nil {
 		info.KeyFields = c.spec.Idempotency.Key
 	}
-	return runtime.IdempotencyKey(info, c.spec.ID, input)
+	return engine.IdempotencyKey(info, c.spec.ID, input)
 }
 
 // fixtureSecrets resolves every declared handle to its fixture placeholder.

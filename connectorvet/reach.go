@@ -125,17 +125,21 @@ func trusted(path string) bool {
 // under the same names, so a call through either is judged alike.
 func trustedAPI(pkg, member string) bool {
 	switch pkg {
-	case "github.com/flowgen-dev/flowgen/flowtype", "github.com/flowgen-dev/flowgen/runtime/idemkey",
-		"github.com/flowgen-dev/flowgen/runtime/schematypes":
+	case "github.com/flowgen-dev/flowgen/flowtype", "github.com/flowgen-dev/flowgen/runtime/idemkey":
 		return true
 	case "github.com/flowgen-dev/flowgen/runtime", "github.com/flowgen-dev/flowgen/runtime/runtype":
 		switch member {
-		case "Errorf", "NewError", "KindOf", "NotGranted":
+		case "Errorf", "NewError", "KindOf", "NotGranted",
+			// decoding and validation of generated schema types (schema.go)
+			"PathJoin", "PathIndex", "PathKey", "DecodeObject", "DecodeField", "DecodeOptional", "DecodeWith",
+			"DecodeSlice", "DecodeElements", "DecodeEntries", "Discriminator", "NotOneOf", "Min", "Max", "OneOf",
+			"Validate", "Ptr", "Redact", "ClassAt":
 			return true
 		}
 		typ, _, _ := strings.Cut(member, ".")
 		switch typ {
-		case "Error", "ErrorKind", "RetryPolicy", "HTTPResponse", "Effects", "Determinism", "RetryOwner", "TypedNode":
+		case "Error", "ErrorKind", "RetryPolicy", "HTTPResponse", "Effects", "Determinism", "RetryOwner", "TypedNode",
+			"Object", "Validator", "FieldError":
 			return true
 		}
 	}

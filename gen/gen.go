@@ -104,7 +104,7 @@ func newPlan(s *connectorspec.Spec, shared *sharedSet) *plan {
 	if p.in.name != "" && p.spec.Idempotency != nil {
 		e := &nodeEmitter{spec: s, m: p.m, in: p.in}
 		for _, k := range s.Idempotency.Key {
-			e.fieldExpr(k)
+			e.checkKeyField(k)
 		}
 		for _, msg := range e.problems {
 			p.diags.Add(s.Idempotency.At("key"), diag.GEN001, "use top-level or nested string, number or boolean input fields as key fields", "%s", msg)
@@ -193,7 +193,7 @@ func Connector(s *connectorspec.Spec) ([]Generated, diag.List) {
 		f := jen.NewFile(sp.name)
 		f.HeaderComment(Header)
 		f.HeaderComment("Source: the JSON Schema files of this directory (" + strings.Join(sp.files, ", ") + ").")
-		f.ImportName(schematypesPkg, "schematypes")
+		f.ImportName(runtimePkg, "runtime")
 		f.PackageComment(fmt.Sprintf("Package %s holds the Go types of the JSON Schema files in its directory,", sp.name))
 		f.PackageComment("shared by every connector whose spec refers to them.")
 		emitTypes(f, sp.m, false)
@@ -247,9 +247,7 @@ func newFile(pkg string, s *connectorspec.Spec) *jen.File {
 	f := jen.NewFile(pkg)
 	f.HeaderComment(Header)
 	f.HeaderComment("Source: " + filepath.ToSlash(filepath.Base(s.File)) + " (" + s.ID + " " + s.Version + ").")
-	f.ImportName(schematypesPkg, "schematypes")
 	f.ImportName(runtimePkg, "runtime")
-	f.ImportName(idemkeyPkg, "idemkey")
 	f.ImportName(fixturetestPkg, "fixturetest")
 	return f
 }

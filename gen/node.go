@@ -16,13 +16,9 @@ import (
 	"github.com/flowgen-dev/flowgen/flowtype"
 )
 
-const (
-	runtimePkg = "github.com/flowgen-dev/flowgen/runtime"
-	idemkeyPkg = "github.com/flowgen-dev/flowgen/runtime/idemkey"
-)
+const runtimePkg = "github.com/flowgen-dev/flowgen/runtime"
 
-// nodeEmitter writes the node file: metadata, the idempotency key
-// function, the manifest, the capability-gated context and NewNode.
+// nodeEmitter writes the node file: metadata, the manifest, the capability-gated context and NewNode.
 type nodeEmitter struct {
 	f       *File
 	spec    *connectorspec.Spec
@@ -78,7 +74,6 @@ func (e *nodeEmitter) emit(manifest []byte) {
 	e.stringList("Capabilities", "Capabilities returns the capabilities the connector declares.", capNames(s))
 	e.emitRetryPolicy()
 	e.emitInfo()
-	e.emitKey()
 	e.f.Comment("Manifest returns the connector's spec as canonical JSON, with the schemas")
 	e.f.Comment("it refers to bundled under $defs, exactly as " + specBase(s) + " declared it.")
 	e.f.Func().Id("Manifest").Params().Index().Byte().Block(Return(Index().Byte().Call(Id("manifest"))))
@@ -234,9 +229,9 @@ func (e *nodeEmitter) emitInfo() {
 	e.f.Comment("decoding and validation errors of part, so they stay out of job state and logs.")
 	e.f.Func().Id("redact").Params(Id("part").String(), Err().Error()).Error().Block(
 		Switch(Id("part")).Block(
-			Case(Lit("params")).Block(Return(Qual(schematypesPkg, "Redact").Call(Err(), Lit("params"), Id("DataClass")))),
-			Case(Lit("input")).Block(Return(Qual(schematypesPkg, "Redact").Call(Err(), Lit(e.inPort), Id("DataClass")))),
-			Case(Lit("output")).Block(Return(Qual(schematypesPkg, "Redact").Call(Err(), Lit(e.outPort), Id("DataClass")))),
+			Case(Lit("params")).Block(Return(Qual(runtimePkg, "Redact").Call(Err(), Lit("params"), Id("DataClass")))),
+			Case(Lit("input")).Block(Return(Qual(runtimePkg, "Redact").Call(Err(), Lit(e.inPort), Id("DataClass")))),
+			Case(Lit("output")).Block(Return(Qual(runtimePkg, "Redact").Call(Err(), Lit(e.outPort), Id("DataClass")))),
 		),
 		Return(Err()),
 	)
@@ -245,9 +240,9 @@ func (e *nodeEmitter) emitInfo() {
 	e.f.Comment("or \"output\"), or at its nearest declared ancestor; \"\" when none is.")
 	e.f.Func().Id("dataClass").Params(Id("part"), Id("path").String()).String().Block(
 		Switch(Id("part")).Block(
-			Case(Lit("params")).Block(Return(Qual(schematypesPkg, "ClassAt").Call(Id("DataClass"), Lit("params"), Id("path")))),
-			Case(Lit("input")).Block(Return(Qual(schematypesPkg, "ClassAt").Call(Id("DataClass"), Lit(e.inPort), Id("path")))),
-			Case(Lit("output")).Block(Return(Qual(schematypesPkg, "ClassAt").Call(Id("DataClass"), Lit(e.outPort), Id("path")))),
+			Case(Lit("params")).Block(Return(Qual(runtimePkg, "ClassAt").Call(Id("DataClass"), Lit("params"), Id("path")))),
+			Case(Lit("input")).Block(Return(Qual(runtimePkg, "ClassAt").Call(Id("DataClass"), Lit(e.inPort), Id("path")))),
+			Case(Lit("output")).Block(Return(Qual(runtimePkg, "ClassAt").Call(Id("DataClass"), Lit(e.outPort), Id("path")))),
 		),
 		Return(Lit("")),
 	)
@@ -264,51 +259,16 @@ func (e *nodeEmitter) keyFields() []string {
 	return e.spec.Idempotency.Key
 }
 
-// emitKey writes IdempotencyKey, which reads the key fields straight from
-// the typed input.
-func (e *nodeEmitter) emitKey() {
-	keys := e.keyFields()
-	if len(keys) == 0 {
-		return
-	}
-	var body []Code
-	fields := Dict{}
-	for _, k := range keys {
-		expr, guards, ok := e.fieldExpr(k)
-		if !ok {
-			continue
-		}
-		for _, g := range guards {
-			body = append(body, If(g.Clone().Op("==").Nil()).Block(
-				Return(Qual(idemkeyPkg, "Key").Values(), Qual("fmt", "Errorf").Call(Lit(fmt.Sprintf("idempotency key of %%s: key field %q is absent", k)), Id("node"))),
-			))
-		}
-		fields[Lit(k)] = expr
-	}
-	body = append(body, Return(Qual(idemkeyPkg, "Compute").Call(Qual(idemkeyPkg, "Input").Values(Dict{
-		Id("Schema"): Id("KeySchema"),
-		Id("Node"):   Id("node"),
-		Id("Fields"): Map(String()).Any().Values(fields),
-	}))))
-	e.f.Comment("IdempotencyKey computes the canonical idempotency key of in as the flow node")
-	e.f.Comment(fmt.Sprintf("named node: from the key fields %s only, so it equals the key the", strings.Join(keys, ", ")))
-	e.f.Comment("runtime gives the activation (Context.IdempotencyKey). Under an Edge or Partition")
-	e.f.Comment("IdempotencyScope, node is the scoped name runtime.KeyNode gives.")
-	e.f.Func().Id("IdempotencyKey").Params(Id("node").String(), Id("in").Op("*").Id(e.in.name)).Params(Qual(idemkeyPkg, "Key"), Error()).Block(body...)
-	e.f.Line()
-}
-
-// fieldExpr resolves a dotted key field in the input type: the Go
-// expression of its value and the pointers that must be non-nil first.
-func (e *nodeEmitter) fieldExpr(key string) (Code, []*Statement, bool) {
-	expr := Id("in")
+// checkKeyField records in e.problems why a dotted key field cannot feed
+// the idempotency key: a segment that names no property of an object, or
+// a value that is not a string, number, boolean or enum.
+func (e *nodeEmitter) checkKeyField(key string) {
 	t := e.in
-	var guards []*Statement
 	for _, seg := range strings.Split(key, ".") {
 		sd, pkg := e.structNamed(t.name, t.pkg)
 		if t.kind != kindStruct || sd == nil {
 			e.problems = append(e.problems, fmt.Sprintf("idempotency key field %q: %s is not an object", key, t.name))
-			return nil, nil, false
+			return
 		}
 		var fd *fieldDef
 		for i := range sd.fields {
@@ -318,12 +278,7 @@ func (e *nodeEmitter) fieldExpr(key string) (Code, []*Statement, bool) {
 		}
 		if fd == nil {
 			e.problems = append(e.problems, fmt.Sprintf("idempotency key field %q: the input has no property %q", key, seg))
-			return nil, nil, false
-		}
-		expr = expr.Clone().Dot(fd.goName)
-		if fd.optional() {
-			guards = append(guards, expr.Clone())
-			expr = Parens(Op("*").Add(expr))
+			return
 		}
 		t = fd.typ
 		if t.pkg == "" {
@@ -331,13 +286,10 @@ func (e *nodeEmitter) fieldExpr(key string) (Code, []*Statement, bool) {
 		}
 	}
 	switch t.kind {
-	case kindString, kindInt, kindFloat, kindBool:
-		return expr, guards, true
-	case kindEnum:
-		return String().Call(expr), guards, true
+	case kindString, kindInt, kindFloat, kindBool, kindEnum:
+		return
 	}
 	e.problems = append(e.problems, fmt.Sprintf("idempotency key field %q must be a string, number or boolean", key))
-	return nil, nil, false
 }
 
 func (e *nodeEmitter) structNamed(name, pkg string) (*structDef, string) {

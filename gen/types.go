@@ -13,10 +13,7 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 )
 
-const (
-	schematypesPkg = "github.com/flowgen-dev/flowgen/runtime/schematypes"
-	jsonPkg        = "encoding/json"
-)
+const jsonPkg = "encoding/json"
 
 // reservedMethods are the method names generated types carry; a property
 // whose Go name would collide gets a Field suffix.
@@ -221,7 +218,7 @@ var inlineLocation = regexp.MustCompile(`^\.(.+\.ya?ml)\.(.+)\.json$`)
 
 func (e *typesEmitter) emitUnmarshal(sd *structDef) {
 	var body []Code
-	body = append(body, Id("o").Op(":=").Qual(schematypesPkg, "DecodeObject").Call(Id("data")))
+	body = append(body, Id("o").Op(":=").Qual(runtimePkg, "DecodeObject").Call(Id("data")))
 	var required, known []Code
 	defaults := Dict{}
 	for _, fd := range sd.fields {
@@ -245,24 +242,24 @@ func (e *typesEmitter) emitUnmarshal(sd *structDef) {
 		field := Op("&").Id("x").Dot(fd.goName)
 		switch {
 		case fd.typ.kind == kindSealed:
-			body = append(body, Qual(schematypesPkg, "With").Call(Id("o"), Lit(fd.jsonName),
+			body = append(body, Qual(runtimePkg, "DecodeWith").Call(Id("o"), Lit(fd.jsonName),
 				Func().Params(Id("raw").Qual(jsonPkg, "RawMessage")).Params(Id("err").Error()).Block(
 					List(Id("x").Dot(fd.goName), Err()).Op("=").Add(decoderOf(fd.typ)).Call(Id("raw")),
 					Return(),
 				)))
 		case fd.typ.kind == kindSlice && fd.typ.elem.kind == kindSealed:
-			body = append(body, Qual(schematypesPkg, "With").Call(Id("o"), Lit(fd.jsonName),
+			body = append(body, Qual(runtimePkg, "DecodeWith").Call(Id("o"), Lit(fd.jsonName),
 				Func().Params(Id("raw").Qual(jsonPkg, "RawMessage")).Error().Block(
-					Return(Qual(schematypesPkg, "Slice").Call(Id("raw"), field, decoderOf(*fd.typ.elem))),
+					Return(Qual(runtimePkg, "DecodeSlice").Call(Id("raw"), field, decoderOf(*fd.typ.elem))),
 				)))
 		case fd.typ.kind == kindSlice:
-			body = append(body, Qual(schematypesPkg, "Elements").Call(Id("o"), Lit(fd.jsonName), field))
+			body = append(body, Qual(runtimePkg, "DecodeElements").Call(Id("o"), Lit(fd.jsonName), field))
 		case fd.typ.kind == kindMap:
-			body = append(body, Qual(schematypesPkg, "Entries").Call(Id("o"), Lit(fd.jsonName), field))
+			body = append(body, Qual(runtimePkg, "DecodeEntries").Call(Id("o"), Lit(fd.jsonName), field))
 		case fd.optional():
-			body = append(body, Qual(schematypesPkg, "Optional").Call(Id("o"), Lit(fd.jsonName), field))
+			body = append(body, Qual(runtimePkg, "DecodeOptional").Call(Id("o"), Lit(fd.jsonName), field))
 		default:
-			body = append(body, Qual(schematypesPkg, "Field").Call(Id("o"), Lit(fd.jsonName), field))
+			body = append(body, Qual(runtimePkg, "DecodeField").Call(Id("o"), Lit(fd.jsonName), field))
 		}
 	}
 	body = append(body, Return(Id("o").Dot("Err").Call()))
@@ -306,7 +303,7 @@ func (e *typesEmitter) defaultValue(fd fieldDef) Code {
 		e.problems = append(e.problems, fmt.Sprintf("%s: default %v is not supported for this type (defaults must be scalars of the property's type)", fd.jsonName, v))
 		return nil
 	}
-	return Qual(schematypesPkg, "Ptr").Call(lit)
+	return Qual(runtimePkg, "Ptr").Call(lit)
 }
 
 func number(v any) (float64, bool) {
@@ -328,12 +325,12 @@ func number(v any) (float64, bool) {
 func (e *typesEmitter) emitValidate(sd *structDef) {
 	e.f.Comment("Validate reports every schema constraint x breaks, each with its path.")
 	e.f.Func().Params(Id("x").Op("*").Id(sd.name)).Id("Validate").Params().Error().Block(
-		Return(Qual(schematypesPkg, "Validate").Call(Id("x"))),
+		Return(Qual(runtimePkg, "Validate").Call(Id("x"))),
 	)
 	e.f.Line()
 	var body []Code
 	for _, fd := range sd.fields {
-		p := Qual(schematypesPkg, "Join").Call(Id("path"), Lit(fd.jsonName))
+		p := Qual(runtimePkg, "PathJoin").Call(Id("path"), Lit(fd.jsonName))
 		val := Id("x").Dot(fd.goName)
 		if !fd.optional() {
 			body = append(body, e.checks(fd.typ, val, p, 0)...)
@@ -352,7 +349,7 @@ func (e *typesEmitter) emitValidate(sd *structDef) {
 	}
 	e.f.Comment("ValidateAt records the violations of x, located below path, in v.")
 	e.f.Func().Params(Id("x").Op("*").Id(sd.name)).Id("ValidateAt").Params(
-		Id("v").Op("*").Qual(schematypesPkg, "Validator"), Id("path").String()).Block(body...)
+		Id("v").Op("*").Qual(runtimePkg, "Validator"), Id("path").String()).Block(body...)
 	e.f.Line()
 }
 
@@ -377,7 +374,7 @@ func (e *typesEmitter) checks(t typeRef, value, p *Statement, depth int) []Code 
 			out = append(out, Id("v").Dot("Pattern").Call(p, value, Id(e.pattern(s.Pattern.String()))))
 		}
 		if c := constString(s); c != "" && s.Enum == nil {
-			out = append(out, Qual(schematypesPkg, "OneOf").Call(Id("v"), p, value, Lit(c)))
+			out = append(out, Qual(runtimePkg, "OneOf").Call(Id("v"), p, value, Lit(c)))
 		}
 	case kindInt, kindFloat:
 		if s == nil {
@@ -398,23 +395,23 @@ func (e *typesEmitter) checks(t typeRef, value, p *Statement, depth int) []Code 
 			}
 			if t.kind == kindInt && !isInt {
 				lit = Lit(f)
-				out = append(out, Qual(schematypesPkg, b.fn).Call(Id("v"), p, Float64().Call(value), lit, Lit(b.exclusive)))
+				out = append(out, Qual(runtimePkg, b.fn).Call(Id("v"), p, Float64().Call(value), lit, Lit(b.exclusive)))
 				continue
 			}
-			out = append(out, Qual(schematypesPkg, b.fn).Call(Id("v"), p, value, lit, Lit(b.exclusive)))
+			out = append(out, Qual(runtimePkg, b.fn).Call(Id("v"), p, value, lit, Lit(b.exclusive)))
 		}
 	case kindSlice:
 		if s != nil && (s.MinItems != nil || s.MaxItems != nil) {
 			out = append(out, Id("v").Dot("Items").Call(p, Len(value), Lit(bound(s.MinItems)), Lit(bound(s.MaxItems))))
 		}
 		i := loopVar("i", depth)
-		inner := e.checks(*t.elem, value.Clone().Index(Id(i)), Qual(schematypesPkg, "Index").Call(p, Id(i)), depth+1)
+		inner := e.checks(*t.elem, value.Clone().Index(Id(i)), Qual(runtimePkg, "PathIndex").Call(p, Id(i)), depth+1)
 		if len(inner) > 0 {
 			out = append(out, For(Id(i).Op(":=").Range().Add(value)).Block(inner...))
 		}
 	case kindMap:
 		k, val := loopVar("k", depth), loopVar("val", depth)
-		inner := e.checks(*t.elem, Id(val), Qual(schematypesPkg, "Key").Call(p, Id(k)), depth+1)
+		inner := e.checks(*t.elem, Id(val), Qual(runtimePkg, "PathKey").Call(p, Id(k)), depth+1)
 		if len(inner) > 0 {
 			body := append([]Code{Id(val).Op(":=").Add(value.Clone().Index(Id(k)))}, inner...)
 			out = append(out, For(List(Id("_"), Id(k)).Op(":=").Range().Qual("slices", "Sorted").Call(
@@ -479,8 +476,8 @@ func (e *typesEmitter) emitEnum(ed *enumDef) {
 	e.f.Line()
 	e.f.Comment("ValidateAt records x, located at path, in v when it is not an allowed value.")
 	e.f.Func().Params(Id("x").Id(ed.name)).Id("ValidateAt").Params(
-		Id("v").Op("*").Qual(schematypesPkg, "Validator"), Id("path").String()).Block(
-		Qual(schematypesPkg, "OneOf").Call(Id("v"), Id("path"), Id("x"), Id("x").Dot("Values").Call().Op("...")),
+		Id("v").Op("*").Qual(runtimePkg, "Validator"), Id("path").String()).Block(
+		Qual(runtimePkg, "OneOf").Call(Id("v"), Id("path"), Id("x"), Id("x").Dot("Values").Call().Op("...")),
 	)
 	e.f.Line()
 }
@@ -493,7 +490,7 @@ func (e *typesEmitter) emitSealed(sd *sealedDef) {
 	e.f.Add(docComment(sd.doc, fmt.Sprintf("%s is exactly one of %s; no other type implements it.", sd.name, strings.Join(alts, ", "))))
 	e.f.Type().Id(sd.name).Interface(
 		Id("is"+sd.name).Params(),
-		Qual(schematypesPkg, "Validatable"),
+		Qual(runtimePkg, "Validatable"),
 	)
 	e.f.Line()
 	var cases []Code
@@ -504,10 +501,10 @@ func (e *typesEmitter) emitSealed(sd *sealedDef) {
 	for _, v := range sd.values {
 		allowed = append(allowed, Lit(v))
 	}
-	cases = append(cases, Default().Block(Return(Nil(), Qual(schematypesPkg, "NotOneOf").Call(append([]Code{Lit(sd.tag), Id("tag")}, allowed...)...))))
+	cases = append(cases, Default().Block(Return(Nil(), Qual(runtimePkg, "NotOneOf").Call(append([]Code{Lit(sd.tag), Id("tag")}, allowed...)...))))
 	e.f.Comment(fmt.Sprintf("Decode%s decodes the variant that data's %q property names.", sd.name, sd.tag))
 	e.f.Func().Id("Decode"+sd.name).Params(Id("data").Index().Byte()).Params(Id(sd.name), Error()).Block(
-		List(Id("tag"), Err()).Op(":=").Qual(schematypesPkg, "Discriminator").Call(Id("data"), Lit(sd.tag)),
+		List(Id("tag"), Err()).Op(":=").Qual(runtimePkg, "Discriminator").Call(Id("data"), Lit(sd.tag)),
 		If(Err().Op("!=").Nil()).Block(Return(Nil(), Err())),
 		Var().Id("v").Id(sd.name),
 		Switch(Id("tag")).Block(cases...),

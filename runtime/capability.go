@@ -104,5 +104,5 @@ type DBWriter interface {
 // the spec declares was not granted to the activation (the engine was not
 // configured with what backs it): PolicyDenied, naming the capability.
 func NotGranted(capability string) error {
-	return Errorf(PolicyDenied, "capability %s is declared but was not granted to this activation; configure runtime.Grants with what backs it", capability)
+	return Errorf(PolicyDenied, "capability %s is declared but was not granted to this activation; configure engine.Grants with what backs it", capability)
 }

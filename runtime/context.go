@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"context"
-	"sync/atomic"
+	"time"
 )
 
 // Context is what one activation of a node runs with: cancellation (the
@@ -15,8 +15,14 @@ type Context struct {
 	key       string
 	attempt   int
 	caps      Capabilities
-	heartbeat *atomic.Int64
+	heartbeat HeartbeatCounter
+	at        time.Time
 }
+
+// HeartbeatCounter counts an activation's heartbeats: the engine reads it
+// to renew the job's lease (*atomic.Int64 is one), and a confined
+// connector's counter tells its host.
+type HeartbeatCounter interface{ Add(delta int64) int64 }
 
 // IdempotencyKey is the activation's canonical key (lowercase hex BLAKE3 of
 // the key fields); pass it to external APIs (an Idempotency-Key header) so
@@ -39,7 +45,20 @@ func (c *Context) Heartbeat() {
 func (c *Context) Caps() Capabilities { return c.caps }
 
 // NewContext builds a Context for running a node outside the engine: tests,
-// fixtures and certification replays.
+// fixtures and certification replays. Its Heartbeat does nothing.
 func NewContext(ctx context.Context, key string, attempt int, caps Capabilities) *Context {
 	return &Context{Context: ctx, key: key, attempt: attempt, caps: caps}
 }
+
+// NewActivationContext is the Context the engine gives an activation:
+// NewContext whose Heartbeat adds one to heartbeat, and whose logical
+// time is at.
+func NewActivationContext(ctx context.Context, key string, attempt int, caps Capabilities, heartbeat HeartbeatCounter, at time.Time) *Context {
+	return &Context{Context: ctx, key: key, attempt: attempt, caps: caps, heartbeat: heartbeat, at: at}
+}
+
+// LogicalTime is the activation's logical time: when the engine published
+// the activation, the same on every attempt and every replay of it. A
+// confined connector's clock reads it (runtime/wasmhost); zero for a
+// Context made by NewContext.
+func (c *Context) LogicalTime() time.Time { return c.at }

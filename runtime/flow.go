@@ -1,13 +1,10 @@
 package runtime
 
 import (
+	"encoding/json"
 	"time"
 
-	"context"
-	"encoding/json"
-
 	"github.com/flowgen-dev/flowgen/flowtype"
-	"github.com/flowgen-dev/flowgen/runtime/internal/engine"
 )
 
 // Flow is a flow as the engine runs it. Generated code builds one from the
@@ -82,44 +79,3 @@ const (
 	AtMostOnce  = flowtype.AtMostOnce
 	ExactlyOnce = flowtype.ExactlyOnce
 )
-
-// engineFlow is f as the engine runs it: each Runner adapted into a Task
-// whose calls get a Context with the capabilities grant gives the node.
-func (f *Flow) engineFlow(grant func(NodeInfo) Capabilities) *engine.Flow {
-	task := func(r Runner) engine.Task {
-		if r == nil {
-			return nil
-		}
-		return runnerTask{r, grant}
-	}
-	ef := &engine.Flow{Name: f.Name, Version: f.Version, Edges: f.Edges, Budget: f.Budget, OnCompensationFailure: f.OnCompensationFailure, Retention: f.Retention}
-	for _, n := range f.Nodes {
-		en := &engine.Node{Alias: n.Alias, Task: task(n.Runner), Params: n.Params,
-			Switch: n.Switch, ForEach: n.ForEach, Subflow: n.Subflow, Checkpoint: n.Checkpoint, Sleep: n.Sleep}
-		if n.Compensate != nil {
-			en.Compensate = &engine.Compensation{Task: task(n.Compensate.Runner), UndoKey: n.Compensate.UndoKey}
-		}
-		ef.Nodes = append(ef.Nodes, en)
-	}
-	return ef
-}
-
-// runnerTask adapts a Runner to the engine: each call runs the node with a
-// Context carrying the activation's key, attempt, heartbeat and the
-// capabilities granted to the node's declaration.
-type runnerTask struct {
-	runner Runner
-	grant  func(NodeInfo) Capabilities
-}
-
-func (r runnerTask) Info() NodeInfo { return r.runner.Info() }
-
-func (r runnerTask) Call(ctx context.Context, c engine.Call) (json.RawMessage, error) {
-	var caps Capabilities
-	if r.grant != nil {
-		caps = r.grant(c.Info)
-	}
-	rc := NewContext(ctx, c.Key, c.Attempt, caps)
-	rc.heartbeat = c.Heartbeat
-	return r.runner.Run(rc, c.Params, c.Input)
-}

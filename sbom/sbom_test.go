@@ -10,9 +10,11 @@ import (
 	"github.com/spdx/tools-golang/spdx"
 )
 
-func generate(t *testing.T) *spdx.Document {
+func generate(t *testing.T) *spdx.Document { return generateFor(t, "../examples/connectors/charge") }
+
+func generateFor(t *testing.T, dir string) *spdx.Document {
 	t.Helper()
-	doc, err := Generate("../examples/connectors/charge", Options{
+	doc, err := Generate(dir, Options{
 		Name: "payments.charge", Version: "2.1.0", Digest: strings.Repeat("ab", 32),
 		Created: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), Tool: "flowgen-test",
 	})
@@ -55,13 +57,13 @@ func TestRoundTripsAndValidates(t *testing.T) {
 }
 
 func TestDescribesTheConnectorAndItsModules(t *testing.T) {
-	doc := generate(t)
+	doc := generateFor(t, "testdata/keyed")
 	byName := map[string]*spdx.Package{}
 	for _, p := range doc.Packages {
 		byName[p.PackageName] = p
 	}
-	root := byName["github.com/flowgen-dev/flowgen/examples/connectors/charge"]
-	if root == nil || root.PackageVersion != "2.1.0" || root.PackageExternalReferences[0].Locator != "pkg:golang/github.com/flowgen-dev/flowgen/examples/connectors/charge@2.1.0" {
+	root := byName["github.com/flowgen-dev/flowgen/sbom/testdata/keyed"]
+	if root == nil || root.PackageVersion != "2.1.0" || root.PackageExternalReferences[0].Locator != "pkg:golang/github.com/flowgen-dev/flowgen/sbom/testdata/keyed@2.1.0" {
 		t.Fatalf("connector package: %+v", root)
 	}
 	cbor := byName["github.com/fxamacker/cbor/v2"]

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 )
 
 // Clock is a fake runtime.Clock that moves only when told to. It is safe for
@@ -62,7 +63,7 @@ func (c *Clock) set(t time.Time) {
 
 // After is time.After on this clock: the channel receives the clock's time
 // once Advance or Set has moved it d or more past now. Pass it as
-// runtime.Options.After to drive an engine's timers.
+// engine.Options.After to drive an engine's timers.
 func (c *Clock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -85,4 +86,4 @@ func (c *Clock) Waiting() int {
 
 // RNG returns the runtime's seeded random source: the same seed gives the
 // same sequence on every machine and Go version.
-func RNG(seed uint64) runtime.RNG { return runtime.NewSeededRNG(seed) }
+func RNG(seed uint64) runtime.RNG { return engine.NewSeededRNG(seed) }

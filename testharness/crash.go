@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/internal/crashpoint"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
@@ -20,7 +21,7 @@ import (
 type CrashCase struct {
 	// Flows are registered on every engine of the run.
 	Flows []*runtime.Flow
-	// Capabilities grants capabilities to activations (runtime.Options).
+	// Capabilities grants capabilities to activations (engine.Options).
 	Capabilities func(info runtime.NodeInfo) runtime.Capabilities
 	// Check is called with the finished job's status once the run has
 	// recovered; it asserts the outcome and that each effect happened
@@ -41,7 +42,7 @@ type CrashTarget struct {
 }
 
 // CrashPoints runs the job once to learn how often each of the runtime's
-// crash points (runtime.CrashPoints) is reached, failing if one is never
+// crash points (engine.CrashPoints) is reached, failing if one is never
 // reached, then, for every occurrence of every point, runs it again in a
 // fresh store, crashes there, throws the process away (only the store
 // survives), lets a new worker take over once visibility timeouts and
@@ -57,7 +58,7 @@ func CrashPoints(t *testing.T, target CrashTarget) int {
 		}
 	}
 	return crashpoint.Enumerate(t, crashpoint.Scenario{
-		Points: runtime.CrashPoints,
+		Points: engine.CrashPoints,
 		Start: func(t *testing.T, hook func(string) error) (func(), error) {
 			r := newCrashRun(t, target)
 			t.Cleanup(r.close)
@@ -90,7 +91,7 @@ func (r *crashRun) recoverAndCheck(t *testing.T, job runtime.JobID) {
 		t.Fatalf("after recovery the job is %s, not finished", st.State)
 	}
 	err = r.store.View(context.Background(), func(tx store.ReadTx) error {
-		pending, err := tx.Pending(runtime.WorkStream)
+		pending, err := tx.Pending(engine.WorkStream)
 		if err == nil && len(pending) > 0 {
 			err = fmt.Errorf("%d message(s) left unacknowledged", len(pending))
 		}
@@ -134,9 +135,9 @@ func (r *crashRun) close() {
 	}
 }
 
-func (r *crashRun) engine(owner string, crash func(string) error) *runtime.Engine {
+func (r *crashRun) engine(owner string, crash func(string) error) *engine.Engine {
 	r.t.Helper()
-	e := runtime.New(r.store, runtime.Options{Owner: owner, Visibility: time.Minute, LeaseTTL: time.Minute,
+	e := engine.New(r.store, engine.Options{Owner: owner, Visibility: time.Minute, LeaseTTL: time.Minute,
 		CrashPoint: crash, Capabilities: r.c.Capabilities, Now: r.clock.Now})
 	for _, f := range r.c.Flows {
 		if err := e.Register(f); err != nil {
@@ -147,7 +148,7 @@ func (r *crashRun) engine(owner string, crash func(string) error) *runtime.Engin
 }
 
 // drain steps the engine until no message is visible.
-func drain(e *runtime.Engine) error {
+func drain(e *engine.Engine) error {
 	for range 100_000 {
 		did, err := e.Step(context.Background())
 		if err != nil {

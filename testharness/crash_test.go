@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/testharness"
 )
 
@@ -57,7 +58,7 @@ func TestCrashPointsOverAFlow(t *testing.T) {
 			}
 		},
 	}
-	if n := testharness.CrashPoints(t, target); n < len(runtime.CrashPoints) {
+	if n := testharness.CrashPoints(t, target); n < len(engine.CrashPoints) {
 		t.Fatalf("%d crash cases, want at least one per point", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 )
 
 // Delivery is one message to deliver again and again.
@@ -96,7 +97,7 @@ func Duplicates(t testing.TB, target Target, deliveries []Delivery, opts Duplica
 	byKey := map[string]string{}
 	var bursts [][]int
 	for i, d := range deliveries {
-		key, err := runtime.IdempotencyKey(info, info.ID, d.Input)
+		key, err := engine.IdempotencyKey(info, info.ID, d.Input)
 		if err != nil {
 			t.Fatalf("delivery %s: %v", d.Name, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/testharness"
 )
@@ -210,15 +211,15 @@ func target(t *testing.T, p *provider, srv *httptest.Server, node runtime.Runner
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			return runtime.Capabilities{HTTPWrite: runtime.NewHTTP(nil, []string{host.Hostname()}),
-				Dedupe: runtime.NewStoreDedupe(st, clock.Now), Clock: clock, Secrets: secrets{"stripe": "sk"}}
+			return runtime.Capabilities{HTTPWrite: engine.NewHTTP(nil, []string{host.Hostname()}),
+				Dedupe: engine.NewStoreDedupe(st, clock.Now), Clock: clock, Secrets: secrets{"stripe": "sk"}}
 		},
 		Effects: func() map[string]int {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			out := map[string]int{}
 			for o, n := range p.charges {
-				key, _ := runtime.IdempotencyKey(chargeInfo, chargeInfo.ID, json.RawMessage(`{"order_id":"`+o+`"}`))
+				key, _ := engine.IdempotencyKey(chargeInfo, chargeInfo.ID, json.RawMessage(`{"order_id":"`+o+`"}`))
 				out[key] = n
 			}
 			return out
@@ -255,7 +256,7 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 	defer st.Close()
 	clock := testharness.NewClock(time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC))
-	caps := runtime.Capabilities{HTTPWrite: runtime.NewHTTP(nil, []string{host.Hostname()}), KVRead: runtime.NewStoreKV(st, "c"), KVWrite: runtime.NewStoreKV(st, "c"),
+	caps := runtime.Capabilities{HTTPWrite: engine.NewHTTP(nil, []string{host.Hostname()}), KVRead: engine.NewStoreKV(st, "c"), KVWrite: engine.NewStoreKV(st, "c"),
 		Clock: clock, RNG: testharness.RNG(7), Secrets: secrets{"stripe": "sk_live_secret"}}
 	node := func(path string) runtime.Runner {
 		return runtime.Typed(chargeInfo, func(ctx *runtime.Context, _ struct{}, in order) (receipt, error) {

@@ -29,6 +29,7 @@ import (
 	"github.com/flowgen-dev/flowgen/certify/wire"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 )
 
 // Main runs node against the recorder whose socket is the program's only
@@ -90,7 +91,7 @@ func deliver(ctx context.Context, node runtime.Runner, c *client, db dbHandle, d
 			res.Output, res.Error = nil, &wire.Error{Kind: "panic", Message: fmt.Sprint(p)}
 		}
 	}()
-	grants := runtime.Grants{
+	grants := engine.Grants{
 		Transport: c, KV: kvClient{c}, Dedupe: dedupeClient{c}, Blobs: blobClient{c}, DB: db.DB,
 		Secrets: secrets(d.Secrets), Clock: fixedClock(d.Now), Seed: d.Seed,
 	}

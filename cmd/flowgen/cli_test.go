@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/idemkey"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
@@ -31,7 +32,7 @@ func run(t *testing.T, stdin string, args ...string) result {
 }
 
 // stepAll steps e until no message is ready.
-func stepAll(t *testing.T, e *runtime.Engine) {
+func stepAll(t *testing.T, e *engine.Engine) {
 	t.Helper()
 	for {
 		did, err := e.Step(context.Background())
@@ -282,14 +283,14 @@ func TestCanonicalJSONFlowValidates(t *testing.T) {
 
 // echoStore opens a store file at path with an engine on it that has the
 // flow "one", whose one node echoes its input.
-func echoStore(t *testing.T, path string, opts runtime.Options) (*boltstore.Store, *runtime.Engine) {
+func echoStore(t *testing.T, path string, opts engine.Options) (*boltstore.Store, *engine.Engine) {
 	t.Helper()
 	s, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	echo := runtime.Typed(runtime.NodeInfo{ID: "t.echo"}, func(ctx *runtime.Context, _ struct{}, in json.RawMessage) (json.RawMessage, error) { return in, nil })
-	eng := runtime.New(s, opts)
+	eng := engine.New(s, opts)
 	if err := eng.Register(&runtime.Flow{Name: "one", Nodes: []*runtime.FlowNode{{Alias: "echo", Runner: echo}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func echoStore(t *testing.T, path string, opts runtime.Options) (*boltstore.Stor
 func TestJobCommands(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "jobs.db")
-	s, eng := echoStore(t, path, runtime.Options{})
+	s, eng := echoStore(t, path, engine.Options{})
 	ctx := context.Background()
 	done, err := eng.Start(ctx, "one", json.RawMessage(`{"x":1}`))
 	if err != nil {
@@ -393,7 +394,7 @@ func TestMigrateAndPostgresStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	echo := runtime.Typed(runtime.NodeInfo{ID: "t.echo"}, func(ctx *runtime.Context, _ struct{}, in json.RawMessage) (json.RawMessage, error) { return in, nil })
-	eng := runtime.New(s, runtime.Options{})
+	eng := engine.New(s, engine.Options{})
 	if err := eng.Register(&runtime.Flow{Name: "one", Nodes: []*runtime.FlowNode{{Alias: "echo", Runner: echo}}}); err != nil {
 		t.Fatal(err)
 	}

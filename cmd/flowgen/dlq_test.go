@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
 
@@ -37,7 +38,7 @@ func TestDLQCommands(t *testing.T) {
 	}
 	echo := runtime.Typed(runtime.NodeInfo{ID: "t.echo"}, func(ctx *runtime.Context, _ struct{}, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 	one := &runtime.Flow{Name: "one", Nodes: []*runtime.FlowNode{{Alias: "echo", Runner: echo}}}
-	withFlow, without := runtime.New(s, runtime.Options{Now: clock}), runtime.New(s, runtime.Options{Now: clock})
+	withFlow, without := engine.New(s, engine.Options{Now: clock}), engine.New(s, engine.Options{Now: clock})
 	if err := withFlow.Register(one); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	e := runtime.New(s, runtime.Options{})
+	e := engine.New(s, engine.Options{})
 	if err := e.Register(one); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/localrun"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -82,7 +83,7 @@ func openJobs(ctx context.Context, spec string) (jobapi.Service, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	return runtime.New(s, runtime.Options{Owner: "flowgen-cli", Visibility: time.Minute}), func() { s.Close() }, nil
+	return engine.New(s, engine.Options{Owner: "flowgen-cli", Visibility: time.Minute}), func() { s.Close() }, nil
 }
 
 // resolveStore applies the --store defaults: $FLOWGEN_STORE, else the

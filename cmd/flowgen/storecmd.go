@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/localrun"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -89,7 +89,7 @@ func sweepStore(e *env, spec string, retention time.Duration, asJSON bool) int {
 		return exitUsage
 	}
 	defer st.Close()
-	sw, err := runtime.New(st, runtime.Options{Owner: "flowgen-store-sweep", Retention: retention, SweepEvery: -1}).Sweep(e.ctx)
+	sw, err := engine.New(st, engine.Options{Owner: "flowgen-store-sweep", Retention: retention, SweepEvery: -1}).Sweep(e.ctx)
 	if r, ok := st.(store.Reclaimer); ok && err == nil && sw.Jobs+sw.Records+sw.Blobs+sw.Acked > 0 {
 		err = r.Reclaim(e.ctx) // workers do it after their sweeps
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestStoreSweepAndCompact(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "jobs.db")
-	s, eng := echoStore(t, path, runtime.Options{Retention: time.Millisecond})
+	s, eng := echoStore(t, path, engine.Options{Retention: time.Millisecond})
 	ctx := context.Background()
 	const jobs = 300
 	pad := strings.Repeat("p", 4<<10)

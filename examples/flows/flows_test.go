@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/examples/standins"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
@@ -70,8 +71,8 @@ func TestOrderFulfilmentRunsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	apis := standins.New()
-	grants := runtime.Grants{Store: st, BlobDir: t.TempDir(), Transport: inProcess{apis}, DB: db, Secrets: secrets(standins.Secrets)}
-	e := runtime.New(st, runtime.Options{Owner: "test", Capabilities: grants.For})
+	grants := engine.Grants{Store: st, BlobDir: t.TempDir(), Transport: inProcess{apis}, DB: db, Secrets: secrets(standins.Secrets)}
+	e := engine.New(st, engine.Options{Owner: "test", Capabilities: grants.For})
 	if err := e.Register(flow); err != nil {
 		t.Fatal(err)
 	}

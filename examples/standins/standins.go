@@ -23,7 +23,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 )
 
 // Secrets are the values of the example connectors' secret handles that
@@ -55,7 +55,7 @@ func Env(addr string) []string {
 	}
 	sort.Strings(handles)
 	for _, h := range handles {
-		env = append(env, runtime.EnvSecrets{}.EnvName(h)+"="+Secrets[h])
+		env = append(env, engine.EnvSecrets{}.EnvName(h)+"="+Secrets[h])
 	}
 	return env
 }

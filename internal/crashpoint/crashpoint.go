@@ -20,7 +20,7 @@ var ErrCrash = errors.New("injected crash")
 
 // Scenario is one crash-point test.
 type Scenario struct {
-	// Points lists the crash points in protocol order (runtime.CrashPoints).
+	// Points lists the crash points in protocol order (engine.CrashPoints).
 	Points []string
 	// Start makes a fresh world, starts the job with hook as the engine's
 	// crash hook and runs it until it finishes or hook crashes it. It

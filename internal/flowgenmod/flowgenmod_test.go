@@ -31,7 +31,7 @@ func TestBuildIsTheCheckoutsContent(t *testing.T) {
 	for _, f := range zr.File {
 		names[strings.TrimPrefix(f.Name, Path+"@"+m.Version+"/")] = true
 	}
-	for _, want := range []string{"go.mod", "go.sum", "runtime/engine.go", "examples/connectors/charge/node_gen.go", "schemas/connectorspec.schema.json"} {
+	for _, want := range []string{"go.mod", "go.sum", "runtime/engine/engine.go", "examples/connectors/charge/node_gen.go", "schemas/connectorspec.schema.json"} {
 		if !names[want] {
 			t.Errorf("%s missing from the zip", want)
 		}

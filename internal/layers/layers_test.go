@@ -57,8 +57,12 @@ func listPackages(t *testing.T) map[string]pkg {
 func under(rel, tree string) bool { return rel == tree || strings.HasPrefix(rel, tree+"/") }
 
 // TestLayers keeps the arrows of the module pointing one way:
-//   - the runtime (what every connector links) never reaches the generator,
-//     the registry, certification, the artifact format or the test harness;
+//   - package runtime, the node API every connector links (and the only
+//     package of flowgen generated code imports), is a leaf: it reaches
+//     only the vocabulary (runtype, flowtype), never the engine, a store or
+//     an observability library, so that a connector builds for wasip1;
+//   - the runtime's other packages never reach the generator, the
+//     registry, certification, the artifact format or the test harness;
 //   - the formats and identity packages are leaves: they reach only each
 //     other and the strict YAML reader; runtype, the runtime's vocabulary,
 //     reaches only flowtype;
@@ -100,6 +104,8 @@ func TestLayers(t *testing.T) {
 			only(p)
 		case rel == "runtime/runtype":
 			only(p, "flowtype")
+		case rel == "runtime":
+			only(p, "runtime/runtype", "flowtype")
 		case rel == "runtime/internal/engine":
 			only(p, "flowtype", "runtime/runtype", "runtime/idemkey", "runtime/ledger", "runtime/store")
 		case slices.Contains(formats, rel):
@@ -122,9 +128,10 @@ func TestLayers(t *testing.T) {
 }
 
 // TestGeneratedImports checks that generated code imports only the
-// standard library and flowgen's runtime (generated tests also the test
+// standard library and package runtime (generated tests also the test
 // harness), over every generated file in the repository: what a connector
-// links is the runtime and nothing else of flowgen.
+// links is the node API and nothing else of flowgen, and no third-party
+// module at all.
 func TestGeneratedImports(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -146,19 +153,19 @@ func TestGeneratedImports(t *testing.T) {
 			return nil
 		}
 		files++
-		allowed := []string{"runtime"}
-		if strings.HasSuffix(path, "_test.go") {
-			allowed = append(allowed, "testharness")
-		}
+		test := strings.HasSuffix(path, "_test.go")
 		rel, _ := filepath.Rel(root, path)
 		for _, im := range f.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
 			r, ok := strings.CutPrefix(p, module)
-			if !ok {
-				continue // standard library or third party
-			}
-			if !slices.ContainsFunc(allowed, func(a string) bool { return under(r, a) }) && !isOwnTree(rel, r) {
-				t.Errorf("%s imports %s; generated code may import only %v", rel, p, allowed)
+			switch {
+			case !ok && !strings.Contains(strings.Split(p, "/")[0], "."):
+				// the standard library
+			case !ok:
+				t.Errorf("%s imports %s; generated code imports no third-party module", rel, p)
+			case r == "runtime" || isOwnTree(rel, r) || test && under(r, "testharness"):
+			default:
+				t.Errorf("%s imports %s; generated code may import only package runtime (tests also the test harness)", rel, p)
 			}
 		}
 		return nil
@@ -181,4 +188,48 @@ func isOwnTree(file, r string) bool {
 		}
 	}
 	return false
+}
+
+// maxConnectorLinks bounds the non-standard packages an example connector
+// links, itself included: the node API, its vocabulary and the connector's
+// own generated schema packages, and nothing that would make a confined
+// module large or slow to start.
+const maxConnectorLinks = 15
+
+// TestConnectorsLinkLittle checks what each example connector links, for
+// the host and for wasip1 (the confined module): at most maxConnectorLinks
+// non-standard packages, and none of the engine, the stores or an
+// observability, YAML or database driver library.
+func TestConnectorsLinkLittle(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	banned := []string{module + "runtime/internal", module + "runtime/store", module + "runtime/engine",
+		"github.com/prometheus/", "go.opentelemetry.io/", "github.com/goccy/go-yaml", "go.etcd.io/bbolt", "github.com/lib/pq"}
+	for _, env := range [][]string{nil, {"GOOS=wasip1", "GOARCH=wasm"}} {
+		pkgs, err := golist.Packages[pkg](context.Background(), root, env, "-deps=false", "./examples/connectors/...")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pkgs) < 5 {
+			t.Fatalf("go list found only %d example connectors", len(pkgs))
+		}
+		for _, p := range pkgs {
+			var links []string
+			for _, d := range append(p.Deps, p.ImportPath) {
+				if first := strings.Split(d, "/")[0]; strings.Contains(first, ".") {
+					links = append(links, d)
+				}
+				for _, b := range banned {
+					if strings.HasPrefix(d, b) {
+						t.Errorf("%s %v links %s", p.ImportPath, env, d)
+					}
+				}
+			}
+			if len(links) > maxConnectorLinks {
+				t.Errorf("%s %v links %d non-standard packages, over %d: %v", p.ImportPath, env, len(links), maxConnectorLinks, links)
+			}
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
@@ -83,7 +84,7 @@ func tickFlow() *runtime.Flow {
 var tick = runtime.Schedule{Name: "chaos", Flow: "tick", Cron: "@every 1s", Input: json.RawMessage(`{}`), Overlap: runtime.OverlapAllow}
 
 // register gives e the chaos flows, and the schedule when withSchedule.
-func register(e *runtime.Engine, sinkDir string, withSchedule bool) error {
+func register(e *engine.Engine, sinkDir string, withSchedule bool) error {
 	for _, f := range []*runtime.Flow{flow(sinkDir), tickFlow()} {
 		if err := e.Register(f); err != nil {
 			return err
@@ -114,7 +115,7 @@ func TestChaosWorker(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	e := runtime.New(s, runtime.Options{Owner: fmt.Sprintf("pid-%d", os.Getpid()), Visibility: time.Second, LeaseTTL: time.Second})
+	e := engine.New(s, engine.Options{Owner: fmt.Sprintf("pid-%d", os.Getpid()), Visibility: time.Second, LeaseTTL: time.Second})
 	if err := register(e, os.Getenv("FLOWGEN_CHAOS_SINK"), os.Getenv("FLOWGEN_CHAOS_SCHEDULE") != ""); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
@@ -139,7 +140,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := runtime.New(s, runtime.Options{})
+	e := engine.New(s, engine.Options{})
 	if err := register(e, sinkDir, false); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("%d effects for %d jobs", len(effects), jobs)
 	}
 	err = s.View(ctx, func(tx store.ReadTx) error {
-		p, err := tx.Pending(runtime.WorkStream)
+		p, err := tx.Pending(engine.WorkStream)
 		if err == nil && len(p) != 0 {
 			return fmt.Errorf("%d messages left unacknowledged", len(p))
 		}
@@ -242,7 +243,7 @@ func TestChaos(t *testing.T) {
 
 // checkTicks waits for the schedule's jobs to finish and checks that no
 // tick started two: each job's key (the tick) is its own.
-func checkTicks(t *testing.T, e *runtime.Engine) {
+func checkTicks(t *testing.T, e *engine.Engine) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(time.Minute)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/internal/webui"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -23,13 +24,13 @@ import (
 var templates embed.FS
 
 // Flows is what the console reads of the flows a server runs:
-// *runtime.Engine implements it.
+// *engine.Engine implements it.
 type Flows interface {
 	Flows() []runtime.FlowVersion
 	FlowGraph(ref string) (runtime.FlowGraph, error)
 }
 
-var _ Flows = (*runtime.Engine)(nil)
+var _ Flows = (*engine.Engine)(nil)
 
 // Options configure New.
 type Options struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/internal/browsertest"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -177,7 +178,7 @@ func TestConsoleDeadLetters(t *testing.T) {
 	r := newRig(t, s)
 	job, _ := runtime.NewJobID()
 	err := s.Update(context.Background(), func(tx store.Tx) error {
-		return tx.Enqueue(store.Message{ID: [16]byte{9}, Stream: runtime.WorkStream, Job: job[:], Payload: []byte{0xff}})
+		return tx.Enqueue(store.Message{ID: [16]byte{9}, Stream: engine.WorkStream, Job: job[:], Payload: []byte{0xff}})
 	})
 	if err != nil {
 		t.Fatal(err)

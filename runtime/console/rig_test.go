@@ -15,6 +15,7 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/console"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -64,7 +65,7 @@ func ordersFlow() *runtime.Flow {
 // store.
 type rig struct {
 	t      *testing.T
-	engine *runtime.Engine
+	engine *engine.Engine
 	srv    *httptest.Server
 	token  string
 	audit  *testutil.SyncBuffer
@@ -93,7 +94,7 @@ var stores = []struct {
 
 func newRig(t *testing.T, s store.Store) *rig {
 	t.Helper()
-	e := runtime.New(s, runtime.Options{Owner: "console-test"})
+	e := engine.New(s, engine.Options{Owner: "console-test"})
 	if err := e.Register(ordersFlow()); err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// Service is what a job command needs: *runtime.Engine implements it
+// Service is what a job command needs: *engine.Engine implements it
 // directly on a store, *Client through a running server.
 type Service interface {
 	// Start creates a job of flow with input; input is checked against the
@@ -25,7 +26,7 @@ type Service interface {
 	Start(ctx context.Context, flow string, input json.RawMessage) (runtime.JobID, error)
 	// StartOnce is Start under a job key: the first start with key creates
 	// the job and reports true, every later one returns it and false
-	// (runtime.Engine.StartOnce).
+	// (engine.Engine.StartOnce).
 	StartOnce(ctx context.Context, flow, key string, input json.RawMessage) (runtime.JobID, bool, error)
 	Status(ctx context.Context, job runtime.JobID) (runtime.JobStatus, error)
 	Inspect(ctx context.Context, job runtime.JobID) (*runtime.Inspection, error)
@@ -41,12 +42,12 @@ type Service interface {
 	// DeadLetters lists the dead letters, oldest first.
 	DeadLetters(ctx context.Context) ([]runtime.DeadLetter, error)
 	// RequeueDeadLetter and FailDeadLetter take a dead letter and return
-	// the message that carries its activation on (runtime.Engine's).
+	// the message that carries its activation on (engine.Engine's).
 	RequeueDeadLetter(ctx context.Context, id runtime.MessageID) (runtime.MessageID, error)
 	FailDeadLetter(ctx context.Context, id runtime.MessageID, reason string) (runtime.MessageID, error)
 }
 
-var _ Service = (*runtime.Engine)(nil)
+var _ Service = (*engine.Engine)(nil)
 
 // Outcome is where a job stands when Await returns.
 type Outcome struct {

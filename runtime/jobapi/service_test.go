@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -45,14 +46,14 @@ func approvalFlow() *runtime.Flow {
 
 // rig is an engine with workers on a fresh embedded store, the store's
 // path and the store.
-func rig(t *testing.T) (*runtime.Engine, string, store.Store) {
+func rig(t *testing.T) (*engine.Engine, string, store.Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "flowgen.db")
 	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := runtime.New(s, runtime.Options{Owner: "test"})
+	e := engine.New(s, engine.Options{Owner: "test"})
 	other := approvalFlow()
 	other.Name = "approval-again"
 	for _, f := range []*runtime.Flow{approvalFlow(), other} {
@@ -82,7 +83,7 @@ func checkInput(flow string, input []byte) error {
 
 // serve runs the API over e and returns a client found through the
 // endpoint file, as the flowgen commands find it.
-func serve(t *testing.T, e *runtime.Engine, storePath string) *jobapi.Client {
+func serve(t *testing.T, e *engine.Engine, storePath string) *jobapi.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
@@ -265,7 +266,7 @@ func deadLetterConformance(t *testing.T, svc jobapi.Service, s store.Store) {
 	ctx := context.Background()
 	job, _ := runtime.NewJobID()
 	err := s.Update(ctx, func(tx store.Tx) error {
-		return tx.Enqueue(store.Message{ID: [16]byte{7}, Stream: runtime.WorkStream, Job: job[:], Payload: []byte{0xff}})
+		return tx.Enqueue(store.Message{ID: [16]byte{7}, Stream: engine.WorkStream, Job: job[:], Payload: []byte{0xff}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +369,7 @@ func TestStartCarriesTheCallersTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	e := runtime.New(s, runtime.Options{Owner: "test", Tracing: tp})
+	e := engine.New(s, engine.Options{Owner: "test", Tracing: tp})
 	if err := e.Register(approvalFlow()); err != nil {
 		t.Fatal(err)
 	}

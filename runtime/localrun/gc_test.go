@@ -4,7 +4,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 )
 
 // TestProgramsTuneTheCollector: flowgen's programs run with the runtime's
@@ -14,11 +14,11 @@ func TestProgramsTuneTheCollector(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(percent); debug.SetMemoryLimit(limit) })
 
 	tuneGC(func(string) string { return "" })
-	if got := debug.SetGCPercent(100); got != runtime.ProgramGCPercent {
-		t.Errorf("GC percent %d, want %d", got, runtime.ProgramGCPercent)
+	if got := debug.SetGCPercent(100); got != engine.ProgramGCPercent {
+		t.Errorf("GC percent %d, want %d", got, engine.ProgramGCPercent)
 	}
-	if got := debug.SetMemoryLimit(-1); got != runtime.ProgramMemoryLimit {
-		t.Errorf("memory limit %d, want %d", got, runtime.ProgramMemoryLimit)
+	if got := debug.SetMemoryLimit(-1); got != engine.ProgramMemoryLimit {
+		t.Errorf("memory limit %d, want %d", got, engine.ProgramMemoryLimit)
 	}
 
 	debug.SetGCPercent(123)

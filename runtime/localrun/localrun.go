@@ -27,6 +27,7 @@ import (
 	_ "github.com/lib/pq" // the driver behind FLOWGEN_DATABASE_URL
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
@@ -271,14 +272,14 @@ func untilSignalled(run func(context.Context, Process, ...Constructor) int, flow
 }
 
 // tuneGC sets the garbage collector as flowgen's programs run it
-// (runtime.ProgramGCPercent, runtime.ProgramMemoryLimit), unless the
+// (engine.ProgramGCPercent, engine.ProgramMemoryLimit), unless the
 // environment's GOGC or GOMEMLIMIT sets it.
 func tuneGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
-		debug.SetGCPercent(runtime.ProgramGCPercent)
+		debug.SetGCPercent(engine.ProgramGCPercent)
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(runtime.ProgramMemoryLimit)
+		debug.SetMemoryLimit(engine.ProgramMemoryLimit)
 	}
 }
 
@@ -315,7 +316,7 @@ func commonFlags(fs *flag.FlagSet) flags {
 // FLOWGEN_DATABASE_URL and FLOWGEN_CONNECT_TO, and whose metrics go to
 // metrics (none when nil), then registers the flows and returns their
 // names.
-func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metrics prometheus.Registerer) (*runtime.Engine, []string, func(), error) {
+func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metrics prometheus.Registerer) (*engine.Engine, []string, func(), error) {
 	st, err := OpenStore(ctx, *f.store, true)
 	if err != nil {
 		return nil, nil, nil, err
@@ -326,7 +327,7 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metri
 			closers[i]()
 		}
 	}
-	fail := func(err error) (*runtime.Engine, []string, func(), error) {
+	fail := func(err error) (*engine.Engine, []string, func(), error) {
 		closeAll()
 		return nil, nil, nil, err
 	}
@@ -335,8 +336,8 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metri
 		return fail(err)
 	}
 	closers = append(closers, func() error { stopTracing(); return nil })
-	grants := runtime.Grants{Store: st, BlobDir: *f.blobs, Secrets: runtime.EnvSecrets{Lookup: p.LookupEnv}}
-	opts := runtime.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Retention: *f.retention, Metrics: metrics}
+	grants := engine.Grants{Store: st, BlobDir: *f.blobs, Secrets: engine.EnvSecrets{Lookup: p.LookupEnv}}
+	opts := engine.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Retention: *f.retention, Metrics: metrics}
 	if tp != nil {
 		grants.Tracing, opts.Tracing = tp, tp
 	}
@@ -349,14 +350,14 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metri
 		grants.DB = db
 	}
 	if spec := p.getenv("FLOWGEN_CONNECT_TO"); spec != "" {
-		routes, err := runtime.ParseConnectTo(spec)
+		routes, err := engine.ParseConnectTo(spec)
 		if err != nil {
 			return fail(fmt.Errorf("FLOWGEN_CONNECT_TO: %w", err))
 		}
-		grants.Transport = &runtime.ConnectTo{Routes: routes}
+		grants.Transport = &engine.ConnectTo{Routes: routes}
 	}
 	opts.Capabilities = grants.For
-	e := runtime.New(st, opts)
+	e := engine.New(st, opts)
 	var names []string
 	for _, build := range flows {
 		fl, err := build()
@@ -373,7 +374,7 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metri
 
 // served names the flow definitions e serves: each flow's versions,
 // newest first, with their short content hashes.
-func served(e *runtime.Engine) string {
+func served(e *engine.Engine) string {
 	var out []string
 	for _, v := range e.Flows() {
 		out = append(out, v.String())

@@ -30,6 +30,7 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
 
@@ -106,7 +107,7 @@ func runOne(t *testing.T, node runtime.Runner, env Env, fx httpfixture.Fixture) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	key, err := runtime.IdempotencyKey(info, info.ID, fx.Input)
+	key, err := engine.IdempotencyKey(info, info.ID, fx.Input)
 	if err != nil {
 		t.Fatalf("fixture input: %v", err)
 	}
@@ -173,7 +174,7 @@ func replayHash(d runtime.Determinism, sent, out []byte, err error) string {
 // the store, the env's extras, transport for HTTP, a fixed clock and a
 // seeded random source.
 func capabilities(t *testing.T, info runtime.NodeInfo, env Env, st *boltstore.Store, transport http.RoundTripper) runtime.Capabilities {
-	grants := runtime.Grants{Store: st, Blobs: env.Blobs, BlobDir: t.TempDir(), Transport: transport, Secrets: env.Secrets, DB: env.DB,
+	grants := engine.Grants{Store: st, Blobs: env.Blobs, BlobDir: t.TempDir(), Transport: transport, Secrets: env.Secrets, DB: env.DB,
 		Clock: fixedClock{}, Seed: 1}
 	return grants.For(info)
 }

@@ -3,7 +3,7 @@
 
 package collidingkey
 
-import "github.com/flowgen-dev/flowgen/runtime/schematypes"
+import "github.com/flowgen-dev/flowgen/runtime"
 
 // Params is generated from the JSON Schema at connector.yaml#/params.
 //
@@ -16,19 +16,19 @@ type Params struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Params) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	*x = Params{Region: schematypes.Ptr("eu")}
-	schematypes.Optional(o, "region", &x.Region)
+	o := runtime.DecodeObject(data)
+	*x = Params{Region: runtime.Ptr("eu")}
+	runtime.DecodeOptional(o, "region", &x.Region)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Params) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Params) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Params) ValidateAt(v *runtime.Validator, path string) {}
 
 // Input is generated from the JSON Schema at connector.yaml#/inputs/in.
 type Input struct {
@@ -41,23 +41,23 @@ type Input struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Input) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("amount", "currency", "order_id")
 	*x = Input{}
-	schematypes.Field(o, "amount", &x.Amount)
-	schematypes.Field(o, "currency", &x.Currency)
-	schematypes.Field(o, "order_id", &x.OrderID)
+	runtime.DecodeField(o, "amount", &x.Amount)
+	runtime.DecodeField(o, "currency", &x.Currency)
+	runtime.DecodeField(o, "order_id", &x.OrderID)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Input) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Input) ValidateAt(v *schematypes.Validator, path string) {
-	x.Currency.ValidateAt(v, schematypes.Join(path, "currency"))
+func (x *Input) ValidateAt(v *runtime.Validator, path string) {
+	x.Currency.ValidateAt(v, runtime.PathJoin(path, "currency"))
 }
 
 // InputCurrency is one of the values the schema enumerates.
@@ -75,8 +75,8 @@ func (InputCurrency) Values() []InputCurrency {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x InputCurrency) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x InputCurrency) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
@@ -89,21 +89,21 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("order_id", "payment_id")
 	*x = Output{}
-	schematypes.Field(o, "order_id", &x.OrderID)
-	schematypes.Field(o, "payment_id", &x.PaymentID)
+	runtime.DecodeField(o, "order_id", &x.OrderID)
+	runtime.DecodeField(o, "payment_id", &x.PaymentID)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {}
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.
 // Paths start with "params" or the port name and use "[]" for elements:

@@ -6,8 +6,6 @@ package doubleretry
 import (
 	"context"
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/runtime/idemkey"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"net/http"
 	"time"
 )
@@ -62,11 +60,11 @@ func RetryPolicy() runtime.RetryPolicy {
 func redact(part string, err error) error {
 	switch part {
 	case "params":
-		return schematypes.Redact(err, "params", DataClass)
+		return runtime.Redact(err, "params", DataClass)
 	case "input":
-		return schematypes.Redact(err, "in", DataClass)
+		return runtime.Redact(err, "in", DataClass)
 	case "output":
-		return schematypes.Redact(err, "out", DataClass)
+		return runtime.Redact(err, "out", DataClass)
 	}
 	return err
 }
@@ -76,11 +74,11 @@ func redact(part string, err error) error {
 func dataClass(part, path string) string {
 	switch part {
 	case "params":
-		return schematypes.ClassAt(DataClass, "params", path)
+		return runtime.ClassAt(DataClass, "params", path)
 	case "input":
-		return schematypes.ClassAt(DataClass, "in", path)
+		return runtime.ClassAt(DataClass, "in", path)
 	case "output":
-		return schematypes.ClassAt(DataClass, "out", path)
+		return runtime.ClassAt(DataClass, "out", path)
 	}
 	return ""
 }
@@ -102,18 +100,6 @@ func Info() runtime.NodeInfo {
 		RetryOwner:   RetryOwner,
 		Version:      Version,
 	}
-}
-
-// IdempotencyKey computes the canonical idempotency key of in as the flow node
-// named node: from the key fields n only, so it equals the key the
-// runtime gives the activation (Context.IdempotencyKey). Under an Edge or Partition
-// IdempotencyScope, node is the scoped name runtime.KeyNode gives.
-func IdempotencyKey(node string, in *Input) (idemkey.Key, error) {
-	return idemkey.Compute(idemkey.Input{
-		Fields: map[string]any{"n": in.N},
-		Node:   node,
-		Schema: KeySchema,
-	})
 }
 
 // Manifest returns the connector's spec as canonical JSON, with the schemas

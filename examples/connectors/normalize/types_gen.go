@@ -5,7 +5,7 @@ package normalize
 
 import (
 	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 )
 
 // Params is empty: the spec declares none.
@@ -27,33 +27,33 @@ type Input struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Input) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("currency", "customer_id", "email", "items", "order_id", "payment_method", "total_cents")
 	*x = Input{}
-	schematypes.Optional(o, "card_token", &x.CardToken)
-	schematypes.Field(o, "currency", &x.Currency)
-	schematypes.Field(o, "customer_id", &x.CustomerID)
-	schematypes.Field(o, "email", &x.Email)
-	schematypes.Elements(o, "items", &x.Items)
-	schematypes.Field(o, "order_id", &x.OrderID)
-	schematypes.Field(o, "payment_method", &x.PaymentMethod)
-	schematypes.Field(o, "total_cents", &x.TotalCents)
+	runtime.DecodeOptional(o, "card_token", &x.CardToken)
+	runtime.DecodeField(o, "currency", &x.Currency)
+	runtime.DecodeField(o, "customer_id", &x.CustomerID)
+	runtime.DecodeField(o, "email", &x.Email)
+	runtime.DecodeElements(o, "items", &x.Items)
+	runtime.DecodeField(o, "order_id", &x.OrderID)
+	runtime.DecodeField(o, "payment_method", &x.PaymentMethod)
+	runtime.DecodeField(o, "total_cents", &x.TotalCents)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Input) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Input) ValidateAt(v *schematypes.Validator, path string) {
+func (x *Input) ValidateAt(v *runtime.Validator, path string) {
 	for i := range x.Items {
-		x.Items[i].ValidateAt(v, schematypes.Index(schematypes.Join(path, "items"), i))
+		x.Items[i].ValidateAt(v, runtime.PathIndex(runtime.PathJoin(path, "items"), i))
 	}
-	v.Length(schematypes.Join(path, "order_id"), x.OrderID, 1, -1)
-	x.PaymentMethod.ValidateAt(v, schematypes.Join(path, "payment_method"))
-	schematypes.Min(v, schematypes.Join(path, "total_cents"), x.TotalCents, int64(0), false)
+	v.Length(runtime.PathJoin(path, "order_id"), x.OrderID, 1, -1)
+	x.PaymentMethod.ValidateAt(v, runtime.PathJoin(path, "payment_method"))
+	runtime.Min(v, runtime.PathJoin(path, "total_cents"), x.TotalCents, int64(0), false)
 }
 
 // InputItemsItem is generated from the JSON Schema at
@@ -67,22 +67,22 @@ type InputItemsItem struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *InputItemsItem) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("qty", "sku")
 	*x = InputItemsItem{}
-	schematypes.Field(o, "qty", &x.Qty)
-	schematypes.Field(o, "sku", &x.SKU)
+	runtime.DecodeField(o, "qty", &x.Qty)
+	runtime.DecodeField(o, "sku", &x.SKU)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *InputItemsItem) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *InputItemsItem) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "qty"), x.Qty, int64(1), false)
+func (x *InputItemsItem) ValidateAt(v *runtime.Validator, path string) {
+	runtime.Min(v, runtime.PathJoin(path, "qty"), x.Qty, int64(1), false)
 }
 
 // InputPaymentMethod is one of the values the schema enumerates.
@@ -101,8 +101,8 @@ func (InputPaymentMethod) Values() []InputPaymentMethod {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x InputPaymentMethod) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x InputPaymentMethod) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // Output is schemas.Order; the port's schema is a $ref to it.

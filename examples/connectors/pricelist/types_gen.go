@@ -4,7 +4,7 @@
 package pricelist
 
 import (
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 	"maps"
 	"slices"
 )
@@ -22,22 +22,22 @@ type Input struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Input) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("etag", "url")
 	*x = Input{}
-	schematypes.Field(o, "etag", &x.Etag)
-	schematypes.Field(o, "url", &x.URL)
+	runtime.DecodeField(o, "etag", &x.Etag)
+	runtime.DecodeField(o, "url", &x.URL)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Input) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Input) ValidateAt(v *schematypes.Validator, path string) {
-	v.Length(schematypes.Join(path, "etag"), x.Etag, 1, -1)
+func (x *Input) ValidateAt(v *runtime.Validator, path string) {
+	v.Length(runtime.PathJoin(path, "etag"), x.Etag, 1, -1)
 }
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
@@ -50,24 +50,24 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("etag", "prices")
 	*x = Output{}
-	schematypes.Field(o, "etag", &x.Etag)
-	schematypes.Entries(o, "prices", &x.Prices)
+	runtime.DecodeField(o, "etag", &x.Etag)
+	runtime.DecodeEntries(o, "prices", &x.Prices)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {
 	for _, k := range slices.Sorted(maps.Keys(x.Prices)) {
 		val := x.Prices[k]
-		schematypes.Min(v, schematypes.Key(schematypes.Join(path, "prices"), k), val, int64(0), false)
+		runtime.Min(v, runtime.PathKey(runtime.PathJoin(path, "prices"), k), val, int64(0), false)
 	}
 }
 

@@ -5,7 +5,7 @@ package productlookup
 
 import (
 	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 )
 
 // Params is generated from the JSON Schema at connector.yaml#/params.
@@ -19,19 +19,19 @@ type Params struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Params) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	*x = Params{BaseURL: schematypes.Ptr("https://api.shop.example/v2")}
-	schematypes.Optional(o, "base_url", &x.BaseURL)
+	o := runtime.DecodeObject(data)
+	*x = Params{BaseURL: runtime.Ptr("https://api.shop.example/v2")}
+	runtime.DecodeOptional(o, "base_url", &x.BaseURL)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Params) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Params) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Params) ValidateAt(v *runtime.Validator, path string) {}
 
 // Input is schemas.OrderLine; the port's schema is a $ref to it.
 type Input = schemas.OrderLine
@@ -48,25 +48,25 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("in_stock", "name", "price_cents", "sku")
 	*x = Output{}
-	schematypes.Field(o, "in_stock", &x.InStock)
-	schematypes.Field(o, "name", &x.Name)
-	schematypes.Field(o, "price_cents", &x.PriceCents)
-	schematypes.Field(o, "sku", &x.SKU)
+	runtime.DecodeField(o, "in_stock", &x.InStock)
+	runtime.DecodeField(o, "name", &x.Name)
+	runtime.DecodeField(o, "price_cents", &x.PriceCents)
+	runtime.DecodeField(o, "sku", &x.SKU)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "in_stock"), x.InStock, int64(0), false)
-	schematypes.Min(v, schematypes.Join(path, "price_cents"), x.PriceCents, int64(0), false)
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {
+	runtime.Min(v, runtime.PathJoin(path, "in_stock"), x.InStock, int64(0), false)
+	runtime.Min(v, runtime.PathJoin(path, "price_cents"), x.PriceCents, int64(0), false)
 }
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.

@@ -8,6 +8,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/s3blobs/s3test"
 	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
@@ -26,7 +27,7 @@ func TestETagIsWhatS3Reports(t *testing.T) {
 	b := s3test.Blobs(t)
 	bucket := s3test.FreshBucket(t, b)
 	node := NewNode(&Connector{})
-	caps := runtime.Grants{Blobs: b}.For(node.Info())
+	caps := engine.Grants{Blobs: b}.For(node.Info())
 	ctx := runtime.NewContext(context.Background(), "", 1, caps)
 	in := `{"order_id": "ord-9", "customer": {"id": "c", "email": "c@example.com"}, "lines": [{"sku": "SKU-9", "qty": 2}],
 		"total_cents": 1999, "currency": "GBP", "payment_method": "invoice"}`

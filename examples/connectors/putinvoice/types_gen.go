@@ -5,7 +5,7 @@ package putinvoice
 
 import (
 	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 )
 
 // Params is generated from the JSON Schema at connector.yaml#/params.
@@ -20,22 +20,22 @@ type Params struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Params) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("bucket")
-	*x = Params{Prefix: schematypes.Ptr("invoices/")}
-	schematypes.Field(o, "bucket", &x.Bucket)
-	schematypes.Optional(o, "prefix", &x.Prefix)
+	*x = Params{Prefix: runtime.Ptr("invoices/")}
+	runtime.DecodeField(o, "bucket", &x.Bucket)
+	runtime.DecodeOptional(o, "prefix", &x.Prefix)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Params) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Params) ValidateAt(v *schematypes.Validator, path string) {
-	v.Length(schematypes.Join(path, "bucket"), x.Bucket, 3, 63)
+func (x *Params) ValidateAt(v *runtime.Validator, path string) {
+	v.Length(runtime.PathJoin(path, "bucket"), x.Bucket, 3, 63)
 }
 
 // Input is schemas.Order; the port's schema is a $ref to it.
@@ -53,23 +53,23 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("bucket", "etag", "key", "order_id")
 	*x = Output{}
-	schematypes.Field(o, "bucket", &x.Bucket)
-	schematypes.Field(o, "etag", &x.Etag)
-	schematypes.Field(o, "key", &x.Key)
-	schematypes.Field(o, "order_id", &x.OrderID)
+	runtime.DecodeField(o, "bucket", &x.Bucket)
+	runtime.DecodeField(o, "etag", &x.Etag)
+	runtime.DecodeField(o, "key", &x.Key)
+	runtime.DecodeField(o, "order_id", &x.OrderID)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {}
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.
 // Paths start with "params" or the port name and use "[]" for elements:

@@ -5,7 +5,7 @@ package refund
 
 import (
 	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 )
 
 // Params is empty: the spec declares none.
@@ -25,23 +25,23 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("charge_id", "refund_id", "status")
 	*x = Output{}
-	schematypes.Field(o, "charge_id", &x.ChargeID)
-	schematypes.Field(o, "refund_id", &x.RefundID)
-	schematypes.Field(o, "status", &x.Status)
+	runtime.DecodeField(o, "charge_id", &x.ChargeID)
+	runtime.DecodeField(o, "refund_id", &x.RefundID)
+	runtime.DecodeField(o, "status", &x.Status)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {
-	x.Status.ValidateAt(v, schematypes.Join(path, "status"))
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {
+	x.Status.ValidateAt(v, runtime.PathJoin(path, "status"))
 }
 
 // OutputStatus is one of the values the schema enumerates.
@@ -59,8 +59,8 @@ func (OutputStatus) Values() []OutputStatus {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x OutputStatus) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x OutputStatus) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.

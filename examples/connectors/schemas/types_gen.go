@@ -6,7 +6,7 @@
 package schemas
 
 import (
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 	"regexp"
 )
 
@@ -27,27 +27,27 @@ type Charge struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Charge) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("amount_cents", "charge_id", "currency", "order_id", "status")
 	*x = Charge{}
-	schematypes.Field(o, "amount_cents", &x.AmountCents)
-	schematypes.Field(o, "charge_id", &x.ChargeID)
-	schematypes.Field(o, "currency", &x.Currency)
-	schematypes.Field(o, "order_id", &x.OrderID)
-	schematypes.Field(o, "status", &x.Status)
+	runtime.DecodeField(o, "amount_cents", &x.AmountCents)
+	runtime.DecodeField(o, "charge_id", &x.ChargeID)
+	runtime.DecodeField(o, "currency", &x.Currency)
+	runtime.DecodeField(o, "order_id", &x.OrderID)
+	runtime.DecodeField(o, "status", &x.Status)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Charge) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Charge) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "amount_cents"), x.AmountCents, int64(0), false)
-	x.Currency.ValidateAt(v, schematypes.Join(path, "currency"))
-	x.Status.ValidateAt(v, schematypes.Join(path, "status"))
+func (x *Charge) ValidateAt(v *runtime.Validator, path string) {
+	runtime.Min(v, runtime.PathJoin(path, "amount_cents"), x.AmountCents, int64(0), false)
+	x.Currency.ValidateAt(v, runtime.PathJoin(path, "currency"))
+	x.Status.ValidateAt(v, runtime.PathJoin(path, "status"))
 }
 
 // ChargeCurrency is one of the values the schema enumerates.
@@ -66,8 +66,8 @@ func (ChargeCurrency) Values() []ChargeCurrency {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x ChargeCurrency) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x ChargeCurrency) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // ChargeStatus is one of the values the schema enumerates.
@@ -85,8 +85,8 @@ func (ChargeStatus) Values() []ChargeStatus {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x ChargeStatus) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x ChargeStatus) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // OrderLine is generated from the JSON Schema at line.schema.json.
@@ -99,24 +99,24 @@ type OrderLine struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *OrderLine) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("qty", "sku")
 	*x = OrderLine{}
-	schematypes.Field(o, "qty", &x.Qty)
-	schematypes.Field(o, "sku", &x.SKU)
+	runtime.DecodeField(o, "qty", &x.Qty)
+	runtime.DecodeField(o, "sku", &x.SKU)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *OrderLine) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *OrderLine) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "qty"), x.Qty, int64(1), false)
-	schematypes.Max(v, schematypes.Join(path, "qty"), x.Qty, int64(1000), false)
-	v.Pattern(schematypes.Join(path, "sku"), x.SKU, pattern1)
+func (x *OrderLine) ValidateAt(v *runtime.Validator, path string) {
+	runtime.Min(v, runtime.PathJoin(path, "qty"), x.Qty, int64(1), false)
+	runtime.Max(v, runtime.PathJoin(path, "qty"), x.Qty, int64(1000), false)
+	v.Pattern(runtime.PathJoin(path, "sku"), x.SKU, pattern1)
 }
 
 // Order is generated from the JSON Schema at order.schema.json.
@@ -139,35 +139,35 @@ type Order struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Order) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("currency", "customer", "lines", "order_id", "payment_method", "total_cents")
 	*x = Order{}
-	schematypes.Optional(o, "card_token", &x.CardToken)
-	schematypes.Field(o, "currency", &x.Currency)
-	schematypes.Field(o, "customer", &x.Customer)
-	schematypes.Elements(o, "lines", &x.Lines)
-	schematypes.Field(o, "order_id", &x.OrderID)
-	schematypes.Field(o, "payment_method", &x.PaymentMethod)
-	schematypes.Field(o, "total_cents", &x.TotalCents)
+	runtime.DecodeOptional(o, "card_token", &x.CardToken)
+	runtime.DecodeField(o, "currency", &x.Currency)
+	runtime.DecodeField(o, "customer", &x.Customer)
+	runtime.DecodeElements(o, "lines", &x.Lines)
+	runtime.DecodeField(o, "order_id", &x.OrderID)
+	runtime.DecodeField(o, "payment_method", &x.PaymentMethod)
+	runtime.DecodeField(o, "total_cents", &x.TotalCents)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Order) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Order) ValidateAt(v *schematypes.Validator, path string) {
-	x.Currency.ValidateAt(v, schematypes.Join(path, "currency"))
-	x.Customer.ValidateAt(v, schematypes.Join(path, "customer"))
-	v.Items(schematypes.Join(path, "lines"), len(x.Lines), 1, -1)
+func (x *Order) ValidateAt(v *runtime.Validator, path string) {
+	x.Currency.ValidateAt(v, runtime.PathJoin(path, "currency"))
+	x.Customer.ValidateAt(v, runtime.PathJoin(path, "customer"))
+	v.Items(runtime.PathJoin(path, "lines"), len(x.Lines), 1, -1)
 	for i := range x.Lines {
-		x.Lines[i].ValidateAt(v, schematypes.Index(schematypes.Join(path, "lines"), i))
+		x.Lines[i].ValidateAt(v, runtime.PathIndex(runtime.PathJoin(path, "lines"), i))
 	}
-	v.Length(schematypes.Join(path, "order_id"), x.OrderID, 1, -1)
-	x.PaymentMethod.ValidateAt(v, schematypes.Join(path, "payment_method"))
-	schematypes.Min(v, schematypes.Join(path, "total_cents"), x.TotalCents, int64(0), false)
+	v.Length(runtime.PathJoin(path, "order_id"), x.OrderID, 1, -1)
+	x.PaymentMethod.ValidateAt(v, runtime.PathJoin(path, "payment_method"))
+	runtime.Min(v, runtime.PathJoin(path, "total_cents"), x.TotalCents, int64(0), false)
 }
 
 // OrderCurrency is one of the values the schema enumerates.
@@ -186,8 +186,8 @@ func (OrderCurrency) Values() []OrderCurrency {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x OrderCurrency) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x OrderCurrency) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // OrderCustomer is generated from the JSON Schema at
@@ -201,21 +201,21 @@ type OrderCustomer struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *OrderCustomer) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("email", "id")
 	*x = OrderCustomer{}
-	schematypes.Field(o, "email", &x.Email)
-	schematypes.Field(o, "id", &x.ID)
+	runtime.DecodeField(o, "email", &x.Email)
+	runtime.DecodeField(o, "id", &x.ID)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *OrderCustomer) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *OrderCustomer) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *OrderCustomer) ValidateAt(v *runtime.Validator, path string) {}
 
 // OrderPaymentMethod is one of the values the schema enumerates.
 type OrderPaymentMethod string
@@ -233,8 +233,8 @@ func (OrderPaymentMethod) Values() []OrderPaymentMethod {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x OrderPaymentMethod) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x OrderPaymentMethod) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // The schemas' patterns, compiled once.

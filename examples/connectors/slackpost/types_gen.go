@@ -3,7 +3,7 @@
 
 package slackpost
 
-import "github.com/flowgen-dev/flowgen/runtime/schematypes"
+import "github.com/flowgen-dev/flowgen/runtime"
 
 // Params is generated from the JSON Schema at connector.yaml#/params.
 //
@@ -16,19 +16,19 @@ type Params struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Params) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	*x = Params{Channel: schematypes.Ptr("#orders")}
-	schematypes.Optional(o, "channel", &x.Channel)
+	o := runtime.DecodeObject(data)
+	*x = Params{Channel: runtime.Ptr("#orders")}
+	runtime.DecodeOptional(o, "channel", &x.Channel)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Params) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Params) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Params) ValidateAt(v *runtime.Validator, path string) {}
 
 // Input is generated from the JSON Schema at connector.yaml#/inputs/in.
 type Input struct {
@@ -39,20 +39,20 @@ type Input struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Input) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("order_id")
 	*x = Input{}
-	schematypes.Field(o, "order_id", &x.OrderID)
+	runtime.DecodeField(o, "order_id", &x.OrderID)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Input) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Input) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Input) ValidateAt(v *runtime.Validator, path string) {}
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
 type Output struct {
@@ -63,20 +63,20 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("ok")
 	*x = Output{}
-	schematypes.Field(o, "ok", &x.Ok)
+	runtime.DecodeField(o, "ok", &x.Ok)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {}
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.
 // Paths start with "params" or the port name and use "[]" for elements:

@@ -9,7 +9,7 @@ import (
 )
 
 // Connector writes paid orders to the warehouse database. It holds no state;
-// the runtime binds the database (runtime.Grants.DB).
+// the runtime binds the database (engine.Grants.DB).
 type Connector struct{}
 
 // Run inserts the order, or updates it when the charge it records changed,

@@ -5,7 +5,7 @@ package upsertorder
 
 import (
 	schemas "github.com/flowgen-dev/flowgen/examples/connectors/schemas"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 	"regexp"
 )
 
@@ -20,21 +20,21 @@ type Params struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Params) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
-	*x = Params{Table: schematypes.Ptr("orders")}
-	schematypes.Optional(o, "table", &x.Table)
+	o := runtime.DecodeObject(data)
+	*x = Params{Table: runtime.Ptr("orders")}
+	runtime.DecodeOptional(o, "table", &x.Table)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Params) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Params) ValidateAt(v *schematypes.Validator, path string) {
+func (x *Params) ValidateAt(v *runtime.Validator, path string) {
 	if x.Table != nil {
-		v.Pattern(schematypes.Join(path, "table"), *x.Table, pattern1)
+		v.Pattern(runtime.PathJoin(path, "table"), *x.Table, pattern1)
 	}
 }
 
@@ -51,22 +51,22 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("order_id", "row_version")
 	*x = Output{}
-	schematypes.Field(o, "order_id", &x.OrderID)
-	schematypes.Field(o, "row_version", &x.RowVersion)
+	runtime.DecodeField(o, "order_id", &x.OrderID)
+	runtime.DecodeField(o, "row_version", &x.RowVersion)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "row_version"), x.RowVersion, int64(1), false)
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {
+	runtime.Min(v, runtime.PathJoin(path, "row_version"), x.RowVersion, int64(1), false)
 }
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.

@@ -166,29 +166,6 @@ func TestEncodeRoundTripsAndSetsDiscriminators(t *testing.T) {
 	}
 }
 
-func TestIdempotencyKeyMatchesTheRuntime(t *testing.T) {
-	in := decode[Input](t, validInput)
-	typed, err := IdempotencyKey("pay", &in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := runtime.IdempotencyKey(Info(), "pay", json.RawMessage(validInput))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if typed.String() != engine {
-		t.Errorf("generated key %s, runtime key %s", typed, engine)
-	}
-	other, _ := IdempotencyKey("refund", &in)
-	if other == typed {
-		t.Error("the node name does not change the key")
-	}
-	in.Account.Owner = nil
-	if _, err := IdempotencyKey("pay", &in); err == nil || !strings.Contains(err.Error(), `"account.owner.id" is absent`) {
-		t.Errorf("absent optional key field: %v", err)
-	}
-}
-
 func TestNewNodeDecodesValidatesAndRuns(t *testing.T) {
 	node := NewNode(Connector{})
 	if info := node.Info(); info.ID != "demo.features" || info.KeySchema != "demo.features@3" || info.Retry.MaxAttempts != 6 ||

@@ -5,10 +5,7 @@ package features
 
 import (
 	"context"
-	"fmt"
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/runtime/idemkey"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
 	"net/http"
 	"time"
 )
@@ -70,11 +67,11 @@ func RetryPolicy() runtime.RetryPolicy {
 func redact(part string, err error) error {
 	switch part {
 	case "params":
-		return schematypes.Redact(err, "params", DataClass)
+		return runtime.Redact(err, "params", DataClass)
 	case "input":
-		return schematypes.Redact(err, "in", DataClass)
+		return runtime.Redact(err, "in", DataClass)
 	case "output":
-		return schematypes.Redact(err, "out", DataClass)
+		return runtime.Redact(err, "out", DataClass)
 	}
 	return err
 }
@@ -84,11 +81,11 @@ func redact(part string, err error) error {
 func dataClass(part, path string) string {
 	switch part {
 	case "params":
-		return schematypes.ClassAt(DataClass, "params", path)
+		return runtime.ClassAt(DataClass, "params", path)
 	case "input":
-		return schematypes.ClassAt(DataClass, "in", path)
+		return runtime.ClassAt(DataClass, "in", path)
 	case "output":
-		return schematypes.ClassAt(DataClass, "out", path)
+		return runtime.ClassAt(DataClass, "out", path)
 	}
 	return ""
 }
@@ -114,28 +111,6 @@ func Info() runtime.NodeInfo {
 		RetryOwner: RetryOwner,
 		Version:    Version,
 	}
-}
-
-// IdempotencyKey computes the canonical idempotency key of in as the flow node
-// named node: from the key fields request_id, account.id, account.owner.id only, so it equals the key the
-// runtime gives the activation (Context.IdempotencyKey). Under an Edge or Partition
-// IdempotencyScope, node is the scoped name runtime.KeyNode gives.
-func IdempotencyKey(node string, in *Input) (idemkey.Key, error) {
-	if in.Account.Owner == nil {
-		return idemkey.Key{}, fmt.Errorf("idempotency key of %s: key field \"account.owner.id\" is absent", node)
-	}
-	if (*in.Account.Owner).ID == nil {
-		return idemkey.Key{}, fmt.Errorf("idempotency key of %s: key field \"account.owner.id\" is absent", node)
-	}
-	return idemkey.Compute(idemkey.Input{
-		Fields: map[string]any{
-			"account.id":       in.Account.ID,
-			"account.owner.id": (*(*in.Account.Owner).ID),
-			"request_id":       in.RequestID,
-		},
-		Node:   node,
-		Schema: KeySchema,
-	})
 }
 
 // Manifest returns the connector's spec as canonical JSON, with the schemas

@@ -6,7 +6,7 @@ package features
 import (
 	"encoding/json"
 	schemas "github.com/flowgen-dev/flowgen/gen/testdata/features/schemas"
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 	"maps"
 	"regexp"
 	"slices"
@@ -30,43 +30,43 @@ type Params struct {
 // schema does not allow or a value of the wrong type is an error naming its
 // path. Absent optional properties take their schema defaults.
 func (x *Params) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("endpoint")
 	o.Closed("endpoint", "mode", "ratio", "region", "retries", "verbose")
 	*x = Params{
-		Mode:    schematypes.Ptr(ParamsMode("safe")),
-		Ratio:   schematypes.Ptr(0.5),
-		Region:  schematypes.Ptr("eu-1"),
-		Retries: schematypes.Ptr(int64(3)),
-		Verbose: schematypes.Ptr(false),
+		Mode:    runtime.Ptr(ParamsMode("safe")),
+		Ratio:   runtime.Ptr(0.5),
+		Region:  runtime.Ptr("eu-1"),
+		Retries: runtime.Ptr(int64(3)),
+		Verbose: runtime.Ptr(false),
 	}
-	schematypes.Field(o, "endpoint", &x.Endpoint)
-	schematypes.Optional(o, "mode", &x.Mode)
-	schematypes.Optional(o, "ratio", &x.Ratio)
-	schematypes.Optional(o, "region", &x.Region)
-	schematypes.Optional(o, "retries", &x.Retries)
-	schematypes.Optional(o, "verbose", &x.Verbose)
+	runtime.DecodeField(o, "endpoint", &x.Endpoint)
+	runtime.DecodeOptional(o, "mode", &x.Mode)
+	runtime.DecodeOptional(o, "ratio", &x.Ratio)
+	runtime.DecodeOptional(o, "region", &x.Region)
+	runtime.DecodeOptional(o, "retries", &x.Retries)
+	runtime.DecodeOptional(o, "verbose", &x.Verbose)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Params) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Params) ValidateAt(v *schematypes.Validator, path string) {
-	v.Length(schematypes.Join(path, "endpoint"), x.Endpoint, 8, -1)
+func (x *Params) ValidateAt(v *runtime.Validator, path string) {
+	v.Length(runtime.PathJoin(path, "endpoint"), x.Endpoint, 8, -1)
 	if x.Mode != nil {
-		x.Mode.ValidateAt(v, schematypes.Join(path, "mode"))
+		x.Mode.ValidateAt(v, runtime.PathJoin(path, "mode"))
 	}
 	if x.Ratio != nil {
-		schematypes.Min(v, schematypes.Join(path, "ratio"), *x.Ratio, 0.0, true)
-		schematypes.Max(v, schematypes.Join(path, "ratio"), *x.Ratio, 1.0, true)
+		runtime.Min(v, runtime.PathJoin(path, "ratio"), *x.Ratio, 0.0, true)
+		runtime.Max(v, runtime.PathJoin(path, "ratio"), *x.Ratio, 1.0, true)
 	}
 	if x.Retries != nil {
-		schematypes.Min(v, schematypes.Join(path, "retries"), *x.Retries, int64(0), false)
-		schematypes.Max(v, schematypes.Join(path, "retries"), *x.Retries, int64(10), false)
+		runtime.Min(v, runtime.PathJoin(path, "retries"), *x.Retries, int64(0), false)
+		runtime.Max(v, runtime.PathJoin(path, "retries"), *x.Retries, int64(10), false)
 	}
 }
 
@@ -85,8 +85,8 @@ func (ParamsMode) Values() []ParamsMode {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x ParamsMode) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x ParamsMode) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // AuditInput is generated from the JSON Schema at connector.yaml#/inputs/audit.
@@ -98,19 +98,19 @@ type AuditInput struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *AuditInput) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	*x = AuditInput{}
-	schematypes.Optional(o, "actor", &x.Actor)
+	runtime.DecodeOptional(o, "actor", &x.Actor)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *AuditInput) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *AuditInput) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *AuditInput) ValidateAt(v *runtime.Validator, path string) {}
 
 // Input is generated from the JSON Schema at connector.yaml#/inputs/in.
 //
@@ -139,66 +139,66 @@ type Input struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Input) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("account", "amount", "payment", "placed_at", "request_id")
 	*x = Input{}
-	schematypes.Field(o, "account", &x.Account)
-	schematypes.Field(o, "amount", &x.Amount)
-	schematypes.Field(o, "extra", &x.Extra)
-	schematypes.With(o, "fallbacks", func(raw json.RawMessage) error {
-		return schematypes.Slice(raw, &x.Fallbacks, DecodeInputFallbacksItem)
+	runtime.DecodeField(o, "account", &x.Account)
+	runtime.DecodeField(o, "amount", &x.Amount)
+	runtime.DecodeField(o, "extra", &x.Extra)
+	runtime.DecodeWith(o, "fallbacks", func(raw json.RawMessage) error {
+		return runtime.DecodeSlice(raw, &x.Fallbacks, DecodeInputFallbacksItem)
 	})
-	schematypes.Entries(o, "labels", &x.Labels)
-	schematypes.Entries(o, "limits", &x.Limits)
-	schematypes.Optional(o, "note", &x.Note)
-	schematypes.With(o, "payment", func(raw json.RawMessage) (err error) {
+	runtime.DecodeEntries(o, "labels", &x.Labels)
+	runtime.DecodeEntries(o, "limits", &x.Limits)
+	runtime.DecodeOptional(o, "note", &x.Note)
+	runtime.DecodeWith(o, "payment", func(raw json.RawMessage) (err error) {
 		x.Payment, err = DecodeInputPayment(raw)
 		return
 	})
-	schematypes.Field(o, "placed_at", &x.PlacedAt)
-	schematypes.Optional(o, "priority", &x.Priority)
-	schematypes.Field(o, "request_id", &x.RequestID)
-	schematypes.Field(o, "signature", &x.Signature)
-	schematypes.Elements(o, "tags", &x.Tags)
+	runtime.DecodeField(o, "placed_at", &x.PlacedAt)
+	runtime.DecodeOptional(o, "priority", &x.Priority)
+	runtime.DecodeField(o, "request_id", &x.RequestID)
+	runtime.DecodeField(o, "signature", &x.Signature)
+	runtime.DecodeElements(o, "tags", &x.Tags)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Input) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Input) ValidateAt(v *schematypes.Validator, path string) {
-	x.Account.ValidateAt(v, schematypes.Join(path, "account"))
-	schematypes.Min(v, schematypes.Join(path, "amount"), x.Amount, int64(1), false)
-	schematypes.Max(v, schematypes.Join(path, "amount"), x.Amount, int64(100000000), false)
+func (x *Input) ValidateAt(v *runtime.Validator, path string) {
+	x.Account.ValidateAt(v, runtime.PathJoin(path, "account"))
+	runtime.Min(v, runtime.PathJoin(path, "amount"), x.Amount, int64(1), false)
+	runtime.Max(v, runtime.PathJoin(path, "amount"), x.Amount, int64(100000000), false)
 	for i := range x.Fallbacks {
 		if x.Fallbacks[i] != nil {
-			x.Fallbacks[i].ValidateAt(v, schematypes.Index(schematypes.Join(path, "fallbacks"), i))
+			x.Fallbacks[i].ValidateAt(v, runtime.PathIndex(runtime.PathJoin(path, "fallbacks"), i))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(x.Labels)) {
 		val := x.Labels[k]
-		v.Length(schematypes.Key(schematypes.Join(path, "labels"), k), val, -1, 20)
+		v.Length(runtime.PathKey(runtime.PathJoin(path, "labels"), k), val, -1, 20)
 	}
 	for _, k := range slices.Sorted(maps.Keys(x.Limits)) {
 		val := x.Limits[k]
-		val.ValidateAt(v, schematypes.Key(schematypes.Join(path, "limits"), k))
+		val.ValidateAt(v, runtime.PathKey(runtime.PathJoin(path, "limits"), k))
 	}
 	if x.Note != nil {
-		v.Length(schematypes.Join(path, "note"), *x.Note, -1, 140)
+		v.Length(runtime.PathJoin(path, "note"), *x.Note, -1, 140)
 	}
 	if x.Payment != nil {
-		x.Payment.ValidateAt(v, schematypes.Join(path, "payment"))
+		x.Payment.ValidateAt(v, runtime.PathJoin(path, "payment"))
 	}
 	if x.Priority != nil {
-		x.Priority.ValidateAt(v, schematypes.Join(path, "priority"))
+		x.Priority.ValidateAt(v, runtime.PathJoin(path, "priority"))
 	}
-	v.Pattern(schematypes.Join(path, "request_id"), x.RequestID, pattern1)
-	v.Items(schematypes.Join(path, "tags"), len(x.Tags), 1, 5)
+	v.Pattern(runtime.PathJoin(path, "request_id"), x.RequestID, pattern1)
+	v.Items(runtime.PathJoin(path, "tags"), len(x.Tags), 1, 5)
 	for i := range x.Tags {
-		v.Length(schematypes.Index(schematypes.Join(path, "tags"), i), x.Tags[i], 1, -1)
+		v.Length(runtime.PathIndex(runtime.PathJoin(path, "tags"), i), x.Tags[i], 1, -1)
 	}
 }
 
@@ -206,12 +206,12 @@ func (x *Input) ValidateAt(v *schematypes.Validator, path string) {
 // (method "transfer"); no other type implements it.
 type InputFallbacksItem interface {
 	isInputFallbacksItem()
-	schematypes.Validatable
+	runtime.Validatable
 }
 
 // DecodeInputFallbacksItem decodes the variant that data's "method" property names.
 func DecodeInputFallbacksItem(data []byte) (InputFallbacksItem, error) {
-	tag, err := schematypes.Discriminator(data, "method")
+	tag, err := runtime.Discriminator(data, "method")
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func DecodeInputFallbacksItem(data []byte) (InputFallbacksItem, error) {
 	case "transfer":
 		v = new(Transfer)
 	default:
-		return nil, schematypes.NotOneOf("method", tag, "card", "transfer")
+		return nil, runtime.NotOneOf("method", tag, "card", "transfer")
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, err
@@ -241,22 +241,22 @@ type CardPayment struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *CardPayment) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("method", "token")
 	*x = CardPayment{}
-	schematypes.Field(o, "method", &x.Method)
-	schematypes.Field(o, "token", &x.Token)
+	runtime.DecodeField(o, "method", &x.Method)
+	runtime.DecodeField(o, "token", &x.Token)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *CardPayment) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *CardPayment) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, schematypes.Join(path, "method"), x.Method, "card")
+func (x *CardPayment) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, runtime.PathJoin(path, "method"), x.Method, "card")
 }
 
 func (*CardPayment) isInputFallbacksItem() {}
@@ -281,23 +281,23 @@ type Transfer struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Transfer) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("iban", "method")
 	*x = Transfer{}
-	schematypes.Field(o, "iban", &x.Iban)
-	schematypes.Field(o, "method", &x.Method)
+	runtime.DecodeField(o, "iban", &x.Iban)
+	runtime.DecodeField(o, "method", &x.Method)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Transfer) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Transfer) ValidateAt(v *schematypes.Validator, path string) {
-	v.Pattern(schematypes.Join(path, "iban"), x.Iban, pattern2)
-	schematypes.OneOf(v, schematypes.Join(path, "method"), x.Method, "transfer")
+func (x *Transfer) ValidateAt(v *runtime.Validator, path string) {
+	v.Pattern(runtime.PathJoin(path, "iban"), x.Iban, pattern2)
+	runtime.OneOf(v, runtime.PathJoin(path, "method"), x.Method, "transfer")
 }
 
 func (*Transfer) isInputFallbacksItem() {}
@@ -321,33 +321,33 @@ type InputLimitsValue struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *InputLimitsValue) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("max")
 	*x = InputLimitsValue{}
-	schematypes.Field(o, "max", &x.Max)
+	runtime.DecodeField(o, "max", &x.Max)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *InputLimitsValue) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *InputLimitsValue) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.Min(v, schematypes.Join(path, "max"), x.Max, int64(0), false)
+func (x *InputLimitsValue) ValidateAt(v *runtime.Validator, path string) {
+	runtime.Min(v, runtime.PathJoin(path, "max"), x.Max, int64(0), false)
 }
 
 // InputPayment is exactly one of *CardPayment (method "card"), *Transfer
 // (method "transfer"); no other type implements it.
 type InputPayment interface {
 	isInputPayment()
-	schematypes.Validatable
+	runtime.Validatable
 }
 
 // DecodeInputPayment decodes the variant that data's "method" property names.
 func DecodeInputPayment(data []byte) (InputPayment, error) {
-	tag, err := schematypes.Discriminator(data, "method")
+	tag, err := runtime.Discriminator(data, "method")
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +358,7 @@ func DecodeInputPayment(data []byte) (InputPayment, error) {
 	case "transfer":
 		v = new(Transfer)
 	default:
-		return nil, schematypes.NotOneOf("method", tag, "card", "transfer")
+		return nil, runtime.NotOneOf("method", tag, "card", "transfer")
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, err
@@ -383,8 +383,8 @@ func (InputPriority) Values() []InputPriority {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x InputPriority) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x InputPriority) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
@@ -398,26 +398,26 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("request_id", "status")
 	*x = Output{}
-	schematypes.Optional(o, "fee", &x.Fee)
-	schematypes.Field(o, "request_id", &x.RequestID)
-	schematypes.Field(o, "status", &x.Status)
+	runtime.DecodeOptional(o, "fee", &x.Fee)
+	runtime.DecodeField(o, "request_id", &x.RequestID)
+	runtime.DecodeField(o, "status", &x.Status)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {
 	if x.Fee != nil {
-		schematypes.Min(v, schematypes.Join(path, "fee"), *x.Fee, 0.0, false)
+		runtime.Min(v, runtime.PathJoin(path, "fee"), *x.Fee, 0.0, false)
 	}
-	schematypes.OneOf(v, schematypes.Join(path, "status"), x.Status, "accepted")
+	runtime.OneOf(v, runtime.PathJoin(path, "status"), x.Status, "accepted")
 }
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.

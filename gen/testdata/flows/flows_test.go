@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 )
 
@@ -30,7 +31,7 @@ func TestParentWaitsForReviewThenRunsTheChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	e := runtime.New(store, runtime.Options{Owner: "test"})
+	e := engine.New(store, engine.Options{Owner: "test"})
 	for _, f := range []*runtime.Flow{parent, child} {
 		if err := e.Register(f); err != nil {
 			t.Fatal(err)
@@ -99,7 +100,7 @@ func runJob(t *testing.T, input string, flow *runtime.Flow, others ...*runtime.F
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	e := runtime.New(store, runtime.Options{Owner: "test"})
+	e := engine.New(store, engine.Options{Owner: "test"})
 	for _, f := range append([]*runtime.Flow{flow}, others...) {
 		if err := e.Register(f); err != nil {
 			t.Fatal(err)
@@ -213,7 +214,7 @@ func TestTimerFlowSchedule(t *testing.T) {
 
 // timerEngine is an engine with the generated timer flow on a store file,
 // both on a clock that starts at start and moves only by advance.
-func timerEngine(t *testing.T, start time.Time) (e *runtime.Engine, clock func() time.Time, advance func(time.Duration)) {
+func timerEngine(t *testing.T, start time.Time) (e *engine.Engine, clock func() time.Time, advance func(time.Duration)) {
 	t.Helper()
 	flow, err := NewDemoTimer(DefaultDemoTimerConnectors())
 	if err != nil {
@@ -228,7 +229,7 @@ func timerEngine(t *testing.T, start time.Time) (e *runtime.Engine, clock func()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	e = runtime.New(store, runtime.Options{Owner: "test", Now: clock})
+	e = engine.New(store, engine.Options{Owner: "test", Now: clock})
 	if err := e.Register(flow); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 package pure
 
 import (
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 	"regexp"
 )
 
@@ -20,21 +20,21 @@ type Input struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Input) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("title")
 	*x = Input{}
-	schematypes.Field(o, "title", &x.Title)
+	runtime.DecodeField(o, "title", &x.Title)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Input) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Input) ValidateAt(v *schematypes.Validator, path string) {
-	v.Length(schematypes.Join(path, "title"), x.Title, 1, -1)
+func (x *Input) ValidateAt(v *runtime.Validator, path string) {
+	v.Length(runtime.PathJoin(path, "title"), x.Title, 1, -1)
 }
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
@@ -46,21 +46,21 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("slug")
 	*x = Output{}
-	schematypes.Field(o, "slug", &x.Slug)
+	runtime.DecodeField(o, "slug", &x.Slug)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {
-	v.Pattern(schematypes.Join(path, "slug"), x.Slug, pattern1)
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {
+	v.Pattern(runtime.PathJoin(path, "slug"), x.Slug, pattern1)
 }
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.

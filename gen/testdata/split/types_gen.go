@@ -3,7 +3,7 @@
 
 package split
 
-import "github.com/flowgen-dev/flowgen/runtime/schematypes"
+import "github.com/flowgen-dev/flowgen/runtime"
 
 // Params is empty: the spec declares none.
 type Params struct{}
@@ -17,20 +17,20 @@ type Input struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Input) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("text")
 	*x = Input{}
-	schematypes.Field(o, "text", &x.Text)
+	runtime.DecodeField(o, "text", &x.Text)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Input) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Input) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *Input) ValidateAt(v *runtime.Validator, path string) {}
 
 // Output is generated from the JSON Schema at connector.yaml#/outputs/out.
 type Output struct {
@@ -42,25 +42,25 @@ type Output struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Output) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("items", "kind")
 	*x = Output{}
-	schematypes.Elements(o, "items", &x.Items)
-	schematypes.Field(o, "kind", &x.Kind)
+	runtime.DecodeElements(o, "items", &x.Items)
+	runtime.DecodeField(o, "kind", &x.Kind)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Output) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Output) ValidateAt(v *schematypes.Validator, path string) {
+func (x *Output) ValidateAt(v *runtime.Validator, path string) {
 	for i := range x.Items {
-		x.Items[i].ValidateAt(v, schematypes.Index(schematypes.Join(path, "items"), i))
+		x.Items[i].ValidateAt(v, runtime.PathIndex(runtime.PathJoin(path, "items"), i))
 	}
-	x.Kind.ValidateAt(v, schematypes.Join(path, "kind"))
+	x.Kind.ValidateAt(v, runtime.PathJoin(path, "kind"))
 }
 
 // OutputItemsItem is generated from the JSON Schema at
@@ -73,21 +73,21 @@ type OutputItemsItem struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *OutputItemsItem) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("title")
 	*x = OutputItemsItem{}
-	schematypes.Field(o, "title", &x.Title)
+	runtime.DecodeField(o, "title", &x.Title)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *OutputItemsItem) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *OutputItemsItem) ValidateAt(v *schematypes.Validator, path string) {
-	v.Length(schematypes.Join(path, "title"), x.Title, 1, -1)
+func (x *OutputItemsItem) ValidateAt(v *runtime.Validator, path string) {
+	v.Length(runtime.PathJoin(path, "title"), x.Title, 1, -1)
 }
 
 // OutputKind is one of the values the schema enumerates.
@@ -105,8 +105,8 @@ func (OutputKind) Values() []OutputKind {
 }
 
 // ValidateAt records x, located at path, in v when it is not an allowed value.
-func (x OutputKind) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, path, x, x.Values()...)
+func (x OutputKind) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, path, x, x.Values()...)
 }
 
 // DataClass returns the x-data-class declared for the value at path, "" when none is.

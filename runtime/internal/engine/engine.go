@@ -351,7 +351,7 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 	meta.Budget.stamp(ts)
 	ms := make([]store.Message, len(ts))
 	for i, t := range ts {
-		if ms[i], err = taskMessage(job, t); err != nil {
+		if ms[i], err = taskMessage(job, t, meta.Started); err != nil {
 			return encodedJob{}, err
 		}
 	}
@@ -497,11 +497,16 @@ type task struct {
 	// parent, and its tasks carry none, nor do tasks published before it
 	// existed: their jobs' ends are built in the commit.
 	Started int64 `cbor:"27,keyasint,omitempty"`
+	// Published is when the activation was first published, in Unix
+	// nanoseconds: its logical time (Call.At), the same on every attempt
+	// and replay. Tasks published before it existed have none, and their
+	// logical time is their job's start, or the attempt's.
+	Published int64 `cbor:"28,keyasint,omitempty"`
 }
 
 // publish puts t on the work stream as a message of job.
 func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
-	m, err := taskMessage(job, t)
+	m, err := taskMessage(job, t, e.now())
 	if err != nil {
 		return err
 	}
@@ -511,7 +516,7 @@ func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
 // publishReserved is publish of a task this worker takes on itself: the
 // message is born reserved to it, as Reserve would have returned it.
 func (e *Engine) publishReserved(tx store.Tx, job runtype.JobID, t task) (store.Message, error) {
-	m, err := taskMessage(job, t)
+	m, err := taskMessage(job, t, e.now())
 	if err != nil {
 		return m, err
 	}
@@ -519,7 +524,10 @@ func (e *Engine) publishReserved(tx store.Tx, job runtype.JobID, t task) (store.
 }
 
 // taskMessage is the work stream message that carries t.
-func taskMessage(job runtype.JobID, t task) (store.Message, error) {
+func taskMessage(job runtype.JobID, t task, at time.Time) (store.Message, error) {
+	if t.Published == 0 {
+		t.Published = at.UnixNano()
+	}
 	payload, err := cbor.Marshal(t)
 	if err != nil {
 		return store.Message{}, err

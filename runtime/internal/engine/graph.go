@@ -35,6 +35,9 @@ type Call struct {
 	// Heartbeat counts the node's signs of life; the lease renewal reads
 	// it while the call runs.
 	Heartbeat *atomic.Int64
+	// At is the activation's logical time: when it was published, the
+	// same on every attempt (runtime.Context.LogicalTime).
+	At time.Time
 }
 
 // Flow is a flow as the engine runs it: package runtime builds one from

@@ -229,6 +229,19 @@ func withoutKind(err error) string {
 	return err.Error()
 }
 
+// logicalTime is an activation's logical time: when it was published, or,
+// for a task published before tasks carried it, when its job started, or
+// this attempt.
+func (p *processor) logicalTime(t task) time.Time {
+	switch {
+	case t.Published != 0:
+		return time.Unix(0, t.Published).UTC()
+	case t.Started != 0:
+		return time.Unix(0, t.Started).UTC()
+	}
+	return p.now().UTC()
+}
+
 // errTimedOut marks the failure of an attempt that ran out of its timeout.
 var errTimedOut = errors.New("timed out")
 
@@ -255,7 +268,7 @@ func (p *processor) call(ctx context.Context, task Task, info runtype.NodeInfo, 
 			out, err = nil, runtype.Errorf(flowtype.Permanent, "node %s panicked: %v\n%s", t.Node, p, debug.Stack())
 		}
 	}()
-	out, err = task.Call(cctx, Call{Info: info, Key: key, Attempt: attempt, Params: params, Input: t.Input, Heartbeat: heartbeat})
+	out, err = task.Call(cctx, Call{Info: info, Key: key, Attempt: attempt, Params: params, Input: t.Input, Heartbeat: heartbeat, At: p.logicalTime(t)})
 	switch {
 	case ctx.Err() != nil: // shutting down or killed: not the node's failure
 	case errors.Is(context.Cause(cctx), errNoHeartbeat):

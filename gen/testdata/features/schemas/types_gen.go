@@ -6,7 +6,7 @@
 package schemas
 
 import (
-	"github.com/flowgen-dev/flowgen/runtime/schematypes"
+	"github.com/flowgen-dev/flowgen/runtime"
 	"regexp"
 )
 
@@ -22,24 +22,24 @@ type Account struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Account) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("id")
 	*x = Account{}
-	schematypes.Field(o, "id", &x.ID)
-	schematypes.Optional(o, "owner", &x.Owner)
+	runtime.DecodeField(o, "id", &x.ID)
+	runtime.DecodeOptional(o, "owner", &x.Owner)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Account) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Account) ValidateAt(v *schematypes.Validator, path string) {
-	v.Length(schematypes.Join(path, "id"), x.ID, 3, -1)
+func (x *Account) ValidateAt(v *runtime.Validator, path string) {
+	v.Length(runtime.PathJoin(path, "id"), x.ID, 3, -1)
 	if x.Owner != nil {
-		x.Owner.ValidateAt(v, schematypes.Join(path, "owner"))
+		x.Owner.ValidateAt(v, runtime.PathJoin(path, "owner"))
 	}
 }
 
@@ -54,20 +54,20 @@ type AccountOwner struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *AccountOwner) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	*x = AccountOwner{}
-	schematypes.Optional(o, "email", &x.Email)
-	schematypes.Optional(o, "id", &x.ID)
+	runtime.DecodeOptional(o, "email", &x.Email)
+	runtime.DecodeOptional(o, "id", &x.ID)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *AccountOwner) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *AccountOwner) ValidateAt(v *schematypes.Validator, path string) {}
+func (x *AccountOwner) ValidateAt(v *runtime.Validator, path string) {}
 
 // CardPayment is generated from the JSON Schema at
 // account.schema.json#/$defs/card.
@@ -80,22 +80,22 @@ type CardPayment struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *CardPayment) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("method", "token")
 	*x = CardPayment{}
-	schematypes.Field(o, "method", &x.Method)
-	schematypes.Field(o, "token", &x.Token)
+	runtime.DecodeField(o, "method", &x.Method)
+	runtime.DecodeField(o, "token", &x.Token)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *CardPayment) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *CardPayment) ValidateAt(v *schematypes.Validator, path string) {
-	schematypes.OneOf(v, schematypes.Join(path, "method"), x.Method, "card")
+func (x *CardPayment) ValidateAt(v *runtime.Validator, path string) {
+	runtime.OneOf(v, runtime.PathJoin(path, "method"), x.Method, "card")
 }
 
 // Transfer is generated from the JSON Schema at
@@ -109,23 +109,23 @@ type Transfer struct {
 // the wrong type is an error naming its path. Absent optional properties take
 // their schema defaults.
 func (x *Transfer) UnmarshalJSON(data []byte) error {
-	o := schematypes.DecodeObject(data)
+	o := runtime.DecodeObject(data)
 	o.Required("iban", "method")
 	*x = Transfer{}
-	schematypes.Field(o, "iban", &x.Iban)
-	schematypes.Field(o, "method", &x.Method)
+	runtime.DecodeField(o, "iban", &x.Iban)
+	runtime.DecodeField(o, "method", &x.Method)
 	return o.Err()
 }
 
 // Validate reports every schema constraint x breaks, each with its path.
 func (x *Transfer) Validate() error {
-	return schematypes.Validate(x)
+	return runtime.Validate(x)
 }
 
 // ValidateAt records the violations of x, located below path, in v.
-func (x *Transfer) ValidateAt(v *schematypes.Validator, path string) {
-	v.Pattern(schematypes.Join(path, "iban"), x.Iban, pattern1)
-	schematypes.OneOf(v, schematypes.Join(path, "method"), x.Method, "transfer")
+func (x *Transfer) ValidateAt(v *runtime.Validator, path string) {
+	v.Pattern(runtime.PathJoin(path, "iban"), x.Iban, pattern1)
+	runtime.OneOf(v, runtime.PathJoin(path, "method"), x.Method, "transfer")
 }
 
 // The schemas' patterns, compiled once.

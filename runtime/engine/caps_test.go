@@ -1,0 +1,230 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/storetest"
+)
+
+func TestHTTPCapabilityClassifiesAndEnforcesEgress(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.Header().Set("ETag", `"v1"`)
+			w.Write([]byte("hello"))
+		case "/auth":
+			w.WriteHeader(401)
+		case "/slow-down":
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(429)
+		case "/broken":
+			w.WriteHeader(503)
+		case "/bad":
+			w.WriteHeader(422)
+		case "/away":
+			http.Redirect(w, r, "http://elsewhere.example/x", http.StatusFound)
+		case "/echo-key":
+			w.Write([]byte(r.Header.Get("Idempotency-Key")))
+		}
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	h := NewHTTP(nil, []string{u.Hostname()})
+	ctx := context.Background()
+
+	resp, err := h.Get(ctx, srv.URL+"/ok", nil)
+	if err != nil || string(resp.Body) != "hello" {
+		t.Fatalf("ok: %+v %v", resp, err)
+	}
+	for path, want := range map[string]runtime.ErrorKind{"/auth": runtime.Auth, "/slow-down": runtime.RateLimited, "/broken": runtime.Transient, "/bad": runtime.Permanent, "/away": runtime.PolicyDenied} {
+		_, err := h.Get(ctx, srv.URL+path, nil)
+		if err == nil || runtime.KindOf(err) != want {
+			t.Errorf("%s: %v (kind %v), want %v", path, err, runtime.KindOf(err), want)
+		}
+	}
+	_, err = h.Get(ctx, srv.URL+"/slow-down", nil)
+	var e *runtime.Error
+	if !errors.As(err, &e) || e.RetryAfter != 7*time.Second {
+		t.Errorf("Retry-After not carried: %v", err)
+	}
+	if _, err := NewHTTP(nil, []string{"api.example.com"}).Get(ctx, srv.URL+"/ok", nil); runtime.KindOf(err) != runtime.PolicyDenied {
+		t.Errorf("host outside allowlist: %v", err)
+	}
+	resp, err = h.Do(ctx, http.MethodPost, srv.URL+"/echo-key", http.Header{"Idempotency-Key": {"k1"}}, []byte("{}"))
+	if err != nil || string(resp.Body) != "k1" {
+		t.Errorf("header not sent: %+v %v", resp, err)
+	}
+	if _, err := h.GetPinned(ctx, srv.URL+"/ok", `"v1"`, nil); err != nil {
+		t.Errorf("pinned by ETag: %v", err)
+	}
+	if _, err := h.GetPinned(ctx, srv.URL+"/ok", "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", nil); err != nil {
+		t.Errorf("pinned by hash: %v", err)
+	}
+	if _, err := h.GetPinned(ctx, srv.URL+"/ok", `"v2"`, nil); runtime.KindOf(err) != runtime.Permanent {
+		t.Errorf("moved pin: %v", err)
+	}
+}
+
+// TestEgressOnLocalPorts: the runtime admits exactly what the allowlist
+// admits, ports included: a local test server is reachable through
+// "127.0.0.1:PORT" or "localhost", and not on another port.
+func TestEgressOnLocalPorts(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	ctx := context.Background()
+	for _, c := range []struct {
+		egress []string
+		ok     bool
+	}{
+		{[]string{u.Host}, true},
+		{[]string{"127.0.0.1"}, true},
+		{[]string{"127.0.0.1:1"}, false},
+		{[]string{"localhost"}, false}, // the URL says 127.0.0.1
+		{[]string{"api.example.com"}, false},
+	} {
+		_, err := NewHTTP(nil, c.egress).Get(ctx, srv.URL+"/x", nil)
+		if (err == nil) != c.ok {
+			t.Errorf("egress %v: %v", c.egress, err)
+		}
+	}
+}
+
+func TestStoreBackedCapabilities(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "caps.db"), boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	kv := NewStoreKV(s, "orders.normalize")
+	if _, ok, err := kv.Get(ctx, "k"); ok || err != nil {
+		t.Fatalf("empty kv: %v %v", ok, err)
+	}
+	if err := kv.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := kv.Get(ctx, "k"); !ok || err != nil || string(v) != "v" {
+		t.Fatalf("kv: %q %v %v", v, ok, err)
+	}
+	if _, ok, _ := NewStoreKV(s, "other").Get(ctx, "k"); ok {
+		t.Fatal("namespaces leak")
+	}
+	d := NewStoreDedupe(s, clock.Now)
+	for i, want := range []bool{true, false} {
+		if got, err := d.PutIfAbsent(ctx, "key", time.Minute); err != nil || got != want {
+			t.Fatalf("put %d: %v %v", i, got, err)
+		}
+	}
+	clock.Advance(time.Minute + time.Second)
+	if got, _ := d.PutIfAbsent(ctx, "key", time.Minute); !got {
+		t.Fatal("expired key still present")
+	}
+}
+
+func TestDiskBlobs(t *testing.T) {
+	t.Parallel()
+	b, err := NewDiskBlobs(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.WriteBlob(ctx, "invoices/2026/o-1.pdf", []byte("pdf")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.ReadBlob(ctx, "invoices/2026/o-1.pdf"); err != nil || string(got) != "pdf" {
+		t.Fatalf("read: %q %v", got, err)
+	}
+	for _, bad := range []string{"../escape", "/etc/passwd", "", "a/../../b"} {
+		if err := b.WriteBlob(ctx, bad, nil); runtime.KindOf(err) != runtime.PolicyDenied {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := b.ReadBlob(ctx, "missing"); runtime.KindOf(err) != runtime.Permanent {
+		t.Errorf("missing blob: %v", err)
+	}
+}
+
+func TestGrantsGiveOnlyDeclaredCapabilities(t *testing.T) {
+	g := Grants{BlobDir: t.TempDir(), Seed: 7}
+	pure := g.For(runtime.NodeInfo{ID: "p"})
+	if pure != (runtime.Capabilities{}) {
+		t.Fatalf("pure node got %+v", pure)
+	}
+	ro := g.For(runtime.NodeInfo{ID: "r", Capabilities: []string{"http.read", "rng.seeded"}, Egress: []string{"a.example"}})
+	if ro.HTTPRead == nil || ro.HTTPWrite != nil || ro.BlobWrite != nil || ro.RNG == nil {
+		t.Fatalf("read-only node got %+v", ro)
+	}
+	a, b := g.For(runtime.NodeInfo{Capabilities: []string{"rng.seeded"}}).RNG, g.For(runtime.NodeInfo{Capabilities: []string{"rng.seeded"}}).RNG
+	if a.Uint64() != b.Uint64() {
+		t.Fatal("seeded rng differs between activations with one seed")
+	}
+	t.Setenv("FLOWGEN_SECRET_STRIPE_SECRET_KEY", "sk_test")
+	sec := g.For(runtime.NodeInfo{Capabilities: []string{"secrets"}}).Secrets
+	if v, err := sec.Secret(context.Background(), "stripe/secret-key"); err != nil || v != "sk_test" {
+		t.Fatalf("secret: %q %v", v, err)
+	}
+	if _, err := sec.Secret(context.Background(), "missing/handle"); runtime.KindOf(err) != runtime.Auth {
+		t.Fatalf("missing secret: %v", err)
+	}
+}
+
+// TestReadCapabilitiesDoNotAssertToWrites: a node granted only reads
+// cannot find a write method on what it holds, whatever backs it (the
+// HTTP client, the store, a database all implement both sides).
+func TestReadCapabilitiesDoNotAssertToWrites(t *testing.T) {
+	t.Parallel()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "caps.db"), boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	db := sql.OpenDB(nil) // never queried
+	t.Cleanup(func() { db.Close() })
+	g := Grants{Store: st, BlobDir: t.TempDir(), DB: db}
+	caps := g.For(runtime.NodeInfo{ID: "r", Egress: []string{"a.example"},
+		Capabilities: []string{"http.read", "http.read.pinned", "kv.read", "blob.read", "db.read", "clock", "secrets"}})
+	reads := map[string]any{"HTTPRead": caps.HTTPRead, "HTTPPinned": caps.HTTPPinned, "KVRead": caps.KVRead,
+		"BlobRead": caps.BlobRead, "DBRead": caps.DBRead, "Clock": caps.Clock, "Secrets": caps.Secrets}
+	for name, v := range reads {
+		if v == nil || reflect.ValueOf(v).IsZero() {
+			t.Fatalf("%s was not granted", name)
+		}
+		if _, ok := v.(runtime.HTTPWriter); ok {
+			t.Errorf("%s (%T) asserts to HTTPWriter", name, v)
+		}
+		if _, ok := v.(runtime.KVWriter); ok {
+			t.Errorf("%s (%T) asserts to KVWriter", name, v)
+		}
+		if _, ok := v.(runtime.BlobWriter); ok {
+			t.Errorf("%s (%T) asserts to BlobWriter", name, v)
+		}
+		if _, ok := v.(runtime.DBWriter); ok {
+			t.Errorf("%s (%T) asserts to DBWriter", name, v)
+		}
+		if _, ok := v.(runtime.DedupeStore); ok {
+			t.Errorf("%s (%T) asserts to DedupeStore", name, v)
+		}
+		if n := reflect.TypeOf(v).NumMethod(); n != 1 {
+			t.Errorf("%s (%T) has %d exported methods, want exactly its capability's one", name, v, n)
+		}
+	}
+	if caps.HTTPWrite != nil || caps.KVWrite != nil || caps.BlobWrite != nil || caps.DBWrite != nil || caps.Dedupe != nil {
+		t.Errorf("undeclared writes granted: %+v", caps)
+	}
+}

@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+)
+
+// Grants builds an activation's capabilities from what its node declares:
+// a capability the node does not name stays nil. Set it as
+// Options.Capabilities (grants.For).
+//
+// Every granted value is a narrow type that has exactly the methods of its
+// capability interface, whatever backs it: the value behind HTTPRead has
+// no Do, the one behind DBRead no ExecContext, the one behind KVRead no
+// Put. A node therefore cannot reach a write it did not declare by a type
+// assertion on a read capability.
+type Grants struct {
+	// Store backs KV and dedupe unless KV or Dedupe is set.
+	Store store.Store
+	// KV, when set, backs kv.read and kv.write instead of Store.
+	KV interface {
+		runtime.KVReader
+		runtime.KVWriter
+	}
+	// Dedupe, when set, backs dedupe instead of Store.
+	Dedupe runtime.DedupeStore
+	// Blobs backs blob read and write (s3blobs for S3-compatible storage);
+	// when nil, BlobDir does.
+	Blobs interface {
+		runtime.BlobReader
+		runtime.BlobWriter
+	}
+	// BlobDir backs blob read and write on local disk.
+	BlobDir string
+	// Transport carries HTTP; http.DefaultTransport when nil.
+	Transport http.RoundTripper
+	// Tracing, when set, makes every HTTP request a client span (with the
+	// semantic-convention attributes of otelhttp) under the activation's,
+	// and sends its W3C traceparent header.
+	Tracing trace.TracerProvider
+	// Secrets resolves handles; EnvSecrets when nil.
+	Secrets runtime.Secrets
+	// DB backs db.read and db.write.
+	DB *sql.DB
+	// Clock backs clock; SystemClock when nil.
+	Clock runtime.Clock
+	// Seed seeds rng.seeded per activation (mixed with nothing else, so a
+	// replay with the same seed draws the same numbers).
+	Seed uint64
+}
+
+// For returns the capabilities of a node.
+func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
+	has := func(c flowtype.Capability) bool { return slices.Contains(info.Capabilities, string(c)) }
+	var caps runtime.Capabilities
+	if has(flowtype.HTTPRead) || has(flowtype.HTTPReadPinned) || has(flowtype.HTTPWrite) {
+		transport := g.Transport
+		if g.Tracing != nil {
+			if transport == nil {
+				transport = http.DefaultTransport
+			}
+			transport = otelhttp.NewTransport(transport, otelhttp.WithTracerProvider(g.Tracing), otelhttp.WithPropagators(propagation.TraceContext{}))
+		}
+		h := NewHTTP(transport, info.Egress)
+		if has(flowtype.HTTPRead) {
+			caps.HTTPRead = httpReader{h}
+		}
+		if has(flowtype.HTTPReadPinned) {
+			caps.HTTPPinned = pinnedReader{h}
+		}
+		if has(flowtype.HTTPWrite) {
+			caps.HTTPWrite = httpWriter{h}
+		}
+	}
+	kv := g.KV
+	if kv == nil && g.Store != nil {
+		kv = NewStoreKV(g.Store, info.ID)
+	}
+	if kv != nil && has(flowtype.KVRead) {
+		caps.KVRead = kvReader{kv}
+	}
+	if kv != nil && has(flowtype.KVWrite) {
+		caps.KVWrite = kvWriter{kv}
+	}
+	dedupe := g.Dedupe
+	if dedupe == nil && g.Store != nil {
+		dedupe = NewStoreDedupe(g.Store, nil)
+	}
+	if dedupe != nil && has(flowtype.Dedupe) {
+		caps.Dedupe = dedupeStore{dedupe}
+	}
+	var blobs interface {
+		runtime.BlobReader
+		runtime.BlobWriter
+	}
+	switch {
+	case g.Blobs != nil:
+		blobs = g.Blobs
+	case g.BlobDir != "":
+		blobs = &DiskBlobs{dir: g.BlobDir}
+	}
+	if blobs != nil && (has(flowtype.BlobRead) || has(flowtype.BlobReadHash)) {
+		caps.BlobRead = blobReader{blobs}
+	}
+	if blobs != nil && has(flowtype.BlobWrite) {
+		caps.BlobWrite = blobWriter{blobs}
+	}
+	if g.DB != nil && (has(flowtype.DBRead) || has(flowtype.DBWrite)) {
+		caps.DBRead = dbReader{g.DB}
+	}
+	if g.DB != nil && has(flowtype.DBWrite) {
+		caps.DBWrite = dbWriter{g.DB}
+	}
+	if has(flowtype.Clock) {
+		caps.Clock = clock{g.Clock}
+		if g.Clock == nil {
+			caps.Clock = clock{SystemClock{}}
+		}
+	}
+	if has(flowtype.RNG) {
+		caps.RNG = SystemRNG{}
+	}
+	if has(flowtype.RNGSeeded) {
+		caps.RNG = NewSeededRNG(g.Seed)
+	}
+	if has(flowtype.Secrets) {
+		caps.Secrets = secrets{g.Secrets}
+		if g.Secrets == nil {
+			caps.Secrets = secrets{EnvSecrets{}}
+		}
+	}
+	return caps
+}
+
+// The narrow capability types: each holds its backend in an unexported
+// field and has only its interface's methods.
+type (
+	httpReader   struct{ h *HTTP }
+	pinnedReader struct{ h *HTTP }
+	httpWriter   struct{ h *HTTP }
+	kvReader     struct{ b runtime.KVReader }
+	kvWriter     struct{ b runtime.KVWriter }
+	dedupeStore  struct{ b runtime.DedupeStore }
+	blobReader   struct{ b runtime.BlobReader }
+	blobWriter   struct{ b runtime.BlobWriter }
+	dbReader     struct{ b runtime.DBReader }
+	dbWriter     struct{ b runtime.DBWriter }
+	clock        struct{ b runtime.Clock }
+	secrets      struct{ b runtime.Secrets }
+)
+
+func (c httpReader) Get(ctx context.Context, url string, header http.Header) (*runtime.HTTPResponse, error) {
+	return c.h.Get(ctx, url, header)
+}
+
+func (c pinnedReader) GetPinned(ctx context.Context, url, pin string, header http.Header) (*runtime.HTTPResponse, error) {
+	return c.h.GetPinned(ctx, url, pin, header)
+}
+
+func (c httpWriter) Do(ctx context.Context, method, url string, header http.Header, body []byte) (*runtime.HTTPResponse, error) {
+	return c.h.Do(ctx, method, url, header, body)
+}
+
+func (c kvReader) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	return c.b.Get(ctx, key)
+}
+
+func (c kvWriter) Put(ctx context.Context, key string, value []byte) error {
+	return c.b.Put(ctx, key, value)
+}
+
+func (c dedupeStore) PutIfAbsent(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	return c.b.PutIfAbsent(ctx, key, ttl)
+}
+
+func (c blobReader) ReadBlob(ctx context.Context, name string) ([]byte, error) {
+	return c.b.ReadBlob(ctx, name)
+}
+
+func (c blobWriter) WriteBlob(ctx context.Context, name string, data []byte) error {
+	return c.b.WriteBlob(ctx, name, data)
+}
+
+func (c dbReader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.b.QueryContext(ctx, query, args...)
+}
+
+func (c dbWriter) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.b.ExecContext(ctx, query, args...)
+}
+
+func (c clock) Now() time.Time { return c.b.Now() }
+
+func (c secrets) Secret(ctx context.Context, handle string) (string, error) {
+	return c.b.Secret(ctx, handle)
+}

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime"
+)
+
+// maxHTTPBody bounds a response body a node may read.
+const maxHTTPBody = 32 << 20
+
+// HTTP is the HTTP capability: real requests over net/http, refused unless
+// the host is on the node's egress allowlist (redirects included), with
+// responses classified into error kinds: 401/403 Auth, 429 RateLimited
+// (with Retry-After), 408 and 5xx Transient, other 4xx Permanent, network
+// failures Transient, egress violations PolicyDenied. It implements
+// HTTPReader, PinnedHTTPReader and HTTPWriter.
+type HTTP struct {
+	client *http.Client
+	egress []string
+}
+
+// NewHTTP returns the capability for a node with the given egress
+// allowlist (flowtype.EgressEntry). base may be nil for
+// http.DefaultTransport.
+func NewHTTP(base http.RoundTripper, egress []string) *HTTP {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	h := &HTTP{egress: egress}
+	h.client = &http.Client{
+		Transport: base,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return h.allowed(req.URL)
+		},
+	}
+	return h
+}
+
+// allowed reports an egress violation as PolicyDenied: the allowlist must
+// admit the URL's host and port (flowtype.EgressAllows).
+func (h *HTTP) allowed(u *url.URL) error {
+	target := flowtype.TargetOf(u)
+	if flowtype.EgressAllows(h.egress, target) {
+		return nil
+	}
+	return runtime.Errorf(runtime.PolicyDenied, "egress to %s is not allowed (allowlist: %s)", target, strings.Join(h.egress, ", "))
+}
+
+// Get implements HTTPReader.
+func (h *HTTP) Get(ctx context.Context, rawURL string, header http.Header) (*runtime.HTTPResponse, error) {
+	return h.Do(ctx, http.MethodGet, rawURL, header, nil)
+}
+
+// GetPinned implements PinnedHTTPReader. pin is the expected ETag, or
+// "sha256:<hex>" of the body; anything else read is refused as Permanent.
+func (h *HTTP) GetPinned(ctx context.Context, rawURL, pin string, header http.Header) (*runtime.HTTPResponse, error) {
+	if pin == "" {
+		return nil, runtime.Errorf(runtime.SchemaMismatch, "pinned read of %s without a pin", rawURL)
+	}
+	resp, err := h.Get(ctx, rawURL, header)
+	if err != nil {
+		return nil, err
+	}
+	if want, ok := strings.CutPrefix(pin, "sha256:"); ok {
+		sum := sha256.Sum256(resp.Body)
+		if got := hex.EncodeToString(sum[:]); got != strings.ToLower(want) {
+			return nil, runtime.Errorf(runtime.Permanent, "pinned read of %s: body hash %s, pinned %s", rawURL, got, want)
+		}
+		return resp, nil
+	}
+	if etag := resp.Header.Get("ETag"); etag != pin {
+		return nil, runtime.Errorf(runtime.Permanent, "pinned read of %s: ETag %s, pinned %s", rawURL, etag, pin)
+	}
+	return resp, nil
+}
+
+// Do implements HTTPWriter.
+func (h *HTTP) Do(ctx context.Context, method, rawURL string, header http.Header, body []byte) (*runtime.HTTPResponse, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, runtime.Errorf(runtime.Permanent, "invalid URL %q", rawURL)
+	}
+	if err := h.allowed(u); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, runtime.Errorf(runtime.Permanent, "request %s %s: %w", method, rawURL, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		var ce *runtime.Error
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		return nil, runtime.Errorf(runtime.Transient, "%s %s: %w", method, rawURL, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPBody+1))
+	if err != nil {
+		return nil, runtime.Errorf(runtime.Transient, "%s %s: reading body: %w", method, rawURL, err)
+	}
+	if len(data) > maxHTTPBody {
+		return nil, runtime.Errorf(runtime.Permanent, "%s %s: body larger than %d bytes", method, rawURL, maxHTTPBody)
+	}
+	out := &runtime.HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	return out, classify(method, rawURL, resp)
+}
+
+// classify maps an HTTP status to an error kind; nil for success.
+func classify(method, rawURL string, resp *http.Response) error {
+	code := resp.StatusCode
+	if code < 400 {
+		return nil
+	}
+	e := &runtime.Error{Err: fmt.Errorf("%s %s: %s", method, rawURL, resp.Status), Status: code}
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		e.Kind = runtime.Auth
+	case code == http.StatusTooManyRequests:
+		e.Kind = runtime.RateLimited
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	case code == http.StatusRequestTimeout || code >= 500:
+		e.Kind = runtime.Transient
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	default:
+		e.Kind = runtime.Permanent
+	}
+	return e
+}
+
+// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+var _ interface {
+	runtime.HTTPReader
+	runtime.PinnedHTTPReader
+	runtime.HTTPWriter
+} = (*HTTP)(nil)
