@@ -7,8 +7,11 @@ PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.y
 # seconds each on 2 cores). Counts, not durations: a time budget makes the
 # fuzz coordinator fail with "context deadline exceeded" on a loaded
 # machine. FUZZTIME=30s (or 100000x) overrides every target's budget.
-FUZZ      := ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./runtime/idemkey:FuzzEncode:200000x ./runtime/runtype:FuzzParse:20000x ./gen:FuzzGenerate:500x
+FUZZ      := ./runtime/wasmabi:FuzzReaders:20000x ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./runtime/idemkey:FuzzEncode:200000x ./runtime/runtype:FuzzParse:20000x ./gen:FuzzGenerate:500x
 FUZZTIME  ?=
+# What a confined connector's module links from flowgen, linted as wasip1
+# builds it (the guest's files exist only there).
+WASMPKGS  := ./runtime ./runtime/wasmabi ./runtime/wasmguest
 
 .PHONY: help build services test unit fuzz chaos lint bench bench-postgres bench-certify demo verify
 
@@ -25,8 +28,9 @@ services: ## Install and start what the tests need (PostgreSQL, bubblewrap, MinI
 test: services ## Everything CI runs: lint, race-enabled tests, fuzz smoke, chaos (starts the services first).
 	$(MAKE) lint unit fuzz chaos
 
-unit: ## Run the test suite with the race detector.
+unit: ## Run the test suite with the race detector (and, without it, the confined-connector tests it would make too slow).
 	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -count=1 ./runtime/wasmhost
 
 fuzz: ## Run each fuzz target briefly (FUZZTIME overrides the budget).
 	@set -e; for t in $(FUZZ); do \
@@ -43,6 +47,9 @@ lint: ## gofmt, go vet, staticcheck and the import layers (internal/layers).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags chaos $(PKGS)
 	$(GO) tool staticcheck -tags chaos $(PKGS)
+	GOOS=wasip1 GOARCH=wasm $(GO) vet $(WASMPKGS)
+	@# U1000 off: the guest's roots are go:wasmexport functions the host calls, which staticcheck cannot see.
+	$(GO) build -o $(CURDIR)/bin/staticcheck honnef.co/go/tools/cmd/staticcheck && GOOS=wasip1 GOARCH=wasm bin/staticcheck -checks=inherit,-U1000 $(WASMPKGS)
 	$(GO) test -count=1 ./internal/layers
 
 bench: ## Benchmarks with figures and ratios against in-run baselines (the retention soak takes 12 minutes; FLOWGEN_SOAK=1m shortens it).

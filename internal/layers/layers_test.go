@@ -61,6 +61,9 @@ func under(rel, tree string) bool { return rel == tree || strings.HasPrefix(rel,
 //     package of flowgen generated code imports), is a leaf: it reaches
 //     only the vocabulary (runtype, flowtype), never the engine, a store or
 //     an observability library, so that a connector builds for wasip1;
+//   - the two sides of a confined connector, the guest linked into its
+//     module and the host that runs it, share only the ABI (wasmabi) and
+//     the node API, never the engine;
 //   - the runtime's other packages never reach the generator, the
 //     registry, certification, the artifact format or the test harness;
 //   - the formats and identity packages are leaves: they reach only each
@@ -106,6 +109,10 @@ func TestLayers(t *testing.T) {
 			only(p, "flowtype")
 		case rel == "runtime":
 			only(p, "runtime/runtype", "flowtype")
+		case rel == "runtime/wasmabi":
+			only(p, "flowtype")
+		case rel == "runtime/wasmguest", rel == "runtime/wasmhost":
+			only(p, "runtime", "runtime/runtype", "runtime/wasmabi", "flowtype")
 		case rel == "runtime/internal/engine":
 			only(p, "flowtype", "runtime/runtype", "runtime/idemkey", "runtime/ledger", "runtime/store")
 		case slices.Contains(formats, rel):

@@ -1,0 +1,3 @@
+// Package funcvalue is an adversarial connector for the confinement tests:
+// reads a file and the clock through function values in a map.
+package funcvalue

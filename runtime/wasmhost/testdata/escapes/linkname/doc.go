@@ -1,0 +1,3 @@
+// Package linkname is an adversarial connector for the confinement tests:
+// opens a file and reads the clock through linkname.
+package linkname
