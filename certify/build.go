@@ -2,9 +2,12 @@ package certify
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -12,10 +15,24 @@ import (
 	"github.com/flowgen-dev/flowgen/certify/recorder"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/gen"
+	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
+	"github.com/flowgen-dev/flowgen/internal/golist"
+	"github.com/flowgen-dev/flowgen/wasmbuild"
 )
 
-// build sets up the sandbox and compiles the harness into its workspace.
-// A machine without a working sandbox fails here, closed.
+// The files of the sandbox workspace: the harness program, the module it
+// runs, and the module's compilation cache.
+const (
+	harnessFile = "harness"
+	moduleFile  = "module.wasm"
+	cacheDir    = "wazero-cache"
+)
+
+// build sets up the sandbox, compiles the connector into its module, the
+// bytes production runs, and builds the harness that runs it; then
+// compiles the module once, in the sandbox, for every run to come. A
+// machine without a working sandbox fails here, closed.
 func (c *run) build(ch *Check) {
 	sb := c.opts.Sandbox
 	if sb == nil {
@@ -40,27 +57,123 @@ func (c *run) build(ch *Check) {
 			return
 		}
 	}
-	bin := ws.File("harness")
-	if err := buildHarness(c.ctx, c.dir, c.importPath, bin); err != nil {
-		ch.Outcome, ch.Summary = Fail, "the connector does not build"
-		ch.Evidence = tail(err.Error(), 20)
+	var caps []flowtype.Capability
+	for _, r := range c.spec.Capabilities {
+		caps = append(caps, r.Name)
+	}
+	mod, err := wasmbuild.Build(c.ctx, c.dir, caps, ws.File(moduleFile))
+	if err != nil {
+		ch.Outcome, ch.Summary = Fail, "the connector does not build as a confined module"
+		var be *wasmbuild.Error
+		if errors.As(err, &be) {
+			ch.Evidence = be.Problems
+		} else {
+			ch.Evidence = tail(err.Error(), 20)
+		}
 		return
 	}
-	if err := os.Chmod(bin, 0o755); err != nil {
+	c.module = mod
+	c.report.ModuleDigest = mod.Digest
+	if c.opts.Out != "" {
+		wasm, err := os.ReadFile(mod.Path)
+		if err == nil {
+			err = c.write(filepath.Join(c.opts.Out, ModuleFile), wasm)
+		}
+		if err != nil {
+			ch.Outcome, ch.Summary = Fail, err.Error()
+			return
+		}
+	}
+	if c.node, err = gen.Declare(c.spec); err != nil {
 		ch.Outcome, ch.Summary = Fail, err.Error()
 		return
 	}
-	// Prove the sandbox works here before any check relies on it.
-	if _, err := ws.Run(c.ctx, sandbox.Command{Program: "harness", Limits: sandbox.Limits{Wall: 30 * time.Second}}); err != nil {
+	if err := c.buildHarness(ws.File(harnessFile)); err != nil {
+		ch.Outcome, ch.Summary = Fail, "the certification harness does not build (a flowgen installation problem)"
+		ch.Evidence = tail(err.Error(), 20)
+		return
+	}
+	if err := os.Chmod(ws.File(harnessFile), 0o755); err != nil {
+		ch.Outcome, ch.Summary = Fail, err.Error()
+		return
+	}
+	// Prove the sandbox works here before any check relies on it, then
+	// compile the module where the runs will read it.
+	if _, err := ws.Run(c.ctx, sandbox.Command{Program: harnessFile, Limits: sandbox.Limits{Wall: 30 * time.Second}}); err != nil {
 		ch.Outcome, ch.Summary = Fail, "the sandbox cannot run programs on this machine, and connector code never runs outside it"
 		ch.Evidence = []string{err.Error()}
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("harness for %s built; connector code runs only in the sandbox", c.importPath)
+	if err := c.compileModule(); err != nil {
+		ch.Outcome, ch.Summary = Fail, "the module does not compile"
+		ch.Evidence = tail(err.Error(), 20)
+		return
+	}
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("module %s (%d bytes) built from %s; it runs only in the wasm host, in the sandbox", mod.Digest, mod.Size, c.importPath)
 	ch.Evidence = []string{c.report.Sandbox}
 	if c.report.Insecure {
 		ch.Outcome = Warn
 	}
+}
+
+// buildHarness builds the harness program from flowgen's own source, the
+// checkout or module the connector builds against, outside the
+// connector's workspace: nothing of the artifact's goes into it, not even
+// its choice of dependency versions.
+func (c *run) buildHarness(out string) error {
+	// The workspace decides which flowgen the connector builds against,
+	// whatever GOWORK this process was started with.
+	mods, err := golist.Packages[struct{ Dir string }](c.ctx, c.dir, []string{"GOWORK=", "GOFLAGS=-mod=readonly"}, "-m", flowgenmod.Path)
+	if err != nil {
+		return err
+	}
+	if len(mods) != 1 || mods[0].Dir == "" {
+		return fmt.Errorf("the connector's workspace has no local copy of %s", flowgenmod.Path)
+	}
+	dir := mods[0].Dir
+	cmd := exec.CommandContext(c.ctx, "go", "build", "-trimpath", "-o", out, harnessPkg+"/cmd/harness")
+	cmd.Dir = dir
+	cmd.Env = append(goEnv(), "GOWORK=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s", strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+// compileModule compiles the module into the workspace's compilation
+// cache, in the sandbox (compiling runs none of the module), and makes
+// the cache readable by every later run, each of which has a user id of
+// its own.
+func (c *run) compileModule() error {
+	dir := c.ws.File(cacheDir)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return err
+	}
+	var stderr cappedBuffer
+	stderr.max = maxLog
+	res, err := c.ws.Run(c.ctx, sandbox.Command{
+		Program: harnessFile, Args: []string{"compile", c.ws.Path(moduleFile), c.ws.Path(cacheDir)},
+		Writable: []string{cacheDir}, Stderr: &stderr, Limits: sandbox.Limits{Wall: 5 * time.Minute, FileSize: 1 << 30},
+	})
+	switch {
+	case err != nil:
+		return err
+	case res.ExitCode != 0:
+		return fmt.Errorf("exit status %d: %s", res.ExitCode, stderr.String())
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o444)
+		if d.IsDir() {
+			mode = 0o555
+		}
+		return os.Chmod(path, mode)
+	})
 }
 
 // importPath is the import path of the package in dir.
@@ -115,4 +228,22 @@ func (c *run) violations(worlds ...*recorder.World) []string {
 		}
 	}
 	return out
+}
+
+// goEnv is the environment of every go command certification runs on the
+// artifact: no cgo (so no C toolchain runs with flags the artifact chose),
+// no toolchain download the artifact could ask for, no go.mod edits, and
+// the workspace found from the connector's directory (the go.work
+// Workspace wrote), whatever GOWORK the caller has.
+func goEnv() []string {
+	env := make([]string, 0, len(os.Environ())+3)
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CGO_ENABLED", "GOTOOLCHAIN", "GOFLAGS", "GOOS", "GOARCH", "GOWORK":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly")
 }

@@ -50,6 +50,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,7 @@ import (
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify/recorder"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
+	"github.com/flowgen-dev/flowgen/certify/wire"
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/connectorvet"
 	"github.com/flowgen-dev/flowgen/diag"
@@ -65,8 +67,10 @@ import (
 	"github.com/flowgen-dev/flowgen/gen"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/sbom"
 	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/wasmbuild"
 )
 
 // Outcome is a check's verdict.
@@ -102,6 +106,10 @@ type Report struct {
 	Module         string `json:"module,omitempty"`
 	ModuleVersion  string `json:"module_version,omitempty"`
 	ArtifactDigest string `json:"artifact_digest,omitempty"`
+	// ModuleDigest names the module every check ran: the connector
+	// compiled to WebAssembly (package wasmbuild), the bytes production
+	// runs confined.
+	ModuleDigest string `json:"module_digest,omitempty"`
 	// ReplayHash summarizes the determinism replay: the sha256 over every
 	// fixture's replay hash, the same in every run (Strict and Stable
 	// connectors only).
@@ -200,6 +208,9 @@ const (
 	ArtifactManifestFile = "artifact.json"
 	SBOMFile             = "sbom.spdx.json"
 	ReportFile           = "report.json"
+	// ModuleFile is the connector's module: what every check ran, and
+	// what production runs confined (the report names its digest).
+	ModuleFile = "module.wasm"
 )
 
 // checkDef is one check: its name, whether it is a gate (a failure skips
@@ -222,6 +233,7 @@ var checks = []checkDef{
 	{"determinism", false, (*run).determinism},
 	{"data-classes", false, (*run).dataClasses},
 	{"egress", false, (*run).egress},
+	{"confinement", false, (*run).confinement},
 	{"contract-coverage", false, (*run).contract},
 	{"sbom", false, (*run).sbom},
 	{"signature", false, (*run).signature},
@@ -301,6 +313,13 @@ type run struct {
 
 	ws       *sandbox.Workspace
 	sessions atomic.Int64
+	// module is the connector's module, built by the build gate, and node
+	// its declaration from the spec, which the harness loads it with.
+	module *wasmbuild.Module
+	node   runtime.Declaration
+	// events are what the host reported in every run (confinement).
+	eventsMu sync.Mutex
+	events   []wire.Event
 	worlds   []*recorder.World
 	// fixtureRun is the fixtures check's harness process and fixtureWorld
 	// its world: determinism compares other runs with it.
@@ -385,9 +404,14 @@ func (c *run) generated(ch *Check) {
 }
 
 // analysis runs connectorvet.Reach over the connector's packages and
-// their dependencies. Every finding fails the check with its call path;
-// waived findings and every waiver are evidence, and the waivers go into
-// the report for pull policies to judge.
+// their dependencies: fast feedback for the author, and evidence for the
+// report. It is a gate only for what would make the certified build
+// differ from the one consumers get (rule trust): what the connector
+// does, confinement decides and the checks that run its module judge,
+// so every other finding warns, with its call path, rather than refusing
+// code that the module would run contained. Waived findings and every
+// waiver are evidence, and the waivers go into the report for pull
+// policies to judge.
 func (c *run) analysis(ch *Check) {
 	res, err := connectorvet.Reach(c.ctx, connectorvet.Config{
 		Dir: c.dir, Env: goEnv(), Effects: c.spec.Effects, Determinism: c.spec.Determinism, Generated: c.generatedFiles,
@@ -419,9 +443,12 @@ func (c *run) analysis(ch *Check) {
 		}
 	}
 	scope := fmt.Sprintf("%d packages, %d reachable functions", res.Packages, res.Functions)
+	gating := slices.ContainsFunc(res.Findings, func(f connectorvet.Finding) bool { return f.Rule == connectorvet.Trust })
 	switch {
+	case gating:
+		ch.Outcome, ch.Summary = Fail, fmt.Sprintf("the certified build would not be the one consumers get; %d findings reachable from the connector's entry points (%s)", len(res.Findings), scope)
 	case len(res.Findings) > 0:
-		ch.Outcome, ch.Summary = Fail, fmt.Sprintf("%d findings reachable from the connector's entry points (%s)", len(res.Findings), scope)
+		ch.Outcome, ch.Summary = Warn, fmt.Sprintf("%d findings reachable from the connector's entry points (%s); confinement contains them, and the module's runs judge what it does", len(res.Findings), scope)
 	case len(res.Waived) > 0:
 		ch.Outcome, ch.Summary = Warn, fmt.Sprintf("no findings but %d waived (%s)", len(res.Waived), scope)
 	default:
@@ -510,6 +537,36 @@ func (c *run) egress(ch *Check) {
 		return
 	}
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d hosts recorded or contacted, all allowlisted: %s", len(hosts), strings.Join(slices.Sorted(maps.Keys(hosts)), ", "))
+}
+
+// confinement fails when the module, in any run, tried to reach what its
+// spec does not give it: the host refused and reported each attempt (a
+// file, a write through a read, an undeclared capability, an exit,
+// goroutines left running after Run). Confinement contained every one;
+// a connector that tries is broken or hostile either way, and in
+// production the attempt would fail the same way.
+func (c *run) confinement(ch *Check) {
+	c.eventsMu.Lock()
+	events := slices.Clone(c.events)
+	c.eventsMu.Unlock()
+	seen := map[string]bool{}
+	for _, ev := range events {
+		when := "at initialization"
+		if ev.InActivation {
+			when = "during an activation"
+		}
+		line := fmt.Sprintf("%s %s: %s", ev.Kind, when, ev.Detail)
+		if !seen[line] {
+			seen[line] = true
+			ch.Evidence = append(ch.Evidence, line)
+		}
+	}
+	slices.Sort(ch.Evidence)
+	if len(ch.Evidence) > 0 {
+		ch.Outcome, ch.Summary = Fail, fmt.Sprintf("the module tried %d thing(s) its spec does not give it; the host refused each", len(ch.Evidence))
+		return
+	}
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("the module (%s) reached nothing but its declared capabilities in any run", c.report.ModuleDigest)
 }
 
 // contract checks that a network connector's fixtures show how each

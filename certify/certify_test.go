@@ -153,13 +153,13 @@ func verifyCertification(t *testing.T, out string, pub []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.OK() || len(v.Verified) != 3 {
+	if !v.OK() || len(v.Verified) != 4 {
 		t.Fatalf("Verify: verified %v, problems %v", v.Verified, v.Problems)
 	}
 	pubPath := filepath.Join(t.TempDir(), "pub.pem")
 	os.WriteFile(pubPath, pub, 0o644)
 	cosign := testutil.CosignPath(t)
-	for _, f := range []string{ArtifactFile, SBOMFile, ReportFile} {
+	for _, f := range []string{ArtifactFile, SBOMFile, ReportFile, ModuleFile} {
 		p := filepath.Join(out, f)
 		cmd := exec.Command(cosign, "verify-blob", "--key", pubPath, "--signature", p+".sig", "--insecure-ignore-tlog", p)
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -191,9 +191,10 @@ func containsAll(problems, want []string) bool {
 	return true
 }
 
-// corpus lists the adversarial connectors under testdata: each is a
-// realistic way to cheat or to get it wrong, and must fail check with
-// evidence containing evidence. With only set, no other check may fail.
+// corpus lists the adversarial connectors under testdata that must be
+// refused: each is a realistic way to cheat or to get it wrong, and must
+// fail check with evidence containing evidence. With only set, no other
+// check may fail.
 var corpus = []struct {
 	dir, check, evidence string
 	only                 bool
@@ -202,32 +203,21 @@ var corpus = []struct {
 	{"noidemkey", "spec", "error DAG004: effectful connector broken.no_key has no idempotency key", true},
 	{"wrongkind", "spec", "error FIX002: fixture \"throttled\" expects Permanent, but its last recorded answer is status 429", true},
 	{"unclassified", "spec", `error DATA101: property "email" has no x-data-class`, true},
-	// Static analysis: what the connector may not do, however it is reached.
-	{"strictclock", "static-analysis", "connector.go:10:14: clock: calls time.Now", true},
-	{"clockvalue", "static-analysis", "connector.go:13:9: clock: calls time.Now", true},
-	{"subpkgclock", "static-analysis", "stamp/stamp.go:7:35: clock: calls time.Now", true},
-	{"depclock", "static-analysis", "timeutil/timeutil.go:8:38: clock: calls time.Now", true},
-	{"fakegenerated", "static-analysis", "zz_helpers_gen.go:8:16: env: calls os.Getenv", true},
-	{"initenv", "static-analysis", "connector.go:10:22: env: calls os.Getenv", true},
-	{"hostname", "static-analysis", "host: calls os.Hostname", true},
-	{"fileread", "static-analysis", "fs: calls os.ReadFile", true},
-	{"readonlywrite", "static-analysis", "connector.go:14:18: write: calls os.WriteFile", true},
-	{"execproc", "static-analysis", "exec: calls os/exec.Command", true},
-	{"dnslookup", "static-analysis", "net: calls net.LookupHost", true},
-	{"rawsocket", "static-analysis", "net: calls net.Dial", true},
-	{"httpclient", "static-analysis", "net/http.Transport.RoundTrip: uses the network outside the capabilities", true},
-	{"runtimebypass", "static-analysis", "bypass: calls github.com/flowgen-dev/flowgen/runtime/engine.NewHTTP", true},
-	{"grantsbypass", "static-analysis", "bypass: calls github.com/flowgen-dev/flowgen/runtime/engine.Grants.For", true},
-	{"waivenet", "static-analysis", "refused: rule net can never be waived", true},
-	{"globalstate", "static-analysis", "global: Run writes package variable calls", true},
-	{"goroutine", "static-analysis", "goroutine: a goroutine makes the order", true},
-	{"maporder", "static-analysis", "connector.go:9:2: maporder: ranging over a map", true},
-	{"linkname", "static-analysis", "syscall: calls github.com/flowgen-dev/flowgen/certify/testdata/linkname.nanotime, which has no body", true},
-	{"excludedfile", "static-analysis", "excluded: prod.go is not part of the certified build", true},
-	{"cgofile", "static-analysis", "cgo: native.go uses cgo", true},
+	// What cannot become a confined module.
+	{"execproc", "build", "connector.go:4:2: github.com/flowgen-dev/flowgen/certify/testdata/execproc imports os/exec: a confined connector starts no processes", true},
+	// What the module tried and the host refused, however it was reached.
+	{"fileread", "confinement", "file during an activation: open /etc/hostname", true},
+	{"readonlywrite", "confinement", "file during an activation: open for writing /tmp/flowgen-readonly-write", true},
+	{"dnslookup", "confinement", "file during an activation: open /etc/hosts", true},
+	{"httpclient", "confinement", "file during an activation: open /etc/hosts", true},
+	{"runtimebypass", "confinement", "file during an activation: open /etc/hosts", true},
+	{"grantsbypass", "confinement", "file during an activation: lstat /etc", true},
+	{"waivenet", "confinement", "file during an activation: open /etc/hosts", true},
+	{"methodoverride", "confinement", "capability during an activation: a read of https://api.crm.example/customers/c-1 asks, in header X-HTTP-Method-Override, to be DELETE", false},
 	// What only running it shows.
 	{"doubleretry", "fixtures", "the connector repeated its last request 1 time(s) by itself, but its spec makes the retry owner orchestrator", false},
-	{"methodoverride", "fixtures", "a write (DELETE https://api.crm.example/customers/c-1) from a connector that may only read", true},
+	{"methodoverride", "fixtures", "a read may not ask to be another method", false},
+	{"firstkey", "fixtures", `fixture "echo": output differs from the fixture`, true},
 	{"doublecharge", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"attemptkey", "duplicate-delivery", "3 effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"blobattempt", "duplicate-delivery", "3 effect(s) under duplicate deliveries, but one delivery has 1", true},
@@ -236,13 +226,36 @@ var corpus = []struct {
 	{"collidingkey", "duplicate-delivery", "fixture paid with other key fields (key", true},
 	{"collidingkey", "duplicate-delivery", "delivered once, it took no effect", true},
 	{"noeffect", "duplicate-delivery", "fixture paid (key", true},
-	{"schedheader", "determinism", "request 1: header X-Client-Deadline was", true},
-	{"firstkey", "determinism", "output /note was", false},
 	{"piileak", "data-classes", "a pii.email value from input /email appears in output /greeting, classified public", true},
 	{"piierror", "data-classes", "the pii.email value from /email appears in the error message", true},
 	{"secretleak", "data-classes", "the value of secret crm/api-key appears in output /greeting", true},
 	{"secretlog", "data-classes", "the secret value from secret crm/api-key was written to stderr (logs)", true},
 	{"badhost", "egress", "records a request to evil.example:443, which is not in egress [api.good.example]", false},
+}
+
+// contained lists connectors of the corpus that depend on the host or
+// reach for it natively, but that confinement makes harmless: in their
+// module the clock is the activation's logical time, the environment is
+// empty, the host's name, processors and sockets are the module's own,
+// scheduling and map order follow the activation. They certify, and
+// static analysis's finding stays in the report as a warning, for the
+// author and for pull policies (evidence "" expects no finding).
+var contained = []struct{ dir, evidence string }{
+	{"strictclock", "connector.go:10:14: clock: calls time.Now"},
+	{"clockvalue", "connector.go:13:9: clock: calls time.Now"},
+	{"subpkgclock", "stamp/stamp.go:7:35: clock: calls time.Now"},
+	{"depclock", "timeutil/timeutil.go:8:38: clock: calls time.Now"},
+	{"fakegenerated", "zz_helpers_gen.go:8:16: env: calls os.Getenv"},
+	{"initenv", "connector.go:10:22: env: calls os.Getenv"},
+	{"hostname", "host: calls os.Hostname"},
+	{"rawsocket", "net: calls net.Dial"},
+	{"globalstate", "global: Run writes package variable calls"},
+	{"goroutine", "goroutine: a goroutine makes the order"},
+	{"maporder", "connector.go:9:2: maporder: ranging over a map"},
+	{"linkname", "syscall: calls github.com/flowgen-dev/flowgen/certify/testdata/linkname.nanotime, which has no body"},
+	{"excludedfile", "excluded: prod.go is not part of the certified build"},
+	{"cgofile", "cgo: native.go uses cgo"},
+	{"schedheader", ""},
 }
 
 // TestCorpus: every adversarial connector fails the check about its
@@ -257,6 +270,9 @@ func TestCorpus(t *testing.T) {
 			if !slices.Contains(dirs, c.dir) {
 				dirs = append(dirs, c.dir)
 			}
+		}
+		for _, c := range contained {
+			dirs = append(dirs, c.dir)
 		}
 		for _, dir := range dirs {
 			t.Run(dir, func(t *testing.T) {
@@ -292,6 +308,21 @@ func TestCorpus(t *testing.T) {
 			}
 		}
 	}
+	for _, c := range contained {
+		r := reports[c.dir]
+		if r == nil {
+			t.Fatalf("%s: not certified", c.dir)
+		}
+		for _, ch := range r.Checks {
+			if ch.Outcome == Fail {
+				t.Errorf("%s: %s failed, though confinement contains it: %s\n%s", c.dir, ch.Name, ch.Summary, strings.Join(ch.Evidence, "\n"))
+			}
+		}
+		sa := outcomes(r)["static-analysis"]
+		if c.evidence != "" && (sa.Outcome != Warn || !strings.Contains(strings.Join(sa.Evidence, "\n"), c.evidence)) {
+			t.Errorf("%s: static-analysis is %s, want a warning naming %q:\n%s", c.dir, sa.Outcome, c.evidence, strings.Join(sa.Evidence, "\n"))
+		}
+	}
 	for _, good := range []string{"goodtwofixtures", "goodkv", "goodwaiver"} {
 		for _, ch := range reports[good].Checks {
 			if ch.Outcome == Fail {
@@ -306,7 +337,7 @@ func TestCorpus(t *testing.T) {
 	if ch := outcomes(reports["goodwaiver"])["static-analysis"]; ch.Outcome != Warn || !strings.Contains(strings.Join(ch.Evidence, "\n"), "waived at connector.go:15") {
 		t.Errorf("the waived finding is not evidence: %+v", ch)
 	}
-	if n := len(corpus); n < 30 {
+	if n := len(corpus) + len(contained); n < 40 {
 		t.Errorf("the corpus has %d cases", n)
 	}
 }

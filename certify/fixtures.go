@@ -27,12 +27,19 @@ func (c *run) fixtureSession(v variant) (*recorder.Session, *recorder.World, pro
 		return nil, nil, processRun{}, err
 	}
 	s := &recorder.Session{World: world, Mode: recorder.Cassette, Fresh: true, Concurrency: 1}
-	for i, fx := range c.manifest.Fixtures {
-		p, err := c.plan(i, fx, 1, fixtureNow)
-		if err != nil {
-			return nil, nil, processRun{}, err
+	n := len(c.manifest.Fixtures)
+	rounds := []int{0} // delivery ids start at 0 for the judged round
+	if v.warm {
+		rounds = []int{n, 0}
+	}
+	for _, first := range rounds {
+		for i, fx := range c.manifest.Fixtures {
+			p, err := c.plan(first+i, fx, 1, fixtureNow)
+			if err != nil {
+				return nil, nil, processRun{}, err
+			}
+			s.Deliveries = append(s.Deliveries, p)
 		}
-		s.Deliveries = append(s.Deliveries, p)
 	}
 	return s, world, c.runSession(s, v), nil
 }
@@ -294,5 +301,12 @@ func describe(v variant) string {
 	if v.asPID1 {
 		pid = "pid 1"
 	}
-	return fmt.Sprintf("host %s, %s, env %s", v.hostname, pid, strings.Join(v.env, " "))
+	instances := "instances shared"
+	switch {
+	case v.freshInstances:
+		instances = "a fresh instance per fixture"
+	case v.warm:
+		instances = "every fixture run once before, in the same instance"
+	}
+	return fmt.Sprintf("host %s, %s, env %s, %s", v.hostname, pid, strings.Join(v.env, " "), instances)
 }

@@ -20,7 +20,8 @@ import (
 // Verification is what Verify established about a certification directory.
 // Problems is empty exactly when every file is present, every signature
 // matches the public key, the report, SBOM and artifact agree on the
-// artifact digest, and the report has no failed check.
+// artifact digest, the module is the one the report names, and the
+// report has no failed check.
 type Verification struct {
 	Report   *Report
 	Manifest artifact.Manifest
@@ -92,6 +93,11 @@ func Verify(dir string, pub []byte) (*Verification, error) {
 					v.problem("%s: check %s failed: %s", ReportFile, c.Name, c.Summary)
 				}
 			}
+		}
+	}
+	if v.Report != nil && v.Report.ModuleDigest != "" {
+		if wasm := read(ModuleFile); wasm != nil && artifact.Digest(wasm) != v.Report.ModuleDigest {
+			v.problem("%s is %s, but %s certifies module %s", ModuleFile, artifact.Digest(wasm), ReportFile, v.Report.ModuleDigest)
 		}
 	}
 	if sbomData != nil && digest != "" {

@@ -72,6 +72,7 @@ var evidenceFiles = []string{
 	api.FileManifest,
 	api.FileSBOM, api.FileSBOM + api.SignatureSuffix,
 	api.FileReport, api.FileReport + api.SignatureSuffix,
+	api.FileModule, api.FileModule + api.SignatureSuffix,
 }
 
 // Pull fetches version k from the registry c talks to, checks the

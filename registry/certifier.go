@@ -153,6 +153,8 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 		reason = fmt.Sprintf("the registry packaged the unpacked upload as %s, not the uploaded %s: the artifact was not built by flowgen package", report.ArtifactDigest, v.Digest)
 	case !specCertified(m, report):
 		reason = "the manifest's spec is not the spec that was certified"
+	default:
+		reason = checkModule(out, report)
 	}
 	// Only now, the report checked, does the key sign: the upload's own
 	// bytes, and the SBOM and report the worker wrote.
@@ -167,11 +169,27 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	return s.finish(ctx, k, evidence, reason)
 }
 
-// sign writes the signatures of the uploaded zip and of the SBOM and
-// report in out.
+// checkModule says why the module the worker built is not the one its
+// report certifies ("" when it is): a report that passed names the
+// module, and the file has those bytes.
+func checkModule(out string, report *certify.Report) string {
+	wasm, err := os.ReadFile(filepath.Join(out, api.FileModule))
+	switch {
+	case report.ModuleDigest == "":
+		return "the report names no module: nothing that production would run was certified"
+	case err != nil:
+		return "the certification worker wrote no module: " + err.Error()
+	case artifact.Digest(wasm) != report.ModuleDigest:
+		return fmt.Sprintf("the module is %s, but the report certifies %s", artifact.Digest(wasm), report.ModuleDigest)
+	}
+	return ""
+}
+
+// sign writes the signatures of the uploaded zip and of the SBOM, report
+// and module in out.
 func (s *Server) sign(out string, zipData []byte) error {
 	files := map[string][]byte{api.FileArtifact: zipData}
-	for _, name := range []string{api.FileReport, api.FileSBOM} {
+	for _, name := range []string{api.FileReport, api.FileSBOM, api.FileModule} {
 		data, err := os.ReadFile(filepath.Join(out, name))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -255,7 +273,8 @@ var errAlreadyDone = errors.New("already certified or rejected")
 // storeEvidence puts the signed evidence in the blob store and returns
 // the name→digest map.
 func (s *Server) storeEvidence(ctx context.Context, out string) (map[string]string, error) {
-	names := []string{api.FileReport, api.FileReport + api.SignatureSuffix, api.FileSBOM, api.FileSBOM + api.SignatureSuffix, api.FileArtifact + api.SignatureSuffix}
+	names := []string{api.FileReport, api.FileReport + api.SignatureSuffix, api.FileSBOM, api.FileSBOM + api.SignatureSuffix, api.FileArtifact + api.SignatureSuffix,
+		api.FileModule, api.FileModule + api.SignatureSuffix}
 	evidence := map[string]string{}
 	for _, name := range names {
 		data, err := os.ReadFile(filepath.Join(out, name))

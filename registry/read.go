@@ -118,6 +118,7 @@ func (p *principal) mayInspect(v meta.Version) bool {
 var servedFiles = map[string]string{
 	api.FileArtifact: "application/zip", api.FileManifest: "application/json", api.FileSBOM: "application/spdx+json", api.FileReport: "application/json",
 	api.FileArtifact + api.SignatureSuffix: "text/plain", api.FileSBOM + api.SignatureSuffix: "text/plain", api.FileReport + api.SignatureSuffix: "text/plain",
+	api.FileModule: "application/wasm", api.FileModule + api.SignatureSuffix: "text/plain",
 }
 
 // getFile handles GET .../versions/{version}/files/{file}: the files of a

@@ -76,7 +76,7 @@ func publishCertifyPull(t *testing.T, o harnessOptions) {
 		t.Fatalf("public key: %d %s", code, pub)
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"artifact.zip", "artifact.zip.sig", "artifact.json", "sbom.spdx.json", "sbom.spdx.json.sig", "report.json", "report.json.sig"} {
+	for _, f := range []string{"artifact.zip", "artifact.zip.sig", "artifact.json", "sbom.spdx.json", "sbom.spdx.json.sig", "report.json", "report.json.sig", "module.wasm", "module.wasm.sig"} {
 		code, data := h.do("GET", path+"/files/"+f, h.puller, "", nil)
 		if code != 200 {
 			t.Fatalf("%s: %d %s", f, code, data)
@@ -84,7 +84,7 @@ func publishCertifyPull(t *testing.T, o harnessOptions) {
 		os.WriteFile(filepath.Join(dir, f), data, 0o644)
 	}
 	ver, err := certify.Verify(dir, pub)
-	if err != nil || !ver.OK() || len(ver.Verified) != 3 {
+	if err != nil || !ver.OK() || len(ver.Verified) != 4 {
 		t.Fatalf("verify downloaded evidence: %v %+v", err, ver)
 	}
 	if ver.Report.Tools["flowgen"] != "registryd" {

@@ -58,7 +58,7 @@ func Check(ctx context.Context, dir string) (string, error) {
 }
 
 func check(ctx context.Context, dir string) (string, []listed, error) {
-	pkgs, err := golist.Packages[listed](ctx, dir, Env(), "-e", "-deps", ".")
+	pkgs, err := golist.Packages[listed](ctx, dir, overrides, "-e", "-deps", ".")
 	if err != nil {
 		return "", nil, err
 	}

@@ -56,21 +56,18 @@ func Digest(wasm []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Env is the environment of the go commands of a build: this process's,
-// without settings that change what is built, plus wasip1/wasm, no cgo,
-// the local toolchain only and a read-only go.mod.
-func Env() []string {
-	env := make([]string, 0, len(os.Environ())+5)
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "CGO_ENABLED", "GOTOOLCHAIN", "GOFLAGS", "GOOS", "GOARCH", "GOWASM", "GOEXPERIMENT":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly")
+// overrides are the settings Env puts over this process's environment:
+// wasip1/wasm, no cgo, the local toolchain only, a read-only go.mod, and
+// the workspace found from the connector's directory, whatever GOWORK
+// and GOFLAGS said.
+var overrides = []string{
+	"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly",
+	"GOWORK=", "GOWASM=", "GOEXPERIMENT=",
 }
+
+// Env is the environment of the go commands of a build: this process's,
+// with overrides after it (a later value wins).
+func Env() []string { return append(os.Environ(), overrides...) }
 
 // Main returns the source of the module's main package for the connector
 // package importPath declaring caps: it serves the generated NewNode of

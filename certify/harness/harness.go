@@ -1,16 +1,15 @@
-// Package harness is what runs inside the certification sandbox: the main
-// package that certify generates for a connector calls [Main] with the
-// connector's node, and the harness runs the deliveries the recorder
-// gives it, every capability backed by the recorder over the sandbox's one
-// socket (package wire).
+// Package harness is what runs inside the certification sandbox: a
+// program certify builds from flowgen's own source (never from the
+// artifact), which runs the connector's module the way production does,
+// under the wasm host (runtime/wasmhost), with every capability backed by
+// the recorder over the sandbox's one socket (package wire).
 //
-// Nothing here is trusted. The harness shares its process with the
-// connector's code, which may rewrite any of it; certification therefore
-// counts effects, checks egress and judges outputs in the recorder,
-// outside the sandbox, and reads no verdict from this process's output or
-// exit status. The harness exists so that honest connectors are exercised
-// through the same runtime code (capability grants, HTTP classification,
-// schema validation) that runs them in production.
+// The connector's code never runs in this process's Go: it runs in the
+// module, which reaches nothing but the host functions of its declared
+// capabilities. Certification still counts effects, checks egress and
+// judges outputs in the recorder, outside the sandbox, and reads no
+// verdict from this process's exit status; the sandbox remains the outer
+// wall in case the host itself were breached.
 package harness
 
 import (
@@ -30,28 +29,87 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
+	"github.com/flowgen-dev/flowgen/runtime/wasmhost"
 )
 
-// Main runs node against the recorder whose socket is the program's only
-// argument, then exits: 0 when every result was delivered, 1 when the
-// recorder could not be reached, 2 on a usage error.
-func Main(node runtime.Runner) {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: harness RECORDER_SOCKET")
+// Main is the harness program: "harness run SOCKET" runs the work the
+// recorder at SOCKET gives; "harness compile MODULE CACHE" compiles the
+// module into the compilation cache CACHE, running none of it. It exits
+// 0 when it did its job, 1 when it could not, 2 on a usage error.
+func Main() {
+	args := os.Args[1:]
+	var err error
+	switch {
+	case len(args) == 2 && args[0] == "run":
+		err = Run(context.Background(), args[1])
+	case len(args) == 3 && args[0] == "compile":
+		err = Compile(context.Background(), args[1], args[2])
+	case len(args) == 0:
+		return // certify's check that the sandbox runs programs
+	default:
+		fmt.Fprintln(os.Stderr, "usage: harness run RECORDER_SOCKET | harness compile MODULE CACHE_DIR")
 		os.Exit(2)
 	}
-	if err := Run(context.Background(), node, os.Args[1]); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		os.Exit(1)
 	}
 }
 
+// Compile compiles the module at path into the compilation cache dir.
+func Compile(ctx context.Context, path, dir string) error {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	h, err := wasmhost.New(ctx, wasmhost.Options{CacheDir: dir})
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	return h.Compile(ctx, wasm)
+}
+
 // Run fetches the work from the recorder at socket and runs it.
-func Run(ctx context.Context, node runtime.Runner, socket string) error {
+func Run(ctx context.Context, socket string) error {
 	c := newClient(socket)
 	var work wire.Work
 	if err := c.call(ctx, http.MethodGet, wire.PathWork, nil, &work); err != nil {
 		return err
+	}
+	wasm, err := os.ReadFile(work.Module.Path)
+	if err != nil {
+		return err
+	}
+	host, err := wasmhost.New(ctx, wasmhost.Options{
+		CacheDir: work.Module.Cache,
+		Report: func(ev wasmhost.Event) {
+			c.call(ctx, http.MethodPost, wire.PathEvent, wire.Event{Kind: string(ev.Kind), Detail: ev.Detail, InActivation: ev.InActivation, Key: ev.Key}, nil)
+		},
+		// What the module writes goes, unredacted, to this process's
+		// streams, where certification looks for leaked values.
+		Output: func(_, _ string, s wasmhost.Stream, line []byte) {
+			w := os.Stdout
+			if s == wasmhost.Stderr {
+				w = os.Stderr
+			}
+			w.Write(append(line, '\n'))
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer host.Close(ctx)
+	info := work.Module.Node.NodeInfo()
+	shared, err := host.Load(ctx, wasm, info, "")
+	if err != nil {
+		return err
+	}
+	module := func() (*wasmhost.Module, error) {
+		if !work.Module.FreshInstances {
+			return shared, nil
+		}
+		return host.Load(ctx, wasm, info, "")
 	}
 	db := newDB(c)
 	defer db.Close()
@@ -64,7 +122,15 @@ func Run(ctx context.Context, node runtime.Runner, socket string) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res := deliver(ctx, node, c, db, d)
+			var res wire.Result
+			if m, err := module(); err != nil {
+				res = wire.Result{ID: d.ID, Error: &wire.Error{Kind: runtime.Transient.String(), Message: err.Error()}}
+			} else {
+				res = deliver(ctx, m, c, db, d)
+				if work.Module.FreshInstances {
+					m.Close(ctx)
+				}
+			}
 			if err := c.call(ctx, http.MethodPost, wire.PathResult, res, nil); err != nil {
 				mu.Lock()
 				firstErr = cmpErr(firstErr, err)
@@ -83,14 +149,10 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// deliver runs one delivery through node.
-func deliver(ctx context.Context, node runtime.Runner, c *client, db dbHandle, d wire.Delivery) (res wire.Result) {
+// deliver runs one delivery through the module, with the capabilities
+// the engine would grant its declaration, each backed by the recorder.
+func deliver(ctx context.Context, m *wasmhost.Module, c *client, db dbHandle, d wire.Delivery) (res wire.Result) {
 	res.ID = d.ID
-	defer func() {
-		if p := recover(); p != nil {
-			res.Output, res.Error = nil, &wire.Error{Kind: "panic", Message: fmt.Sprint(p)}
-		}
-	}()
 	grants := engine.Grants{
 		Transport: c, KV: kvClient{c}, Dedupe: dedupeClient{c}, Blobs: blobClient{c}, DB: db.DB,
 		Secrets: secrets(d.Secrets), Clock: fixedClock(d.Now), Seed: d.Seed,
@@ -101,7 +163,8 @@ func deliver(ctx context.Context, node runtime.Runner, c *client, db dbHandle, d
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := node.Run(runtime.NewContext(dctx, d.Key, d.Attempt, grants.For(node.Info())), d.Params, d.Input)
+	rc := runtime.NewActivationContext(dctx, d.Key, d.Attempt, grants.For(m.Info()), nil, d.Now)
+	out, err := m.Runner().Run(rc, d.Params, d.Input)
 	if err != nil {
 		e := &wire.Error{Kind: runtime.KindOf(err).String(), Message: err.Error()}
 		var re *runtime.Error

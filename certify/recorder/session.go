@@ -44,6 +44,8 @@ type Session struct {
 	// Fresh resets the world before each delivery (each fixture starts
 	// from nothing).
 	Fresh bool
+	// Module is the module the harness runs and how (wire.Module).
+	Module wire.Module
 
 	mu       sync.Mutex
 	results  map[int]wire.Result
@@ -53,6 +55,7 @@ type Session struct {
 	repeats  map[int]int
 	protocol []string
 	resetErr error
+	events   []wire.Event
 }
 
 // Outcome is what a session observed.
@@ -69,6 +72,9 @@ type Outcome struct {
 	// repeat the last recorded one (Cassette mode): the connector retrying
 	// by itself.
 	Repeats map[int]int
+	// Events are the module's attempts to reach what it may not, as the
+	// host in the harness refused and reported them.
+	Events []wire.Event
 }
 
 func (s *Session) init() {
@@ -83,7 +89,7 @@ func (s *Session) Outcome() Outcome {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
-	out := Outcome{Results: map[int]wire.Result{}, Problems: map[int][]string{}, Protocol: slices.Clone(s.protocol), Repeats: maps.Clone(s.repeats)}
+	out := Outcome{Results: map[int]wire.Result{}, Problems: map[int][]string{}, Protocol: slices.Clone(s.protocol), Repeats: maps.Clone(s.repeats), Events: slices.Clone(s.events)}
 	for id, r := range s.results {
 		out.Results[id] = r
 	}
@@ -153,6 +159,14 @@ func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = decode(r, func(req wire.BlobRequest) { s.World.blobWrite(s.attribution(), req.Name, req.Data) })
 	case wire.PathDB:
 		err = decode(r, func(req wire.DBRequest) { out = s.db(r.Context(), req) })
+	case wire.PathEvent:
+		err = decode(r, func(ev wire.Event) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if len(s.events) < maxEvents {
+				s.events = append(s.events, ev)
+			}
+		})
 	default:
 		http.NotFound(w, r)
 		return
@@ -180,8 +194,11 @@ func decode[T any](r *http.Request, f func(T)) error {
 	return nil
 }
 
+// maxEvents bounds the events a session keeps.
+const maxEvents = 1000
+
 func (s *Session) work() wire.Work {
-	w := wire.Work{Concurrency: max(s.Concurrency, 1)}
+	w := wire.Work{Concurrency: max(s.Concurrency, 1), Module: s.Module}
 	for _, d := range s.Deliveries {
 		w.Deliveries = append(w.Deliveries, d.Delivery)
 	}

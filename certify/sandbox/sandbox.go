@@ -205,6 +205,9 @@ func (w *Workspace) Listen(name string) (net.Listener, string, error) {
 	return ln, w.path(name), nil
 }
 
+// Path is where the program sees name of the workspace.
+func (w *Workspace) Path(name string) string { return w.path(name) }
+
 // path is where name is seen by the program.
 func (w *Workspace) path(name string) string {
 	if w.s.opts.Insecure {
@@ -228,6 +231,9 @@ type Command struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Limits Limits
+	// Writable names directories of the workspace the program may write
+	// (the rest of the workspace is read-only to it).
+	Writable []string
 }
 
 // Result is how a run ended.
@@ -365,9 +371,17 @@ func (w *Workspace) command(cmd Command, lim Limits) ([]string, error) {
 		"--clearenv",
 		"--hostname", host,
 		"--ro-bind", w.dir, MountPoint,
+	}
+	for _, name := range cmd.Writable {
+		if !filepath.IsLocal(name) {
+			return nil, fmt.Errorf("sandbox: writable directory %q is not in the workspace", name)
+		}
+		args = append(args, "--bind", w.File(name), w.path(name))
+	}
+	args = append(args,
 		"--remount-ro", "/",
 		"--chdir", "/",
-	}
+	)
 	if cmd.AsPID1 {
 		args = append(args, "--as-pid-1")
 	}

@@ -1,19 +1,22 @@
 // Package wire is the protocol between certification's recorder, which
 // runs in the certifier's process, and the harness, which runs the
-// connector inside the sandbox. It is HTTP with JSON bodies over the one
-// Unix socket the sandbox can reach.
+// connector's module inside the sandbox. It is HTTP with JSON bodies over
+// the one Unix socket the sandbox can reach.
 //
-// The harness asks for its work, runs each delivery through the node, and
-// posts each result. Every capability the node uses is a request to the
-// recorder: HTTP exchanges, KV, dedupe, blobs and database statements. The
-// recorder answers them from the fixtures and its own state, and counts
-// effects itself; nothing the harness says about effects is believed,
-// because the harness shares its process with the connector's code.
+// The harness asks for its work, runs each delivery through the module
+// (runtime/wasmhost, as production runs it), and posts each result and
+// every attempt the module made to reach what it may not. Every
+// capability the module uses is a request to the recorder: HTTP
+// exchanges, KV, dedupe, blobs and database statements. The recorder
+// answers them from the fixtures and its own state, and counts effects
+// itself; nothing the harness says about effects is believed.
 package wire
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/flowgen-dev/flowgen/runtime"
 )
 
 // The recorder's endpoints. Each takes a POST of the request type named
@@ -28,6 +31,7 @@ const (
 	PathBlobRead  = "/blob/read"  // BlobRequest → BlobResponse
 	PathBlobWrite = "/blob/write" // BlobRequest → nothing
 	PathDB        = "/db"         // DBRequest → DBResponse
+	PathEvent     = "/event"      // Event → nothing
 )
 
 // MaxBody bounds every request and response body on the socket.
@@ -38,7 +42,32 @@ type Work struct {
 	Deliveries []Delivery `json:"deliveries"`
 	// Concurrency is how many deliveries run at once (1: in order, each
 	// after the previous one's result was posted).
-	Concurrency int `json:"concurrency"`
+	Concurrency int    `json:"concurrency"`
+	Module      Module `json:"module"`
+}
+
+// Module is the module a harness runs, and how.
+type Module struct {
+	// Path is the module file and Cache the compilation cache, as the
+	// harness sees them.
+	Path  string `json:"path"`
+	Cache string `json:"cache"`
+	// Node is the connector's declaration, from its spec: what the host
+	// lets the module import and call.
+	Node runtime.Declaration `json:"node"`
+	// FreshInstances runs each delivery in an instance of its own, as if
+	// it were the first activation the module ever ran; otherwise the
+	// deliveries share a pool of instances, as production's do.
+	FreshInstances bool `json:"fresh_instances,omitempty"`
+}
+
+// Event is an attempt of the module to reach what it may not, as the
+// host reported it (wasmhost.Event).
+type Event struct {
+	Kind         string `json:"kind"`
+	Detail       string `json:"detail"`
+	InActivation bool   `json:"in_activation,omitempty"`
+	Key          string `json:"key,omitempty"`
 }
 
 // Delivery is one activation of the node.
@@ -48,7 +77,8 @@ type Delivery struct {
 	Input   json.RawMessage `json:"input"`
 	Key     string          `json:"key"`
 	Attempt int             `json:"attempt"`
-	// Now is what the clock capability reads during this delivery.
+	// Now is the activation's logical time, which the module's clock
+	// reads, and what the clock capability reads.
 	Now  time.Time `json:"now"`
 	Seed uint64    `json:"seed"`
 	// Secrets maps each declared handle to the value it resolves to.

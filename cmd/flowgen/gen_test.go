@@ -286,11 +286,11 @@ func TestKeygenSignVerify(t *testing.T) {
 
 func TestCertifyPrintsEachCheck(t *testing.T) {
 	t.Parallel()
-	r := run(t, "", "certify", "--out", t.TempDir(), "../../certify/testdata/strictclock")
-	// static-analysis is a gate: the connector's code never runs.
-	if r.exit != exitProblems || !strings.Contains(r.stdout, "FAIL static-analysis") || !strings.Contains(r.stdout, "SKIP fixtures") ||
-		!strings.Contains(r.stdout, "skipped: the static-analysis check failed") ||
-		!strings.Contains(r.stdout, "NOT certified") || !strings.Contains(r.stderr, "[4/13] static-analysis") {
+	r := run(t, "", "certify", "--out", t.TempDir(), "../../certify/testdata/execproc")
+	// build is a gate: a connector that cannot be a confined module never runs.
+	if r.exit != exitProblems || !strings.Contains(r.stdout, "FAIL build") || !strings.Contains(r.stdout, "imports os/exec: a confined connector starts no processes") ||
+		!strings.Contains(r.stdout, "SKIP fixtures") || !strings.Contains(r.stdout, "skipped: the build check failed") ||
+		!strings.Contains(r.stdout, "NOT certified") || !strings.Contains(r.stderr, "[5/14] build") {
 		t.Fatalf("certify: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
 	}
 }

@@ -110,7 +110,7 @@ func TestLayers(t *testing.T) {
 		case rel == "runtime":
 			only(p, "runtime/runtype", "flowtype")
 		case rel == "runtime/wasmabi":
-			only(p, "flowtype")
+			only(p, "runtime", "runtime/runtype", "flowtype")
 		case rel == "runtime/wasmguest", rel == "runtime/wasmhost":
 			only(p, "runtime", "runtime/runtype", "runtime/wasmabi", "flowtype")
 		case rel == "runtime/internal/engine":

@@ -76,10 +76,14 @@ func (v Version) Key() Key { return Key{v.Namespace, v.Connector, v.Version} }
 // Names of a version's blobs (Version.Blobs keys) and of the files the API
 // serves for it.
 const (
-	FileArtifact    = "artifact.zip"
-	FileManifest    = "artifact.json"
-	FileSBOM        = "sbom.spdx.json"
-	FileReport      = "report.json"
+	FileArtifact = "artifact.zip"
+	FileManifest = "artifact.json"
+	FileSBOM     = "sbom.spdx.json"
+	FileReport   = "report.json"
+	// FileModule is the connector compiled to WebAssembly: the bytes
+	// every check ran and production runs confined; the report names its
+	// digest.
+	FileModule      = "module.wasm"
 	SignatureSuffix = ".sig"
 )
 

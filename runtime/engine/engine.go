@@ -64,6 +64,14 @@ type Options struct {
 	// Metrics, when set, receives the engine's Prometheus metrics
 	// (docs/observability.md lists them). Engines may share one.
 	Metrics prometheus.Registerer
+	// ModuleDir is where the modules of confined connectors
+	// (runtime.ConfinedNode) are found when their path is relative; the
+	// working directory when empty.
+	ModuleDir string
+	// ModuleCache keeps compiled modules across processes (default: a
+	// directory under the user's cache directory); "-" compiles every
+	// module once per process.
+	ModuleCache string
 	// Tracing, when set, traces jobs: a span for each job's start, whose
 	// context the job keeps, and one for each activation attempt under it,
 	// on any worker and after any restart (docs/observability.md). Grant
@@ -101,8 +109,9 @@ var CrashPoints = runtype.CrashPoints
 // Engine gives it the node API: it adapts each Runner, giving it its
 // Context and the capabilities Options.Capabilities grants.
 type Engine struct {
-	core  *core.Engine
-	grant func(info runtime.NodeInfo) runtime.Capabilities
+	core    *core.Engine
+	grant   func(info runtime.NodeInfo) runtime.Capabilities
+	modules *modules
 }
 
 // New returns an engine on s.
@@ -124,7 +133,8 @@ func New(s store.Store, opts Options) *Engine {
 			Metrics:    opts.Metrics,
 			Tracing:    opts.Tracing,
 		}),
-		grant: opts.Capabilities,
+		grant:   opts.Capabilities,
+		modules: newModules(opts),
 	}
 }
 
@@ -136,7 +146,18 @@ func New(s store.Store, opts Options) *Engine {
 // refused. A flow whose nodes or edges do not fit together is refused
 // with an error that names the node or edge. The flow's schedules are
 // added to the engine (AddSchedule).
+//
+// A confined connector's node (runtime.ConfinedNode) is loaded here: its
+// module is read, checked against the certified digest and the
+// connector's declaration, compiled once, and run from then on in the
+// engine's wasm host (runtime/wasmhost); a module that fails any of it
+// refuses the flow, naming the node and why.
 func (e *Engine) Register(f *runtime.Flow) error {
+	loaded, err := f.LoadConfined(e.modules.load)
+	if err != nil {
+		return fmt.Errorf("flow %s: %w", f.Name, err)
+	}
+	f = loaded
 	if err := e.core.Register(engineFlow(f, e.grant)); err != nil {
 		return err
 	}

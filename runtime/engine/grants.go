@@ -14,6 +14,7 @@ import (
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/runtime/wasmhost"
 )
 
 // Grants builds an activation's capabilities from what its node declares:
@@ -117,7 +118,7 @@ func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 		caps.BlobWrite = blobWriter{blobs}
 	}
 	if g.DB != nil && (has(flowtype.DBRead) || has(flowtype.DBWrite)) {
-		caps.DBRead = dbReader{g.DB}
+		caps.DBRead = dbReader{g.DB, g.DB, !has(flowtype.DBWrite)}
 	}
 	if g.DB != nil && has(flowtype.DBWrite) {
 		caps.DBWrite = dbWriter{g.DB}
@@ -154,7 +155,11 @@ type (
 	dedupeStore  struct{ b runtime.DedupeStore }
 	blobReader   struct{ b runtime.BlobReader }
 	blobWriter   struct{ b runtime.BlobWriter }
-	dbReader     struct{ b runtime.DBReader }
+	dbReader     struct {
+		b        runtime.DBReader
+		db       *sql.DB
+		readOnly bool
+	}
 	dbWriter     struct{ b runtime.DBWriter }
 	clock        struct{ b runtime.Clock }
 	secrets      struct{ b runtime.Secrets }
@@ -190,6 +195,30 @@ func (c blobReader) ReadBlob(ctx context.Context, name string) ([]byte, error) {
 
 func (c blobWriter) WriteBlob(ctx context.Context, name string, data []byte) error {
 	return c.b.WriteBlob(ctx, name, data)
+}
+
+// QueryRows runs a query and reads every row (wasmhost.RowQuerier, the
+// way a confined connector's queries run): in a read-only transaction
+// when the connector may only read, so that a statement that would write
+// fails however it is phrased.
+func (c dbReader) QueryRows(ctx context.Context, query string, args ...any) ([]string, [][]any, error) {
+	if !c.readOnly {
+		rs, err := c.db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wasmhost.ScanAll(rs)
+	}
+	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback()
+	rs, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wasmhost.ScanAll(rs)
 }
 
 func (c dbReader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {

@@ -20,7 +20,14 @@
 // malformed message is an error, whichever side wrote it.
 package wasmabi
 
-import "github.com/flowgen-dev/flowgen/flowtype"
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime"
+)
 
 // Version is the ABI version this package speaks; a module that reports
 // another one is refused at load.
@@ -122,6 +129,28 @@ type Error struct {
 	// Status is the HTTP status the error comes from, 0 when none.
 	Status  uint32
 	Message string
+}
+
+// ErrorOf is err as it crosses the boundary: its kind (runtime.KindOf),
+// retry delay and status, and its message without the kind a classified
+// error prints first, which the receiving side prints again.
+func ErrorOf(err error) Error {
+	e := Error{Kind: runtime.KindOf(err), Message: err.Error()}
+	var re *runtime.Error
+	if errors.As(err, &re) {
+		e.RetryAfter, e.Status = int64(re.RetryAfter), uint32(re.Status)
+		if re == err && re.Err != nil {
+			e.Message = re.Err.Error()
+		}
+	}
+	e.Message = strings.TrimPrefix(e.Message, e.Kind.String()+": ")
+	return e
+}
+
+// Err is e as the receiving side returns it: a *runtime.Error of its
+// kind, retry delay and status.
+func (e Error) Err() error {
+	return &runtime.Error{Kind: e.Kind, RetryAfter: time.Duration(e.RetryAfter), Status: int(e.Status), Err: errors.New(e.Message)}
 }
 
 // AppendError appends e.

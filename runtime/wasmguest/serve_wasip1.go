@@ -4,7 +4,6 @@ package wasmguest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	goruntime "runtime"
 	"time"
@@ -83,11 +82,16 @@ func activate(p []byte) (resp wasmabi.RunResponse) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, err := call(runtime.NewActivationContext(ctx, q.Key, int(q.Attempt), served.caps, heartbeat{}, time.Time{}), q.Params, q.Input)
 	cancel()
+	// Goroutines that end when the activation's context does (database
+	// rows waiting on it, say) get to run and end before they count.
+	for i := 0; i < 16 && goruntime.NumGoroutine() > before; i++ {
+		goruntime.Gosched()
+	}
 	if left := goruntime.NumGoroutine() - before; left > 0 {
 		resp.Goroutines = uint32(left)
 	}
 	if err != nil {
-		e := errorOf(err)
+		e := wasmabi.ErrorOf(err)
 		resp.Err = &e
 		return resp
 	}
@@ -109,16 +113,6 @@ func call(ctx *runtime.Context, params, input []byte) (out []byte, err error) {
 	return served.node.Run(ctx, params, input)
 }
 
-// errorOf is err as it crosses to the host.
-func errorOf(err error) wasmabi.Error {
-	e := wasmabi.Error{Kind: runtime.KindOf(err), Message: err.Error()}
-	var re *runtime.Error
-	if errors.As(err, &re) {
-		e.RetryAfter = int64(re.RetryAfter)
-		e.Status = uint32(re.Status)
-	}
-	return e
-}
 
 // heartbeat tells the host the activation is alive.
 type heartbeat struct{}
@@ -152,7 +146,7 @@ func hostCall(fn func(unsafe.Pointer, uint32) uint32, req []byte) (*wasmabi.Read
 		if r.Err() != nil {
 			return nil, runtime.NewError(runtime.Permanent, r.Err())
 		}
-		return nil, &runtime.Error{Kind: e.Kind, RetryAfter: time.Duration(e.RetryAfter), Status: int(e.Status), Err: errors.New(e.Message)}
+		return nil, e.Err()
 	default:
 		return nil, runtime.Errorf(runtime.Permanent, "wasmguest: reply status %d", st)
 	}

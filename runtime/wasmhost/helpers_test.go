@@ -121,23 +121,27 @@ func (e *events) has(kind wasmhost.EventKind, detail string) bool {
 	return false
 }
 
-// newHost starts a host whose events go to ev; hosts share a compilation
-// cache, so a module compiles once per test binary.
-func newHost(t testing.TB, ev *events) *wasmhost.Host {
+// sharedCache is the compilation cache the test binary's hosts share, so
+// that a module compiles once per binary.
+func sharedCache(t testing.TB) string {
 	t.Helper()
 	modules.Lock()
+	defer modules.Unlock()
 	if modules.cache == "" {
 		d, err := os.MkdirTemp("", "wasmhost-test-cache-")
 		if err != nil {
-			modules.Unlock()
 			t.Fatal(err)
 		}
 		modules.cache = d
 	}
-	cache := modules.cache
-	modules.Unlock()
+	return modules.cache
+}
+
+// newHost starts a host whose events go to ev.
+func newHost(t testing.TB, ev *events) *wasmhost.Host {
+	t.Helper()
 	h, err := wasmhost.New(context.Background(), wasmhost.Options{
-		CacheDir: cache,
+		CacheDir: sharedCache(t),
 		Report:   ev.add,
 		Output:   func(string, string, wasmhost.Stream, []byte) {},
 	})

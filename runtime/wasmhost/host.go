@@ -278,3 +278,11 @@ func checkVersion(ctx context.Context, inst *instance) []string {
 	}
 	return nil
 }
+
+// Compile compiles wasm into the host's compilation cache (its CacheDir),
+// running none of it: certification compiles a module once, outside the
+// runs that execute it.
+func (h *Host) Compile(ctx context.Context, wasm []byte) error {
+	_, err := h.compile(ctx, wasm, Digest(wasm))
+	return err
+}

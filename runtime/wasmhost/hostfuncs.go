@@ -3,7 +3,6 @@ package wasmhost
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -110,7 +109,7 @@ func (inst *instance) serve(mod api.Module, name string, c flowtype.Capability, 
 	if err != nil {
 		w.Reset()
 		w.Uint8(uint8(wasmabi.StatusError))
-		w.AppendError(errorOf(err))
+		w.AppendError(wasmabi.ErrorOf(err))
 	}
 	inst.pending = w.Bytes()
 	return uint32(len(inst.pending))
@@ -122,19 +121,6 @@ func (inst *instance) reply(mod api.Module, ptr uint32) {
 	inst.pending = nil
 }
 
-// errorOf is err as it crosses to the module.
-func errorOf(err error) wasmabi.Error {
-	e := wasmabi.Error{Kind: runtime.KindOf(err), Message: err.Error()}
-	var re *runtime.Error
-	if errors.As(err, &re) {
-		e.RetryAfter = int64(re.RetryAfter)
-		e.Status = uint32(re.Status)
-		if re.Err != nil {
-			e.Message = re.Err.Error()
-		}
-	}
-	return e
-}
 
 func writeHTTP(w *wasmabi.Writer, resp *runtime.HTTPResponse, err error) error {
 	if err != nil {

@@ -243,7 +243,7 @@ func (m *Module) run(rc *runtime.Context, params, input []byte) (json.RawMessage
 		m.host.report(inst, EventGoroutines, fmt.Sprintf("%d goroutine(s) still running after Run returned; the instance is closed and they never run again", resp.Goroutines))
 	}
 	if resp.Err != nil {
-		return nil, &runtime.Error{Kind: resp.Err.Kind, RetryAfter: time.Duration(resp.Err.RetryAfter), Status: int(resp.Err.Status), Err: errors.New(resp.Err.Message)}
+		return nil, resp.Err.Err()
 	}
 	return json.RawMessage(append([]byte(nil), resp.Output...)), nil
 }

@@ -1,0 +1,118 @@
+//go:build !race
+
+package wasmhost_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/gen"
+	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
+	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
+	"github.com/flowgen-dev/flowgen/wasmbuild"
+)
+
+// TestEngineRunsConfinedNodes: a flow whose node is a confined connector
+// runs to the end on both stores, its one write reaching the provider
+// once with its idempotency key; an engine refuses the flow when the
+// module is not the certified one.
+func TestEngineRunsConfinedNodes(t *testing.T) {
+	t.Parallel()
+	spec, diags := connectorspec.Load("testdata/confined/writer/connector.yaml")
+	if spec == nil {
+		t.Fatal(diags.Err())
+	}
+	decl, err := gen.Declare(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm := mustBuild(t, "testdata/confined/writer", decl.NodeInfo())
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "writer.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	confined := runtime.Confined{Declaration: decl, Digest: wasmbuild.Digest(wasm), Path: "writer.wasm"}
+
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	target, _ := url.Parse(srv.URL)
+	grants := engine.Grants{Transport: &engine.ConnectTo{Routes: []engine.ConnectRoute{{Host: "api.example.com", Target: target}}}}
+
+	flow := func(c runtime.Confined) *runtime.Flow {
+		b := runtime.NewBuilder("notes")
+		runtime.AddNode(b, "post", runtime.ConfinedNode(c), runtime.NodeOptions{Timeout: 30 * time.Second})
+		f, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	stores := map[string]func() store.Store{
+		"bolt": func() store.Store {
+			s, err := boltstore.Open(filepath.Join(t.TempDir(), "flowgen.db"), boltstore.Options{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		"postgres": func() store.Store {
+			s, err := pgstore.Open(context.Background(), pgtest.FreshSchema(t), pgstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+	}
+	for name, open := range stores {
+		s := open()
+		defer s.Close()
+		e := engine.New(s, engine.Options{Owner: name, ModuleDir: dir, ModuleCache: sharedCache(t), Capabilities: grants.For})
+		if err := e.Register(flow(confined)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		job, err := e.Start(ctx, "notes", json.RawMessage(`{"id":"n-`+name+`","note":"hello"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go e.Run(ctx, 2)
+		st, err := e.Wait(ctx, job)
+		cancel()
+		if err != nil || st.State != runtime.StateSucceeded || !strings.Contains(string(st.Result["post"]), `"status":201`) {
+			t.Errorf("%s: job ended %+v %v", name, st, err)
+		}
+	}
+	mu.Lock()
+	if len(keys) != 2 || keys[0] == "" || keys[0] == keys[1] {
+		t.Errorf("the provider saw keys %q, want one per job", keys)
+	}
+	mu.Unlock()
+
+	tampered := confined
+	tampered.Digest = "sha256:" + strings.Repeat("0", 64)
+	e := engine.New(stores["bolt"](), engine.Options{ModuleDir: dir, ModuleCache: sharedCache(t)})
+	if err := e.Register(flow(tampered)); err == nil || !strings.Contains(err.Error(), "these are not the certified bytes") {
+		t.Errorf("a module other than the certified one: %v", err)
+	}
+}
