@@ -13,6 +13,7 @@
 //	publishers: [ci-payments]         # token names allowed to have published
 //	namespaces: [payments, catalog]
 //	refuseWaivers: true               # no finding of static analysis may have been waived
+//	requireConfined: true             # the default: a certified module, and flows run it confined
 //
 // Every field is optional; an absent field accepts everything. A report
 // made without the sandbox (flowgen certify --insecure-no-sandbox) is
@@ -53,6 +54,17 @@ type Policy struct {
 	// RefuseWaivers refuses a connector whose certification accepted any
 	// //flowgen:allow waiver.
 	RefuseWaivers bool `json:"refuseWaivers,omitempty"`
+	// RequireConfined (true when absent) refuses a connector whose
+	// certification names no module, and marks what is pulled so that a
+	// flow may not run it natively (docs/codegen.md, "Pulled
+	// connectors"). false lets a flow say run: native.
+	RequireConfined *bool `json:"requireConfined,omitempty"`
+}
+
+// ConfinedRequired reports whether p requires pulled connectors to run
+// confined: unless it says requireConfined: false. A nil policy does.
+func (p *Policy) ConfinedRequired() bool {
+	return p == nil || p.RequireConfined == nil || *p.RequireConfined
 }
 
 // Parse reads a policy. The error lists every problem with its
@@ -160,6 +172,9 @@ func (p *Policy) Check(e Evidence) []Violation {
 	}
 	if e.Report.Insecure {
 		fail("sandbox", "signed certification report", "the connector was certified without a sandbox (%s)", e.Report.Sandbox)
+	}
+	if p.ConfinedRequired() && e.Report.ModuleDigest == "" {
+		fail("requireConfined", "signed certification report", "the certification names no module, so the connector cannot run confined")
 	}
 	if p.RefuseWaivers {
 		for _, w := range e.Report.Waivers {

@@ -62,6 +62,7 @@ refuseWaivers: true
 		"forbiddenDataClasses: data class pii is on outputs/out; the policy forbids pii",
 		"forbiddenDataClasses: data class pii.email is on inputs/in; the policy forbids pii",
 		"requiredChecks: check determinism is warn: skipped",
+		"requireConfined: the certification names no module, so the connector cannot run confined",
 		"refuseWaivers: static analysis accepted a asm finding waived at connector.go:12 (vendored SIMD)",
 		`publishers: published by "someone"; the policy allows [ci]`,
 		`namespaces: namespace "payments"; the policy allows [catalog]`,
@@ -75,6 +76,14 @@ refuseWaivers: true
 		}
 	}
 	empty, _ := Parse("e.yaml", []byte("apiVersion: flowgen.dev/v1\nkind: PullPolicy\n"))
+	if v := empty.Check(Evidence{Report: report, Spec: spec}); len(v) != 1 || v[0].Rule != "requireConfined" {
+		t.Errorf("an empty policy accepted a certification without a module: %v", v)
+	}
+	loose, _ := Parse("l.yaml", []byte("apiVersion: flowgen.dev/v1\nkind: PullPolicy\nrequireConfined: false\n"))
+	if v := loose.Check(Evidence{Report: report, Spec: spec}); len(v) != 0 {
+		t.Errorf("requireConfined: false refused a certification without a module: %v", v)
+	}
+	report.ModuleDigest = "sha256:" + strings.Repeat("ab", 32)
 	if v := empty.Check(Evidence{Report: report, Spec: spec}); len(v) != 0 {
 		t.Errorf("an empty policy rejected: %v", v)
 	}

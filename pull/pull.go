@@ -18,6 +18,7 @@ import (
 	"github.com/flowgen-dev/flowgen/policy"
 	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/client"
+	"github.com/flowgen-dev/flowgen/signing"
 )
 
 // Options steer a pull.
@@ -42,6 +43,10 @@ type Result struct {
 	// ModuleDir is where the module's .zip, .mod and .info went, with the
 	// evidence in <version>.certification/ beside them.
 	ModuleDir string
+	// Connector is the pulled connector's directory, for flows to list
+	// under connectors: its source (the spec with its schemas) in
+	// source/, the certified module in module.wasm, and pulled.json.
+	Connector string
 	// FlowgenVersion is the unpublished flowgen module version placed
 	// beside the connector (signed by the same key), or "" when the
 	// connector needs none from the registry.
@@ -128,6 +133,10 @@ func Pull(ctx context.Context, c *client.Client, k api.Key, opts Options) (*Resu
 		return nil, err
 	}
 	problems = append(problems, ver.Problems...)
+	confined := opts.Policy.ConfinedRequired()
+	if len(problems) == 0 && confined && ver.Report.ModuleDigest == "" {
+		problems = append(problems, "requireConfined: the certification names no module, so the connector cannot run confined (a policy with requireConfined: false accepts it)")
+	}
 	if len(problems) == 0 && opts.Policy != nil {
 		ev, err := policy.VerifiedEvidence(pub, files[api.FileReport], files[api.FileReport+api.SignatureSuffix], files[api.FileManifest], k.Namespace, v.Publisher)
 		if err != nil {
@@ -150,6 +159,13 @@ func Pull(ctx context.Context, c *client.Client, k api.Key, opts Options) (*Resu
 		return nil, err
 	}
 	if res.ModuleDir, err = placeModule(opts.Dir, v, gomod, files); err != nil {
+		return nil, err
+	}
+	if res.Connector, err = placeConnector(res.ModuleDir, v, files, Pulled{
+		Connector: v.Connector, Version: v.Version, Namespace: k.Namespace, Module: v.Module, ModuleVersion: v.ModuleVersion,
+		ArtifactDigest: v.Digest, ModuleDigest: ver.Report.ModuleDigest, KeyFingerprint: signing.Fingerprint(pub),
+		RequireConfined: confined,
+	}); err != nil {
 		return nil, err
 	}
 	return res, nil

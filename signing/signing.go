@@ -15,7 +15,9 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -114,4 +116,11 @@ func Verify(pubPEM, data, sigB64 []byte) error {
 		return fmt.Errorf("%w: %v", ErrBadSignature, err)
 	}
 	return nil
+}
+
+// Fingerprint names a public key (PEM) for people and records:
+// "sha256:" and the hex SHA-256 of its PEM bytes, trailing space removed.
+func Fingerprint(pubPEM []byte) string {
+	sum := sha256.Sum256(bytes.TrimSpace(pubPEM))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -36,16 +36,16 @@ var refused = map[string]string{
 
 // listed is what Check reads of go list.
 type listed struct {
-	ImportPath     string
-	Dir            string
-	Standard       bool
-	GoFiles        []string
-	Imports        []string
+	ImportPath        string
+	Dir               string
+	Standard          bool
+	GoFiles           []string
+	Imports           []string
 	IgnoredGoFiles    []string
 	IgnoredOtherFiles []string
 	SFiles            []string
-	Error          *struct{ Err string }
-	DepsErrors     []*struct{ Err string }
+	Error             *struct{ Err string }
+	DepsErrors        []*struct{ Err string }
 }
 
 // Check lists the connector package in dir and everything it imports as a

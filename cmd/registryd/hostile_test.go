@@ -237,14 +237,3 @@ func watchOpens(t *testing.T, dir string) *openWatch {
 	})
 	return w
 }
-
-// lastLine returns the last line of s that contains sub.
-func lastLine(s, sub string) string {
-	var found string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			found = strings.TrimSpace(l)
-		}
-	}
-	return found
-}

@@ -160,9 +160,9 @@ type (
 		db       *sql.DB
 		readOnly bool
 	}
-	dbWriter     struct{ b runtime.DBWriter }
-	clock        struct{ b runtime.Clock }
-	secrets      struct{ b runtime.Secrets }
+	dbWriter struct{ b runtime.DBWriter }
+	clock    struct{ b runtime.Clock }
+	secrets  struct{ b runtime.Secrets }
 )
 
 func (c httpReader) Get(ctx context.Context, url string, header http.Header) (*runtime.HTTPResponse, error) {

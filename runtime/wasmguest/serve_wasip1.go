@@ -113,7 +113,6 @@ func call(ctx *runtime.Context, params, input []byte) (out []byte, err error) {
 	return served.node.Run(ctx, params, input)
 }
 
-
 // heartbeat tells the host the activation is alive.
 type heartbeat struct{}
 

@@ -193,4 +193,3 @@ func TestAssemblyDoesNotBuild(t *testing.T) {
 		t.Fatalf("build: %v", err)
 	}
 }
-

@@ -121,7 +121,6 @@ func (inst *instance) reply(mod api.Module, ptr uint32) {
 	inst.pending = nil
 }
 
-
 func writeHTTP(w *wasmabi.Writer, resp *runtime.HTTPResponse, err error) error {
 	if err != nil {
 		return err
