@@ -20,7 +20,7 @@ drop() { psql "$url" -qc "DROP SCHEMA IF EXISTS $1 CASCADE" >/dev/null 2>&1; }
 # Each round appends "name value" lines to $runs.
 for round in $(seq "$rounds"); do
 	echo "round $round of $rounds"
-	go test -run='^$' -bench='^BenchmarkPostgres$' -benchtime=1x ./runtime |
+	go test -run='^$' -bench='^BenchmarkPostgres$' -benchtime=1x ./runtime/engine |
 		awk '/^BenchmarkPostgres\// { sub(/-[0-9]+$/, "", $1); for (i = 2; i < NF; i++) if ($(i+1) == "nodes/s" || $(i+1) == "pg-cpu-ms/node") print "flowgen-" substr($1, 19) ($(i+1) == "nodes/s" ? "" : "-" $(i+1)), $i }' | tee -a "$runs"
 	reset flowgen_river_bench
 	(cd bench/river && go run . -database-url "$url&search_path=flowgen_river_bench" -jobs 3000 -workers 16) |
@@ -32,7 +32,7 @@ for round in $(seq "$rounds"); do
 	drop flowgen_dbos_bench
 done
 
-go test -run='^$' -bench='^BenchmarkPostgresProtocol$' -benchtime=1x ./runtime | grep '^Benchmark'
+go test -run='^$' -bench='^BenchmarkPostgresProtocol$' -benchtime=1x ./runtime/engine | grep '^Benchmark'
 
 echo "medians of $rounds rounds:"
 medians=$(sort -k1,1 -k2,2g "$runs" | awk '

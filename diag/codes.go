@@ -65,6 +65,8 @@ const (
 	CTRL012   Code = "CTRL012"
 	SUB001    Code = "SUB001"
 	SUB002    Code = "SUB002"
+	CONF001   Code = "CONF001"
+	CONF002   Code = "CONF002"
 )
 
 // Code generation codes: valid specs the generator cannot express in Go.
@@ -166,6 +168,10 @@ var Codes = []Info{
 		"Add the port to the subflow's `inputs` if it may see this data."},
 	{SUB002, Error, "subflow nesting too deep or recursive",
 		"Break the recursion, or flatten the nesting."},
+	{CONF001, Error, "confined run without a certified module",
+		"Pull the connector from a registry (`flowgen pull`) and list its directory under `connectors:`, or remove `run: confined`."},
+	{CONF002, Error, "pulled connector run natively against its pull policy",
+		"Remove `run: native`, or pull the connector under a policy with `requireConfined: false`."},
 	{GEN001, Error, "schema shape the generator does not support",
 		"Simplify the schema to what `flowgen gen` supports (docs/codegen.md), or carry the value as a JSON string."},
 	{GEN002, Error, "port layout a node cannot have",

@@ -100,3 +100,24 @@ func oneOf(s, what string, allowed []string, set func(string)) error {
 	}
 	return fmt.Errorf("invalid %s %q: want one of %s", what, s, strings.Join(allowed, ", "))
 }
+
+// RunMode is how a connector node runs: natively, its Go in the engine's
+// process, or confined, its certified module in the engine's wasm host.
+// The zero value is the default: confined for a pulled connector, native
+// for any other.
+type RunMode string
+
+// Run modes.
+const (
+	RunDefault  RunMode = ""
+	RunNative   RunMode = "native"
+	RunConfined RunMode = "confined"
+)
+
+// EnumValues lists the accepted spellings.
+func (RunMode) EnumValues() []string { return []string{"native", "confined"} }
+
+// UnmarshalText accepts one of EnumValues.
+func (m *RunMode) UnmarshalText(b []byte) error {
+	return oneOf(string(b), "run mode", RunMode("").EnumValues(), func(v string) { *m = RunMode(v) })
+}

@@ -71,6 +71,7 @@ type Node struct {
 	HeartbeatTimeout flowtype.Duration        `json:"heartbeatTimeout,omitzero" doc:"Longest one call of a connector or inline node may go without a heartbeat; past it the call is cancelled and fails as a Transient timeout, retried by policy, long before the job's lease runs out."`
 	RateLimit        *connectorspec.RateLimit `json:"rateLimit,omitempty" doc:"Calls per second for this node."`
 	OnError          *ErrorHandler            `json:"onError,omitempty" doc:"What the orchestrator does when the node fails."`
+	Run              RunMode                  `json:"run,omitempty" doc:"How a connector node runs: confined (its certified module, with only the capabilities its spec declares; the default for a pulled connector) or native (its Go in the engine's process; the default for any other)."`
 }
 
 // NodeKind is the closed set of node kinds.

@@ -12,6 +12,12 @@ type GraphNode struct {
 	*Node
 	// Spec is the connector a KindConnector node calls (nil if unresolved).
 	Spec *connectorspec.Spec
+	// Confined is the pull record of a connector node that runs confined,
+	// as its certified module (nil: the node runs natively).
+	Confined *connectorspec.Pulled
+	// Undo is the compensator of a connector node whose spec declares one,
+	// resolved in the flow's connectors (nil if none, or unresolved).
+	Undo *connectorspec.Spec
 	// Child is the flow a KindSubflow node runs (nil if unresolved).
 	Child *Graph
 	// In and Out are the node's ports by name.

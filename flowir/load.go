@@ -160,7 +160,7 @@ func (l *Loader) LoadSpecs(dir string) diag.List {
 		return nil
 	})
 	if err != nil {
-		diags.Add(diag.Pos{File: dir}, diag.FMT001, "", "cannot read connectors: %v", err)
+		diags.Add(diag.Pos{File: dir}, diag.FMT001, "list directories that exist under connectors:, relative to the flow file", "cannot read connectors: %v", err)
 	}
 	return diags
 }
@@ -367,6 +367,7 @@ func (r *resolver) ports(gn *GraphNode) {
 			return
 		}
 		gn.Spec = spec
+		gn.Confined = r.runMode(n, spec)
 		for name := range spec.Inputs {
 			gn.In[name] = &Port{Schema: spec.InputSchema(name), Typed: spec.InputSchema(name) != nil}
 		}
@@ -422,6 +423,29 @@ func (r *resolver) connector(n *Node) *connectorspec.Spec {
 		return nil
 	}
 	return s
+}
+
+// runMode decides how a connector node runs: a pulled connector confined
+// unless the node says run: native and its pull allowed it (CONF002),
+// any other natively, since only a pulled one has a certified module
+// (CONF001). It returns the pull record when the node runs confined.
+func (r *resolver) runMode(n *Node, spec *connectorspec.Spec) *connectorspec.Pulled {
+	pulled, err := connectorspec.PulledOf(spec)
+	if err != nil {
+		r.diags.Add(n.At("uses"), diag.CONF001, "pull the connector again (flowgen pull), which rewrites its record", "connector %s: %v", spec.ID, err)
+		return nil
+	}
+	switch {
+	case pulled == nil && n.Run == RunConfined:
+		r.diags.Add(n.At("run"), diag.CONF001, "pull the connector from a registry (flowgen pull) and list its directory under connectors:, or remove run: confined",
+			"node %s runs %s confined, but %s was not pulled with a certified module", n.Alias, spec.ID, spec.File)
+	case pulled != nil && n.Run == RunNative && pulled.RequireConfined:
+		r.diags.Add(n.At("run"), diag.CONF002, "remove run: native, or pull the connector under a policy with requireConfined: false",
+			"node %s runs pulled connector %s %s natively, but it was pulled requiring it run confined", n.Alias, spec.ID, spec.Version)
+	case pulled != nil && n.Run != RunNative:
+		return pulled
+	}
+	return nil
 }
 
 // heartbeatTimeout reports a heartbeat timeout that is negative or on a

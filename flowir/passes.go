@@ -468,11 +468,15 @@ func egress(g *Graph, diags *diag.List) {
 	}
 }
 
-// compensation checks the compensators of the connectors the flow uses.
+// compensation resolves and checks the compensators of the connectors
+// the flow uses.
 func compensation(g *Graph, diags *diag.List) {
 	for _, gn := range g.Nodes {
 		if gn.Spec != nil && g.loader != nil {
 			diags.Append(g.loader.CheckCompensator(gn.Spec))
+			if c := gn.Spec.Compensation; c != nil {
+				gn.Undo, _ = g.loader.Catalog.Resolve(c.Connector)
+			}
 		}
 	}
 }

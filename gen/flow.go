@@ -39,6 +39,10 @@ type flowGen struct {
 	pkg     *packages.Package // the flow's own package, for inline nodes
 	pkgErr  error
 	inlines map[*flowir.GraphNode]*inlineFunc
+	// modules names the function that returns the runtime.Confined of
+	// each node (by alias) or compensator (alias+"Undo") that runs
+	// confined.
+	modules map[string]string
 }
 
 // FlowFile names the file generated for the flow at path: its base name
@@ -118,6 +122,9 @@ var rawType = nodePort{code: jen.Qual(jsonPkg, "RawMessage"), id: goTypeID{jsonP
 func (fg *flowGen) inType(n *flowir.GraphNode, depth int) nodePort {
 	switch n.Kind() {
 	case flowir.KindConnector:
+		if isConfined(n) {
+			return rawType
+		}
 		return fg.connectorPort(n.Spec, false)
 	case flowir.KindInline:
 		if f, ok := fg.inline(n); ok {
@@ -139,6 +146,9 @@ func (fg *flowGen) inType(n *flowir.GraphNode, depth int) nodePort {
 func (fg *flowGen) outType(n *flowir.GraphNode, depth int) nodePort {
 	switch n.Kind() {
 	case flowir.KindConnector:
+		if isConfined(n) {
+			return rawType
+		}
 		return fg.connectorPort(n.Spec, true)
 	case flowir.KindInline:
 		if f, ok := fg.inline(n); ok {
@@ -168,22 +178,31 @@ func (fg *flowGen) emit(f *jen.File) {
 	var fields []jen.Code
 	defaults := jen.Dict{}
 	undo := map[string]*connectorspec.Spec{}
+	fg.modules = map[string]string{}
 	for _, n := range fg.g.Nodes {
 		if n.Kind() != flowir.KindConnector || n.Spec == nil {
 			continue
 		}
-		pkg := fg.connectorPkg(n.Spec)
-		fields = append(fields, jen.Comment(fmt.Sprintf("%s runs node %s (%s).", goName(n.Alias), n.Alias, n.Spec.ID)),
-			jen.Id(goName(n.Alias)).Qual(pkg, "Implementation"))
-		defaults[jen.Id(goName(n.Alias))] = jen.Op("&").Qual(pkg, "Connector").Values()
-		f.ImportName(pkg, packageOf(filepath.Dir(n.Spec.File)))
+		if isConfined(n) {
+			fg.modules[n.Alias] = fg.confinedModule(f, n.At("uses"), n.Alias, n.Spec, n.Confined)
+		} else {
+			pkg := fg.connectorPkg(n.Spec)
+			fields = append(fields, jen.Comment(fmt.Sprintf("%s runs node %s (%s).", goName(n.Alias), n.Alias, n.Spec.ID)),
+				jen.Id(goName(n.Alias)).Qual(pkg, "Implementation"))
+			defaults[jen.Id(goName(n.Alias))] = jen.Op("&").Qual(pkg, "Connector").Values()
+			f.ImportName(pkg, packageOf(filepath.Dir(n.Spec.File)))
+		}
 		if c := n.Spec.Compensation; c != nil {
-			u, err := fg.resolve(c.Connector)
-			if err != nil {
-				fg.diags.Add(c.At("connector"), diag.DAG206, "load the compensator's spec alongside this one", "cannot resolve compensator %q: %v", c.Connector, err)
+			u := n.Undo
+			if u == nil {
+				fg.diags.Add(c.At("connector"), diag.DAG206, "list the directory of the compensator's spec under the flow's connectors:", "cannot resolve compensator %q", c.Connector)
 				continue
 			}
 			undo[n.Alias] = u
+			if p := fg.confinedUndo(u); p != nil {
+				fg.modules[n.Alias+"Undo"] = fg.confinedModule(f, c.At("connector"), n.Alias+"Undo", u, p)
+				continue
+			}
 			upkg := fg.connectorPkg(u)
 			fields = append(fields, jen.Comment(fmt.Sprintf("%sUndo compensates node %s (%s).", goName(n.Alias), n.Alias, u.ID)),
 				jen.Id(goName(n.Alias)+"Undo").Qual(upkg, "Implementation"))
@@ -260,27 +279,6 @@ func (fg *flowGen) emit(f *jen.File) {
 	f.Func().Id("New"+fg.name).Params(jen.Id("c").Id(connectors)).Params(jen.Op("*").Qual(runtimePkg, "Flow"), jen.Error()).Block(body...)
 }
 
-func (fg *flowGen) resolve(ref string) (*connectorspec.Spec, error) {
-	for _, n := range fg.g.Nodes {
-		if n.Spec != nil && n.Uses == ref {
-			return n.Spec, nil
-		}
-	}
-	return catalogOf(fg.g).Resolve(ref)
-}
-
-// catalogOf is the catalogue of every spec a flow's nodes resolved to,
-// plus the specs next to them, for resolving compensators.
-func catalogOf(g *flowir.Graph) *connectorspec.Catalog {
-	l := flowir.NewLoader()
-	for _, n := range g.Nodes {
-		if n.Spec != nil {
-			l.LoadSpecs(filepath.Dir(filepath.Dir(n.Spec.File)))
-		}
-	}
-	return l.Catalog
-}
-
 // nodeOptions is the runtime.NodeOptions of a node that runs code: its
 // attempt and heartbeat timeouts and rate limit (params are the
 // connector's own).
@@ -301,7 +299,6 @@ func nodeOptions(n *flowir.GraphNode) jen.Dict {
 func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.GraphNode]string, undo map[string]*connectorspec.Spec) []jen.Code {
 	switch n.Kind() {
 	case flowir.KindConnector:
-		pkg := fg.connectorPkg(n.Spec)
 		opts := nodeOptions(n)
 		if n.Params.Value != nil {
 			params, err := strictyaml.CanonicalJSON(n.Params.JSON())
@@ -309,12 +306,18 @@ func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.Graph
 				opts[jen.Id("Params")] = jen.Qual(jsonPkg, "RawMessage").Call(jen.Lit(compactJSON(params)))
 			}
 		}
+		node := fg.typedNode(n.Spec, n.Alias)
 		out := []jen.Code{jen.Id(v).Op(":=").Qual(runtimePkg, "AddNode").Call(jen.Id("b"), jen.Lit(n.Alias),
-			jen.Qual(pkg, "NewTypedNode").Call(jen.Id("c").Dot(goName(n.Alias))), jen.Qual(runtimePkg, "NodeOptions").Values(opts))}
+			node, jen.Qual(runtimePkg, "NodeOptions").Values(opts))}
 		if u, ok := undo[n.Alias]; ok {
-			out = append(out, jen.Qual(runtimePkg, "Compensate").Call(jen.Id("b"), jen.Id(v),
-				jen.Qual(fg.connectorPkg(u), "NewTypedNode").Call(jen.Id("c").Dot(goName(n.Alias)+"Undo")),
-				stringSlice(n.Spec.Compensation.UndoKey)))
+			undoNode := fg.typedNode(u, n.Alias+"Undo")
+			if isConfined(n) || fg.modules[n.Alias+"Undo"] != "" {
+				// One side has JSON ports: the undo takes the node's output as
+				// its own input type says (their schemas were proved to fit).
+				undoNode = jen.Qual(runtimePkg, "TypedNode").Types(fg.outType(n, 0).code, rawType.code).Values(jen.Dict{
+					jen.Id("Runner"): jen.Add(undoNode).Dot("Runner")})
+			}
+			out = append(out, jen.Qual(runtimePkg, "Compensate").Call(jen.Id("b"), jen.Id(v), undoNode, stringSlice(n.Spec.Compensation.UndoKey)))
 		}
 		return out
 	case flowir.KindInline:
@@ -391,6 +394,16 @@ func (fg *flowGen) addNode(n *flowir.GraphNode, v string, vars map[*flowir.Graph
 	fg.diags.Add(n.Pos, diag.GEN001, "use a connector, switch, forEach, checkpoint or subflow node",
 		"node %q: %s nodes are not generated yet", n.Alias, n.Kind())
 	return nil
+}
+
+// typedNode is the TypedNode of connector s run under key (a node's
+// alias, or alias+"Undo" for its compensator): its module when confined,
+// its package's node of the flow's Connectors field otherwise.
+func (fg *flowGen) typedNode(s *connectorspec.Spec, key string) *jen.Statement {
+	if m := fg.modules[key]; m != "" {
+		return jen.Qual(runtimePkg, "ConfinedNode").Call(jen.Id(m).Call())
+	}
+	return jen.Qual(fg.connectorPkg(s), "NewTypedNode").Call(jen.Id("c").Dot(goName(key)))
 }
 
 // stripAssign drops the variable of a node nothing refers to: the call

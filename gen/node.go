@@ -99,7 +99,12 @@ func retryOwnerConst(s *connectorspec.Spec) string {
 	if s.Retry == nil {
 		return "RetryNone"
 	}
-	switch s.Retry.Owner {
+	return retryOwnerName(s.Retry.Owner)
+}
+
+// retryOwnerName is the runtime constant of a retry owner.
+func retryOwnerName(o flowtype.RetryOwner) string {
+	switch o {
 	case flowtype.RetryConnector:
 		return "RetryConnector"
 	case flowtype.RetryOrchestrator:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/artifact"
+	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/atomicfile"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/registry/api"
@@ -44,39 +45,18 @@ func placeModule(root string, v api.Version, gomod []byte, files map[string][]by
 	return dir, nil
 }
 
-// PulledFile is the record pull leaves in a pulled connector's directory,
-// which flow generation reads.
-const PulledFile = "pulled.json"
-
-// SourceDir is the pulled connector's source, below its directory.
-const SourceDir = "source"
-
-// Pulled is what pull verified of a connector it placed (PulledFile):
-// flow generation runs it confined, as the module with ModuleDigest, and
-// natively only when RequireConfined is false and the flow says so.
-type Pulled struct {
-	Connector       string `json:"connector"`
-	Version         string `json:"version"`
-	Namespace       string `json:"namespace"`
-	Module          string `json:"module"`
-	ModuleVersion   string `json:"module_version"`
-	ArtifactDigest  string `json:"artifact_digest"`
-	ModuleDigest    string `json:"module_digest"`
-	KeyFingerprint  string `json:"key_fingerprint"`
-	RequireConfined bool   `json:"require_confined"`
-}
-
 // placeConnector lays the pulled connector out for flows in the evidence
-// directory of its module version: the artifact extracted into source/,
-// and pulled.json; it returns that directory.
-func placeConnector(moduleDir string, v api.Version, files map[string][]byte, p Pulled) (string, error) {
+// directory of its module version (connectorspec.PulledOf reads it): the
+// artifact extracted into source/ beside module.wasm, and pulled.json; it
+// returns that directory.
+func placeConnector(moduleDir string, v api.Version, files map[string][]byte, p connectorspec.Pulled) (string, error) {
 	escVer, _ := module.EscapeVersion(v.ModuleVersion)
 	dir := filepath.Join(moduleDir, escVer+".certification")
 	var m artifact.Manifest
 	if err := json.Unmarshal(files[api.FileManifest], &m); err != nil {
 		return "", fmt.Errorf("artifact manifest: %w", err)
 	}
-	src := filepath.Join(dir, SourceDir)
+	src := filepath.Join(dir, connectorspec.PulledSource)
 	if err := os.RemoveAll(src); err != nil {
 		return "", err
 	}
@@ -87,7 +67,7 @@ func placeConnector(moduleDir string, v api.Version, files map[string][]byte, p 
 	if err != nil {
 		return "", err
 	}
-	return dir, atomicfile.Write(filepath.Join(dir, PulledFile), append(data, '\n'), 0o644)
+	return dir, atomicfile.Write(filepath.Join(dir, connectorspec.PulledFile), append(data, '\n'), 0o644)
 }
 
 // placeProxyVersion writes one module version (.zip, .mod, .info) into

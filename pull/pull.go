@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/policy"
 	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/client"
@@ -161,7 +162,7 @@ func Pull(ctx context.Context, c *client.Client, k api.Key, opts Options) (*Resu
 	if res.ModuleDir, err = placeModule(opts.Dir, v, gomod, files); err != nil {
 		return nil, err
 	}
-	if res.Connector, err = placeConnector(res.ModuleDir, v, files, Pulled{
+	if res.Connector, err = placeConnector(res.ModuleDir, v, files, connectorspec.Pulled{
 		Connector: v.Connector, Version: v.Version, Namespace: k.Namespace, Module: v.Module, ModuleVersion: v.ModuleVersion,
 		ArtifactDigest: v.Digest, ModuleDigest: ver.Report.ModuleDigest, KeyFingerprint: signing.Fingerprint(pub),
 		RequireConfined: confined,

@@ -19,7 +19,9 @@ Generates typed Go code for every ConnectorSpec and Flow under the PATHs
 types_gen.go and, with fixtures, fixtures_gen_test.go next to each spec; a
 types_gen.go in each directory of schema files specs share; and
 <flow>_gen.go next to each flow, whose NewX constructor wires the flow's
-nodes with typed connections. A connector package declares one go:generate line,
+nodes with typed connections. Connectors placed by flowgen pull are
+certified evidence and left as they are; flows that use them run them
+confined. A connector package declares one go:generate line,
 
 	//go:generate go tool flowgen gen
 
@@ -57,6 +59,9 @@ func runGen(e *env, args []string) int {
 		diags.Append(ds)
 		if s == nil || ds.HasErrors() {
 			continue
+		}
+		if pulled, _ := connectorspec.PulledOf(s); pulled != nil {
+			continue // certified evidence, generated when it was published
 		}
 		out, ds := gen.Connector(s)
 		diags.Append(ds)

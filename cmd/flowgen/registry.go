@@ -151,16 +151,23 @@ const pullUsage = `Usage: flowgen pull [--key PUB] [--policy FILE] [--dir DIR] N
 
 Downloads a certified connector and checks, before placing anything:
 the artifact's digest against the registry's record, the signatures of the
-artifact, SBOM and certification report against the registry's key, that
-the SBOM and report name that artifact, that no check failed and, with
---policy, every rule of the pull policy against the signed evidence. Any
-failure is reported in full and nothing is placed.
+artifact, SBOM, certification report and WebAssembly module against the
+registry's key, that the SBOM and report name that artifact and module,
+that no check failed, that the connector was certified as a module (unless
+the policy sets requireConfined: false) and, with --policy, every rule of
+the pull policy against the signed evidence. Any failure is reported in
+full and nothing is placed.
 
 The module then goes into DIR as a Go module proxy directory, with the
 evidence in DIR/<module>/@v/VERSION.certification/, and, when the
 connector requires an unpublished flowgen, the flowgen module the registry
-certified it with (checked against the same key). pull prints the go get
-line that fetches it in your module, with the environment it needs:
+certified it with (checked against the same key). The evidence directory
+also holds the connector laid out for flows: its source in source/, its
+certified module.wasm and pulled.json. A flow that lists it under
+connectors: runs it confined, as that module, with only the capabilities
+its spec declares (docs/codegen.md, "Pulled connectors"). For Go programs
+that import it, pull prints the go get line that fetches it in your
+module, with the environment it needs:
   GOPROXY=file://DIR,<your GOPROXY> GONOSUMDB=MODULE[,github.com/flowgen-dev/flowgen] GOFLAGS=-mod=mod go get MODULE@VERSION
 
 --key is the registry key your platform trusts (PEM); without it the key is
@@ -223,11 +230,12 @@ func runPull(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "flowgen pull: warning: %s\n", w)
 	}
 	v := res.Version
-	fmt.Fprintf(e.stderr, "verified %s: digest, 3 signatures, SBOM, %d checks passed", k, res.Checks)
+	fmt.Fprintf(e.stderr, "verified %s: digest, 4 signatures (artifact, SBOM, report, module), %d checks passed", k, res.Checks)
 	if pol != nil {
 		fmt.Fprintf(e.stderr, ", policy %s", *policyFile)
 	}
 	fmt.Fprintf(e.stderr, "\nplaced %s@%s in %s\n", v.Module, v.ModuleVersion, res.ModuleDir)
+	fmt.Fprintf(e.stderr, "placed the connector for flows in %s: list it under a flow's connectors: and it runs confined, as its certified module\n", res.Connector)
 	nosum := v.Module
 	if res.FlowgenVersion != "" {
 		fmt.Fprintf(e.stderr, "placed %s@%s beside it (signed by the same key)\n", flowgenmod.Path, res.FlowgenVersion)

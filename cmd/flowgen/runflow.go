@@ -106,12 +106,12 @@ func runRun(e *env, args []string) int {
 			}
 		}
 	}
-	prog, cleanup, code := buildFlowProgram(e, "run", "Main", []*flowir.Graph{g})
+	prog, code := buildFlowProgram(e, "run", "Main", []*flowir.Graph{g})
 	if code != exitOK {
 		return code
 	}
-	defer cleanup()
-	cmd := exec.CommandContext(e.ctx, prog, append(pf.args(e), "--input", "-", "--timeout", timeout.String(), "--key", *key)...)
+	defer prog.cleanup()
+	cmd := exec.CommandContext(e.ctx, prog.path, append(pf.args(e, prog), "--input", "-", "--timeout", timeout.String(), "--key", *key)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(data), e.stdout, e.stderr
 	err = cmd.Run()
 	if exit, ok := err.(*exec.ExitError); ok {
@@ -168,10 +168,10 @@ func absUnlessDash(s string) string {
 // their subflows in the same package) to localrun.<entry>, and builds it
 // with an overlay, so nothing is written to the user's tree. The program
 // is removed by cleanup.
-func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (prog string, cleanup func(), code int) {
-	fail := func(format string, args ...any) (string, func(), int) {
+func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (prog flowProgram, code int) {
+	fail := func(format string, args ...any) (flowProgram, int) {
 		fmt.Fprintf(e.stderr, "flowgen %s: "+format+"\n", append([]any{cmdName}, args...)...)
-		return "", nil, exitUsage
+		return flowProgram{}, exitUsage
 	}
 	var buildDir string
 	var pkgs []gen.ProgramPackage
@@ -180,7 +180,7 @@ func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (pr
 		files, diags := gen.Flow(g)
 		if diags.HasErrors() {
 			diags.WriteText(e.stdout)
-			return "", nil, exitProblems
+			return flowProgram{}, exitProblems
 		}
 		if stale, err := gen.Changed(files); err != nil || len(stale) > 0 {
 			return fail("%s is missing or out of date; run go generate ./... (or flowgen gen %s) first",
@@ -226,7 +226,7 @@ func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (pr
 	if err != nil {
 		return fail("%v", err)
 	}
-	cleanup = func() { os.RemoveAll(tmp) }
+	cleanup := func() { os.RemoveAll(tmp) }
 	mainPath := filepath.Join(tmp, "main.go")
 	overlay := filepath.Join(tmp, "overlay.json")
 	js, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(buildDir, "flowgenrun", "main.go"): mainPath}})
@@ -238,14 +238,30 @@ func buildFlowProgram(e *env, cmdName, entry string, graphs []*flowir.Graph) (pr
 		cleanup()
 		return fail("%v", err)
 	}
-	prog = filepath.Join(tmp, "flowgen-"+cmdName)
-	build := exec.CommandContext(e.ctx, "go", "build", "-overlay", overlay, "-o", prog, "./flowgenrun")
+	moduleDir, err := modpath.Root(buildDir)
+	if err != nil {
+		cleanup()
+		return fail("%v", err)
+	}
+	prog = flowProgram{path: filepath.Join(tmp, "flowgen-"+cmdName), moduleDir: moduleDir, cleanup: cleanup}
+	build := exec.CommandContext(e.ctx, "go", "build", "-overlay", overlay, "-o", prog.path, "./flowgenrun")
 	build.Dir = buildDir
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
 		return fail("building the flow program: %v\n%s", err, out)
 	}
-	return prog, cleanup, exitOK
+	return prog, exitOK
+}
+
+// flowProgram is a built flow program.
+type flowProgram struct {
+	// path is the program's executable.
+	path string
+	// moduleDir is the root of the flows' Go module, where the paths of
+	// their confined connectors' modules start.
+	moduleDir string
+	// cleanup removes the program.
+	cleanup func()
 }
 
 const workerUsage = `Usage: flowgen worker [flags] FLOW.yaml...
@@ -303,8 +319,8 @@ func newProgramFlags(fs *flag.FlagSet) programFlags {
 	}
 }
 
-func (p programFlags) args(e *env) []string {
-	return []string{"--store", absUnlessURL(resolveStore(e, *p.store)), "--workers", fmt.Sprint(*p.workers), "--blobs", absUnlessDash(*p.blobs), "--retention", p.retention.String()}
+func (p programFlags) args(e *env, prog flowProgram) []string {
+	return []string{"--store", absUnlessURL(resolveStore(e, *p.store)), "--workers", fmt.Sprint(*p.workers), "--blobs", absUnlessDash(*p.blobs), "--retention", p.retention.String(), "--module-dir", prog.moduleDir}
 }
 
 // loadFlows loads every flow file, printing diagnostics on failure.
@@ -396,14 +412,14 @@ func runFlowProgram(e *env, name, usage, entry string, args []string, more func(
 	if code != exitOK {
 		return code
 	}
-	prog, cleanup, code := buildFlowProgram(e, name, entry, graphs)
+	prog, code := buildFlowProgram(e, name, entry, graphs)
 	if code != exitOK {
 		return code
 	}
-	defer cleanup()
-	progArgs := pf.args(e)
+	defer prog.cleanup()
+	progArgs := pf.args(e, prog)
 	if extra != nil {
 		progArgs = append(progArgs, extra(rest)...)
 	}
-	return runUntilInterrupted(e, name, prog, progArgs)
+	return runUntilInterrupted(e, name, prog.path, progArgs)
 }

@@ -171,7 +171,7 @@ func TestEndToEnd(t *testing.T) {
 	pulled := t.TempDir()
 	for _, k := range examples {
 		out, errOut, code := e.flowgen(puller, "pull", "--key", pub, "--dir", pulled, k.String())
-		if code != 0 || !strings.Contains(errOut, "3 signatures") || !strings.Contains(out, "GOPROXY=file://") {
+		if code != 0 || !strings.Contains(errOut, "4 signatures") || !strings.Contains(out, "GOPROXY=file://") {
 			t.Fatalf("pull %s: %d\n%s%s", k, code, out, errOut)
 		}
 	}

@@ -2,9 +2,11 @@
 // (make demo): it checks the examples' generated code, starts local
 // stand-ins for the order flow's external APIs, runs the order flow to
 // success on the embedded store, certifies the charge connector, starts
-// registryd on local disk, publishes every example connector, pulls one
-// back and verifies it, and builds and runs a program that imports it
-// with the stock go command through the registry's Go module proxy. It
+// registryd on local disk, publishes every example connector (each
+// certified as a WebAssembly module), pulls the payment connectors back
+// and verifies them, runs the order flow again in a module of its own with
+// them confined, and builds and runs a program that imports one with the
+// stock go command through the registry's Go module proxy. It
 // prints a line per stage with the time it took, stops everything it
 // started, and ends with a summary table; it exits 0 only when every stage
 // passed.
@@ -115,6 +117,7 @@ func runDemo(ctx context.Context, out io.Writer, keep, stay bool, dbURL string) 
 		{"registry", (*demo).startRegistry},
 		{"publish", (*demo).publishAll},
 		{"pull", (*demo).pull},
+		{"confined", (*demo).runConfined},
 		{"build", (*demo).buildConsumer},
 		{"console", (*demo).console},
 		{"stop", (*demo).stop},

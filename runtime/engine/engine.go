@@ -64,9 +64,10 @@ type Options struct {
 	// Metrics, when set, receives the engine's Prometheus metrics
 	// (docs/observability.md lists them). Engines may share one.
 	Metrics prometheus.Registerer
-	// ModuleDir is where the modules of confined connectors
-	// (runtime.ConfinedNode) are found when their path is relative; the
-	// working directory when empty.
+	// ModuleDir is where the relative paths of confined connectors'
+	// modules (runtime.Confined.Path) start: generated flows write them
+	// relative to the root of the flow's Go module. The working directory
+	// when empty.
 	ModuleDir string
 	// ModuleCache keeps compiled modules across processes (default: a
 	// directory under the user's cache directory); "-" compiles every

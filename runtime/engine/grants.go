@@ -197,17 +197,13 @@ func (c blobWriter) WriteBlob(ctx context.Context, name string, data []byte) err
 	return c.b.WriteBlob(ctx, name, data)
 }
 
-// QueryRows runs a query and reads every row (wasmhost.RowQuerier, the
-// way a confined connector's queries run): in a read-only transaction
-// when the connector may only read, so that a statement that would write
-// fails however it is phrased.
-func (c dbReader) QueryRows(ctx context.Context, query string, args ...any) ([]string, [][]any, error) {
-	if !c.readOnly {
-		rs, err := c.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return nil, nil, err
-		}
-		return wasmhost.ScanAll(rs)
+// queryRows is the engine's wasmhost.QueryRowsFunc: the queries of a
+// confined connector that may only read run in a read-only transaction,
+// so that a statement that would write fails however it is phrased.
+func queryRows(ctx context.Context, db runtime.DBReader, query string, args ...any) ([]string, [][]any, error) {
+	c, ok := db.(dbReader)
+	if !ok || !c.readOnly {
+		return wasmhost.QueryRows(ctx, db, query, args...)
 	}
 	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

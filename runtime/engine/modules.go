@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/wasmhost"
@@ -43,7 +44,7 @@ func newModules(opts Options) *modules {
 // digest and its declaration, as a Runner.
 func (m *modules) load(c runtime.Confined) (runtime.Runner, error) {
 	m.once.Do(func() {
-		m.host, m.err = wasmhost.New(context.Background(), wasmhost.Options{CacheDir: m.cache, Logger: m.log})
+		m.host, m.err = wasmhost.New(context.Background(), wasmhost.Options{CacheDir: m.cache, Logger: m.log, QueryRows: queryRows})
 	})
 	if m.err != nil {
 		return nil, m.err
@@ -56,9 +57,12 @@ func (m *modules) load(c runtime.Confined) (runtime.Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("confined %s %s: %w", c.Declaration.ID, c.Declaration.Version, err)
 	}
+	start := time.Now()
 	mod, err := m.host.Load(context.Background(), wasm, c.Declaration.NodeInfo(), c.Digest)
 	if err != nil {
 		return nil, err
 	}
+	m.log.Info("confined connector loaded", "connector", c.Declaration.ID, "version", c.Declaration.Version,
+		"module", c.Digest, "capabilities", c.Declaration.Capabilities, "took", time.Since(start).Round(time.Millisecond))
 	return mod.Runner(), nil
 }

@@ -300,6 +300,7 @@ type flags struct {
 	workers   *int
 	blobs     *string
 	retention *time.Duration
+	moduleDir *string
 }
 
 func commonFlags(fs *flag.FlagSet) flags {
@@ -308,6 +309,7 @@ func commonFlags(fs *flag.FlagSet) flags {
 		workers:   fs.Int("workers", DefaultWorkers, "workers running in this process"),
 		blobs:     fs.String("blobs", DefaultBlobs, "directory backing blob capabilities"),
 		retention: fs.Duration("retention", DefaultRetention, RetentionFlagHelp),
+		moduleDir: fs.String("module-dir", ".", "root of the flows' Go module, where the paths of confined (pulled) connectors' modules start"),
 	}
 }
 
@@ -337,7 +339,7 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metri
 	}
 	closers = append(closers, func() error { stopTracing(); return nil })
 	grants := engine.Grants{Store: st, BlobDir: *f.blobs, Secrets: engine.EnvSecrets{Lookup: p.LookupEnv}}
-	opts := engine.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Retention: *f.retention, Metrics: metrics}
+	opts := engine.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Retention: *f.retention, Metrics: metrics, ModuleDir: *f.moduleDir}
 	if tp != nil {
 		grants.Tracing, opts.Tracing = tp, tp
 	}

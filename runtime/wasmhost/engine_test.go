@@ -4,6 +4,7 @@ package wasmhost_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 	"github.com/flowgen-dev/flowgen/wasmbuild"
+	_ "github.com/lib/pq" // the reader's database
 )
 
 // TestEngineRunsConfinedNodes: a flow whose node is a confined connector
@@ -114,5 +116,82 @@ func TestEngineRunsConfinedNodes(t *testing.T) {
 	e := engine.New(stores["bolt"](), engine.Options{ModuleDir: dir, ModuleCache: sharedCache(t)})
 	if err := e.Register(flow(tampered)); err == nil || !strings.Contains(err.Error(), "these are not the certified bytes") {
 		t.Errorf("a module other than the certified one: %v", err)
+	}
+}
+
+// TestConfinedReadsCannotWrite: the queries of a confined connector that
+// declares only db.read run in a read-only transaction, so that no
+// phrasing of a write (a data-modifying CTE, a second statement) changes
+// the database; reads work.
+func TestConfinedReadsCannotWrite(t *testing.T) {
+	t.Parallel()
+	spec, diags := connectorspec.Load("testdata/confined/reader/connector.yaml")
+	if spec == nil {
+		t.Fatal(diags.Err())
+	}
+	decl, err := gen.Declare(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm := mustBuild(t, "testdata/confined/reader", decl.NodeInfo())
+	dsn := pgtest.FreshSchema(t)
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE notes (id text PRIMARY KEY); INSERT INTO notes VALUES ('a'), ('b')`); err != nil {
+		t.Fatal(err)
+	}
+	st, err := pgstore.Open(context.Background(), dsn, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "reader.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := runtime.NewBuilder("reads")
+	runtime.AddNode(b, "read", runtime.ConfinedNode(runtime.Confined{Declaration: decl, Digest: wasmbuild.Digest(wasm), Path: "reader.wasm"}), runtime.NodeOptions{Timeout: 30 * time.Second})
+	flow, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := engine.Grants{DB: db}
+	e := engine.New(st, engine.Options{Owner: "reads", ModuleDir: dir, ModuleCache: sharedCache(t), Capabilities: grants.For})
+	if err := e.Register(flow); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go e.Run(ctx, 2)
+	run := func(query string) runtime.JobStatus {
+		in, _ := json.Marshal(map[string]string{"query": query})
+		job, err := e.Start(ctx, "reads", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.Wait(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := run(`SELECT id FROM notes`); st.State != runtime.StateSucceeded || !strings.Contains(string(st.Result["read"]), `"rows":2`) {
+		t.Errorf("a read: %+v", st)
+	}
+	for _, write := range []string{
+		`WITH gone AS (DELETE FROM notes RETURNING id) SELECT id FROM gone`,
+		`SELECT 1; DELETE FROM notes`,
+		`INSERT INTO notes VALUES ('c') RETURNING id`,
+	} {
+		if st := run(write); st.State != runtime.StateFailed || !strings.Contains(strings.Join(st.Errors, "\n"), "read-only transaction") {
+			t.Errorf("%s: %+v, want it failed in a read-only transaction", write, st)
+		}
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("notes has %d rows (%v), want the 2 it started with", n, err)
 	}
 }

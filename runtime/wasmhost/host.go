@@ -76,6 +76,8 @@ type Options struct {
 	// instead of the Logger (certification reads it to find leaks). key
 	// is the running activation's idempotency key.
 	Output func(connector, key string, s Stream, line []byte)
+	// QueryRows runs the read queries of modules (QueryRows when nil).
+	QueryRows QueryRowsFunc
 }
 
 const (
@@ -110,6 +112,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.PoolSize <= 0 {
 		opts.PoolSize = defaultPoolSize
 	}
+	if opts.QueryRows == nil {
+		opts.QueryRows = QueryRows
+	}
 	h := &Host{opts: opts, log: opts.Logger, modules: map[string]*compiled{}}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -131,6 +136,10 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+func (h *Host) queryRows(ctx context.Context, db runtime.DBReader, query string, args ...any) ([]string, [][]any, error) {
+	return h.opts.QueryRows(ctx, db, query, args...)
 }
 
 // Close stops every instance and frees the compiled modules.

@@ -296,15 +296,15 @@ func secret(inst *instance, rc *runtime.Context, req []byte, w *wasmabi.Writer) 
 	return nil
 }
 
-// RowQuerier is a database read capability that returns a query's rows
-// whole, so that they cross to a module in one reply; engine.Grants'
-// gives one, which runs the queries of a connector that may only read in
-// a read-only transaction.
-type RowQuerier interface {
-	QueryRows(ctx context.Context, query string, args ...any) (columns []string, rows [][]any, err error)
-}
+// QueryRowsFunc runs a module's read query on the activation's database
+// read capability and returns its rows whole, so that they cross to the
+// module in one reply. Options.QueryRows lets the capability's owner run
+// it its own way (engine.Engine runs the queries of a connector that may
+// only read in a read-only transaction); by default it is db's
+// QueryContext, every row read.
+type QueryRowsFunc func(ctx context.Context, db runtime.DBReader, query string, args ...any) (columns []string, rows [][]any, err error)
 
-func dbQuery(_ *instance, rc *runtime.Context, req []byte, w *wasmabi.Writer) error {
+func dbQuery(in *instance, rc *runtime.Context, req []byte, w *wasmabi.Writer) error {
 	q, err := wasmabi.ReadDBRequest(req)
 	if err != nil {
 		return runtime.NewError(runtime.Permanent, err)
@@ -314,12 +314,7 @@ func dbQuery(_ *instance, rc *runtime.Context, req []byte, w *wasmabi.Writer) er
 		return runtime.NotGranted(string(flowtype.DBRead))
 	}
 	var rows wasmabi.Rows
-	if rq, ok := d.(RowQuerier); ok {
-		rows.Columns, rows.Values, err = rq.QueryRows(rc, q.Query, q.Args...)
-	} else {
-		rows.Columns, rows.Values, err = readRows(rc, d, q)
-	}
-	if err != nil {
+	if rows.Columns, rows.Values, err = in.m.host.queryRows(rc, d, q.Query, q.Args...); err != nil {
 		return err
 	}
 	if err := rows.Append(w); err != nil {
@@ -328,10 +323,10 @@ func dbQuery(_ *instance, rc *runtime.Context, req []byte, w *wasmabi.Writer) er
 	return nil
 }
 
-// readRows runs a query and reads every row, for a capability that is
-// not a RowQuerier.
-func readRows(rc *runtime.Context, d runtime.DBReader, q wasmabi.DBRequest) ([]string, [][]any, error) {
-	rs, err := d.QueryContext(rc, q.Query, q.Args...)
+// QueryRows is the default QueryRowsFunc: db's QueryContext, every row
+// read.
+func QueryRows(ctx context.Context, db runtime.DBReader, query string, args ...any) ([]string, [][]any, error) {
+	rs, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, nil, err
 	}
