@@ -7,7 +7,7 @@ PKGS      := ./... $(patsubst %/,./%,$(dir $(wildcard gen/testdata/*/connector.y
 # seconds each on 2 cores). Counts, not durations: a time budget makes the
 # fuzz coordinator fail with "context deadline exceeded" on a loaded
 # machine. FUZZTIME=30s (or 100000x) overrides every target's budget.
-FUZZ      := ./runtime/wasmabi:FuzzReaders:20000x ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./runtime/idemkey:FuzzEncode:200000x ./runtime/runtype:FuzzParse:20000x ./gen:FuzzGenerate:500x
+FUZZ      := ./runtime:FuzzDecode:50000x ./runtime/wasmabi:FuzzReaders:20000x ./connectorspec:FuzzParseSpec:3000x ./flowir:FuzzParseFlow:20000x ./runtime/idemkey:FuzzEncode:200000x ./runtime/runtype:FuzzParse:20000x ./gen:FuzzGenerate:500x
 FUZZTIME  ?=
 # What a confined connector's module links from flowgen, linted as wasip1
 # builds it (the guest's files exist only there).

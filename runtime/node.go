@@ -65,19 +65,25 @@ type typedRunner[P, I, O any] struct {
 func (t typedRunner[P, I, O]) Info() NodeInfo { return t.info }
 
 func (t typedRunner[P, I, O]) Run(ctx *Context, params, input json.RawMessage) (json.RawMessage, error) {
-	var p P
-	var in I
-	if err := t.decodeValid(params, &p, "params"); err != nil {
+	// One allocation for the three, which escape through the decoders'
+	// and validators' interfaces.
+	v := new(struct {
+		p   P
+		in  I
+		out O
+	})
+	if err := t.decodeValid(params, &v.p, "params"); err != nil {
 		return nil, err
 	}
-	if err := t.decodeValid(input, &in, "input"); err != nil {
+	if err := t.decodeValid(input, &v.in, "input"); err != nil {
 		return nil, err
 	}
-	out, err := t.run(ctx, p, in)
-	if err != nil {
+	var err error
+	if v.out, err = t.run(ctx, v.p, v.in); err != nil {
 		return nil, err
 	}
-	if v, ok := any(&out).(interface{ Validate() error }); ok {
+	out := &v.out
+	if v, ok := any(out).(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
 			return nil, NewError(SchemaMismatch, fmt.Errorf("output breaks its schema (a bug in the node): %w", t.redact("output", err)))
 		}
@@ -101,7 +107,7 @@ func (t typedRunner[P, I, O]) decodeValid(data json.RawMessage, dst any, what st
 		data = json.RawMessage("{}") // generated types report missing required fields
 	}
 	if len(data) > 0 && string(data) != "null" {
-		if err := json.Unmarshal(data, dst); err != nil {
+		if err := unmarshal(data, dst); err != nil {
 			return NewError(SchemaMismatch, fmt.Errorf("decode %s: %w", what, t.redact(what, err)))
 		}
 	}

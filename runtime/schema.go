@@ -108,7 +108,8 @@ func jsonTypeOf(goKind string) string {
 // Object is a JSON object split into its properties, the first step of
 // decoding a generated struct.
 type Object struct {
-	props map[string]json.RawMessage
+	props []member // in input order; a repeated name's last value counts
+	buf   [8]member
 	err   error
 }
 
@@ -121,8 +122,17 @@ func DecodeObject(data []byte) *Object {
 		o.err = &FieldError{Msg: "expected object, got " + describe(trimmed)}
 		return o
 	}
-	if err := json.Unmarshal(trimmed, &o.props); err != nil {
+	o.props = o.buf[:0]
+	if split(trimmed, '{', &o.props) {
+		return o
+	}
+	o.props = nil
+	var props map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &props); err != nil {
 		o.err = under("", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		o.props = append(o.props, member{[]byte(k), props[k]})
 	}
 	return o
 }
@@ -144,6 +154,16 @@ func describe(raw []byte) string {
 	return "number"
 }
 
+// get returns the value of property name.
+func (o *Object) get(name string) (json.RawMessage, bool) {
+	for i := len(o.props) - 1; i >= 0; i-- {
+		if string(o.props[i].name) == name {
+			return o.props[i].raw, true
+		}
+	}
+	return nil, false
+}
+
 // Required records an error for each name that is absent.
 func (o *Object) Required(names ...string) {
 	if o.err != nil {
@@ -151,7 +171,7 @@ func (o *Object) Required(names ...string) {
 	}
 	var missing []error
 	for _, n := range names {
-		if _, ok := o.props[n]; !ok {
+		if _, ok := o.get(n); !ok {
 			missing = append(missing, &FieldError{Path: n, Msg: "required property is missing"})
 		}
 	}
@@ -160,7 +180,7 @@ func (o *Object) Required(names ...string) {
 
 // Has reports whether the object has property name.
 func (o *Object) Has(name string) bool {
-	_, ok := o.props[name]
+	_, ok := o.get(name)
 	return ok && o.err == nil
 }
 
@@ -171,9 +191,9 @@ func (o *Object) Closed(known ...string) {
 		return
 	}
 	var extra []string
-	for k := range o.props {
-		if !slices.Contains(known, k) {
-			extra = append(extra, k)
+	for _, m := range o.props {
+		if name := string(m.name); !slices.Contains(known, name) && !slices.Contains(extra, name) {
+			extra = append(extra, name)
 		}
 	}
 	if len(extra) == 0 {
@@ -190,11 +210,11 @@ func (o *Object) Closed(known ...string) {
 // Field decodes property name into dst when present; dst keeps its value
 // (the default) when absent.
 func DecodeField[T any](o *Object, name string, dst *T) {
-	raw, ok := o.props[name]
+	raw, ok := o.get(name)
 	if !ok || o.err != nil {
 		return
 	}
-	if err := json.Unmarshal(raw, dst); err != nil {
+	if err := decodeValue(raw, dst); err != nil {
 		o.err = under(name, err)
 	}
 }
@@ -202,12 +222,12 @@ func DecodeField[T any](o *Object, name string, dst *T) {
 // Optional decodes property name into a newly allocated value when present
 // and not null; dst keeps its value (nil or the default) otherwise.
 func DecodeOptional[T any](o *Object, name string, dst **T) {
-	raw, ok := o.props[name]
+	raw, ok := o.get(name)
 	if !ok || o.err != nil || string(bytes.TrimSpace(raw)) == "null" {
 		return
 	}
 	v := new(T)
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := decodeValue(raw, v); err != nil {
 		o.err = under(name, err)
 		return
 	}
@@ -217,7 +237,7 @@ func DecodeOptional[T any](o *Object, name string, dst **T) {
 // With decodes property name with decode when present, for values that
 // plain encoding/json cannot decode (sealed interfaces).
 func DecodeWith(o *Object, name string, decode func(raw json.RawMessage) error) {
-	raw, ok := o.props[name]
+	raw, ok := o.get(name)
 	if !ok || o.err != nil {
 		return
 	}
@@ -236,12 +256,12 @@ func Discriminator(data []byte, name string) (string, error) {
 	if o.err != nil {
 		return "", o.err
 	}
-	raw, ok := o.props[name]
+	raw, ok := o.get(name)
 	if !ok {
 		return "", &FieldError{Path: name, Msg: "required property is missing"}
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := decodeValue(raw, &s); err != nil {
 		return "", under(name, err)
 	}
 	return s, nil
@@ -361,9 +381,11 @@ func Ptr[T any](v T) *T { return &v }
 // Slice decodes a JSON array whose elements need a decoder of their own
 // (sealed interfaces), naming the index of a bad element.
 func DecodeSlice[T any](raw json.RawMessage, dst *[]T, decode func([]byte) (T, error)) error {
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		return under("", err)
+	elems, ok := splitArray(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			return under("", err)
+		}
 	}
 	out := make([]T, len(elems))
 	for i, e := range elems {
@@ -383,7 +405,7 @@ func DecodeElements[T any](o *Object, name string, dst *[]T) {
 	DecodeWith(o, name, func(raw json.RawMessage) error {
 		return DecodeSlice(raw, dst, func(b []byte) (T, error) {
 			var v T
-			err := json.Unmarshal(b, &v)
+			err := decodeValue(b, &v)
 			return v, err
 		})
 	})
@@ -393,14 +415,16 @@ func DecodeElements[T any](o *Object, name string, dst *[]T) {
 // entry so that a bad value is named by its key (`limits["daily"].max`).
 func DecodeEntries[T any](o *Object, name string, dst *map[string]T) {
 	DecodeWith(o, name, func(raw json.RawMessage) error {
-		var entries map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &entries); err != nil {
-			return under("", err)
+		entries, ok := splitObject(raw)
+		if !ok {
+			if err := json.Unmarshal(raw, &entries); err != nil {
+				return under("", err)
+			}
 		}
 		out := make(map[string]T, len(entries))
 		for _, k := range slices.Sorted(maps.Keys(entries)) {
 			var v T
-			if err := json.Unmarshal(entries[k], &v); err != nil {
+			if err := decodeValue(entries[k], &v); err != nil {
 				return under(PathKey("", k), err)
 			}
 			out[k] = v
