@@ -4,9 +4,12 @@
 // functions each side offers, and the byte layout of what crosses.
 //
 // The module exports three functions: Alloc (the host asks for a buffer
-// in the module's memory and writes a request there), Run (one
-// activation: a RunRequest in, a RunResponse out, both in the module's
-// memory) and Version (the ABI version the module speaks). The host
+// of at least n bytes in the module's memory and writes a request there;
+// the buffer stays the module's request buffer, which the host reuses
+// for every later request that fits in it, without calling Alloc again),
+// Run (one activation: a RunRequest of n bytes in the request buffer in,
+// a RunResponse out, both in the module's memory) and Version (the ABI
+// version the module speaks). The host
 // exports, in module Module, one function per capability the connector's
 // spec declares (Imports) and the plumbing every module needs (Reply,
 // Heartbeat). A capability call passes a request in the module's memory
@@ -31,7 +34,7 @@ import (
 
 // Version is the ABI version this package speaks; a module that reports
 // another one is refused at load.
-const Version = 1
+const Version = 2
 
 // Module is the import module name of the host functions.
 const Module = "flowgen"

@@ -11,7 +11,7 @@ import (
 
 // TestRoundTrip: every message reads back as it was written.
 func TestRoundTrip(t *testing.T) {
-	q := RunRequest{Key: "k", Attempt: 3, Params: []byte(`{}`), Input: []byte(`{"a":1}`), Seed: [4]uint64{1, 2, 3, 4}}
+	q := RunRequest{Key: "k", Attempt: 3, Params: []byte(`{}`), Input: []byte(`{"a":1}`), Rand: RandState([32]byte{1, 2, 3, 4})}
 	var w Writer
 	q.Append(&w)
 	back, err := ReadRunRequest(w.Bytes())

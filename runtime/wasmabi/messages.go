@@ -1,6 +1,7 @@
 package wasmabi
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 )
@@ -11,10 +12,11 @@ type RunRequest struct {
 	Attempt uint32
 	Params  []byte
 	Input   []byte
-	// Seed reseeds the module's own random state (map iteration order,
+	// Rand is the module's own random state (map iteration order,
 	// select) for this call, so that they are a function of the
-	// activation, not of what the instance ran before.
-	Seed [4]uint64
+	// activation, not of what the instance ran before: RandState of the
+	// activation's seed, drawn by the host, which draws it faster.
+	Rand [RandWords]uint64
 }
 
 // Append writes q.
@@ -24,7 +26,7 @@ func (q *RunRequest) Append(w *Writer) {
 	w.Uint32(q.Attempt)
 	w.ByteString(q.Params)
 	w.ByteString(q.Input)
-	for _, s := range q.Seed {
+	for _, s := range q.Rand {
 		w.Uint64(s)
 	}
 }
@@ -36,8 +38,10 @@ func ReadRunRequest(p []byte) (RunRequest, error) {
 		return RunRequest{}, fmt.Errorf("wasmabi: run request of version %d, this module speaks %d", v, Version)
 	}
 	q := RunRequest{Key: r.String(), Attempt: r.Uint32(), Params: r.ByteString(), Input: r.ByteString()}
-	for i := range q.Seed {
-		q.Seed[i] = r.Uint64()
+	if p := r.take(8 * RandWords); p != nil { // one read: a module pays for every call
+		for i := range q.Rand {
+			q.Rand[i] = binary.LittleEndian.Uint64(p[8*i:])
+		}
 	}
 	return q, r.Done()
 }

@@ -5,8 +5,9 @@ package wasmguest
 import (
 	"encoding/binary"
 	"errors"
-	"math/rand/v2"
 	"unsafe"
+
+	"github.com/flowgen-dev/flowgen/runtime/wasmabi"
 )
 
 // The Go runtime draws the randomness behind map iteration order, select
@@ -39,7 +40,7 @@ const (
 	stateN     = 292
 	stateC     = 296
 	stateSize  = 304
-	chunk      = 32
+	chunk      = wasmabi.RandBuffer
 	scanWindow = 1 << 13 // bytes of the m struct searched
 )
 
@@ -97,21 +98,17 @@ func findRandState() error {
 	return nil
 }
 
-// reseed makes the runtime's random state a function of seed.
-func reseed(seed [4]uint64) {
-	var key [32]byte
-	for i, s := range seed {
-		binary.LittleEndian.PutUint64(key[8*i:], s)
+// reseed makes the runtime's random state the host's draw for the call
+// (wasmabi.RandState of its seed).
+func reseed(state *[wasmabi.RandWords]uint64) {
+	for i := range wasmabi.RandBuffer {
+		*u64At(randState, stateBuf+8*i) = state[i]
 	}
-	g := rand.NewChaCha8(key)
-	for i := range chunk {
-		*u64At(randState, stateBuf+8*i) = g.Uint64()
-	}
-	for i := range 4 {
-		*u64At(randState, stateSeed+8*i) = g.Uint64()
+	for i := range wasmabi.RandKey {
+		*u64At(randState, stateSeed+8*i) = state[wasmabi.RandBuffer+i]
 	}
 	*u32At(randState, stateI) = 0
 	*u32At(randState, stateN) = chunk
 	*u32At(randState, stateC) = 0
-	*u64At(cheapState, 0) = g.Uint64() | 1 // xorshift must not start at zero
+	*u64At(cheapState, 0) = state[wasmabi.RandWords-1]
 }

@@ -3,7 +3,6 @@
 package wasmguest
 
 import (
-	"context"
 	"fmt"
 	goruntime "runtime"
 	"time"
@@ -50,12 +49,16 @@ func Serve(node runtime.Runner, caps runtime.Capabilities, setup ...func()) {
 //go:wasmexport flowgen_abi_version
 func abiVersion() uint32 { return wasmabi.Version }
 
+// flowgen_alloc makes the request buffer hold at least n bytes; the host
+// writes requests that fit into it without calling again, so it is never
+// replaced but here.
+//
 //go:wasmexport flowgen_alloc
 func alloc(n uint32) unsafe.Pointer {
-	if cap(request) < int(n) || n == 0 {
+	if cap(request) < int(n) || cap(request) == 0 {
 		request = make([]byte, max(n, 1))
 	}
-	request = request[:n]
+	request = request[:cap(request)]
 	return unsafe.Pointer(unsafe.SliceData(request))
 }
 
@@ -77,11 +80,11 @@ func activate(p []byte) (resp wasmabi.RunResponse) {
 	if served.node == nil {
 		return wasmabi.RunResponse{Err: &wasmabi.Error{Kind: runtime.Permanent, Message: "the module's main package never called wasmguest.Serve"}}
 	}
-	reseed(q.Seed)
+	reseed(&q.Rand)
 	before := goruntime.NumGoroutine()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := newCallContext()
 	out, err := call(runtime.NewActivationContext(ctx, q.Key, int(q.Attempt), served.caps, heartbeat{}, time.Time{}), q.Params, q.Input)
-	cancel()
+	ctx.end()
 	// Goroutines that end when the activation's context does (database
 	// rows waiting on it, say) get to run and end before they count.
 	for i := 0; i < 16 && goruntime.NumGoroutine() > before; i++ {

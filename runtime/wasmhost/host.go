@@ -196,7 +196,7 @@ func (h *Host) Load(ctx context.Context, wasm []byte, info runtime.NodeInfo, dig
 	if problems := checkInterface(c.mod, info); len(problems) > 0 {
 		return nil, &LoadError{Connector: info.ID, Problems: problems}
 	}
-	m := &Module{host: h, compiled: c, info: info, idle: make(chan *instance, h.opts.PoolSize)}
+	m := &Module{host: h, compiled: c, info: info, size: h.opts.PoolSize}
 	inst, err := m.instantiate(ctx)
 	if err != nil {
 		return nil, &LoadError{Connector: info.ID, Problems: []string{"it does not start: " + err.Error()}}

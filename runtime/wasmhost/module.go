@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -33,7 +34,11 @@ type Module struct {
 	host     *Host
 	compiled *compiled
 	info     runtime.NodeInfo
-	idle     chan *instance
+
+	mu   sync.Mutex
+	idle []*instance // the most recently used last
+	size int         // the most idle instances kept
+	shut bool        // Close was called
 }
 
 // Digest is the module's digest.
@@ -73,6 +78,9 @@ type instance struct {
 	// rootOpened is set once the host opened the module's root directory
 	// for it (tripwire).
 	rootOpened bool
+	// bufPtr and bufCap are the module's request buffer, as far as the
+	// host knows it holds (the size it last asked for).
+	bufPtr, bufCap uint32
 
 	act     *activation
 	mono    int64         // the module's monotonic clock, in nanoseconds
@@ -131,40 +139,69 @@ func (inst *instance) close(ctx context.Context) {
 	}
 }
 
-// acquire takes an idle instance or starts one.
+// acquire takes the idle instance used last, or starts one: reusing the
+// same few instances keeps their memory in the processor's caches, where
+// taking them in turn would make every call start cold.
 func (m *Module) acquire(ctx context.Context) (*instance, error) {
-	select {
-	case inst := <-m.idle:
+	m.mu.Lock()
+	if n := len(m.idle); n > 0 {
+		inst := m.idle[n-1]
+		m.idle = m.idle[:n-1]
+		m.mu.Unlock()
 		return inst, nil
-	default:
-		return m.instantiate(ctx)
 	}
+	m.mu.Unlock()
+	return m.instantiate(ctx)
 }
 
 // release keeps inst for the next activation, or closes it when it is
-// dead or the pool is full.
+// dead, the pool is full or the module closed.
 func (m *Module) release(ctx context.Context, inst *instance) {
-	if inst.dead {
-		inst.close(ctx)
-		return
+	if !inst.dead {
+		m.mu.Lock()
+		keep := !m.shut && len(m.idle) < m.size
+		if keep {
+			m.idle = append(m.idle, inst)
+		}
+		m.mu.Unlock()
+		if keep {
+			return
+		}
 	}
-	select {
-	case m.idle <- inst:
-	default:
-		inst.close(ctx)
+	inst.close(ctx)
+}
+
+// idleCount is how many instances are idle.
+func (m *Module) idleCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.idle)
+}
+
+// Warm starts instances until n are idle (at most the pool's size), so
+// that the first activations do not wait for one to start; it returns the
+// first start that fails (a module whose initialization fails fails
+// here, before any activation).
+func (m *Module) Warm(ctx context.Context, n int) error {
+	for m.idleCount() < min(n, m.size) {
+		inst, err := m.instantiate(ctx)
+		if err != nil {
+			return fmt.Errorf("confined %s: %w", m.info.ID, err)
+		}
+		m.release(ctx, inst)
 	}
+	return nil
 }
 
 // Close closes the module's idle instances; instances running an
 // activation close when it ends.
 func (m *Module) Close(ctx context.Context) {
-	for {
-		select {
-		case inst := <-m.idle:
-			inst.close(ctx)
-		default:
-			return
-		}
+	m.mu.Lock()
+	idle := m.idle
+	m.idle, m.shut = nil, true
+	m.mu.Unlock()
+	for _, inst := range idle {
+		inst.close(ctx)
 	}
 }
 
@@ -199,9 +236,7 @@ func (m *Module) run(rc *runtime.Context, params, input []byte) (json.RawMessage
 	defer m.release(rc, inst)
 	seed := seedOf(m.info, rc.IdempotencyKey(), params, input)
 	q := wasmabi.RunRequest{Key: rc.IdempotencyKey(), Attempt: uint32(max(rc.Attempt(), 0)), Params: params, Input: input}
-	for i := range q.Seed {
-		q.Seed[i] = binary.LittleEndian.Uint64(seed[8*i:])
-	}
+	q.Rand = wasmabi.RandState(seed)
 	var w wasmabi.Writer
 	q.Append(&w)
 	req := w.Bytes()
@@ -212,10 +247,8 @@ func (m *Module) run(rc *runtime.Context, params, input []byte) (json.RawMessage
 	inst.begin(rc, input, seed)
 	defer inst.end()
 	ctx := context.WithValue(rc, instanceKey{}, inst)
-	res, err := inst.alloc.Call(ctx, uint64(len(req)))
-	if err == nil && !inst.mod.Memory().Write(api.DecodeU32(res[0]), req) {
-		err = errors.New("the module's buffer is outside its memory")
-	}
+	err = inst.writeRequest(ctx, req)
+	var res []uint64
 	if err == nil {
 		res, err = inst.run.Call(ctx, uint64(len(req)))
 	}
@@ -246,6 +279,28 @@ func (m *Module) run(rc *runtime.Context, params, input []byte) (json.RawMessage
 		return nil, resp.Err.Err()
 	}
 	return json.RawMessage(append([]byte(nil), resp.Output...)), nil
+}
+
+// minRequestBuffer is the least request buffer the host asks a module
+// for, so that requests of similar sizes reuse one.
+const minRequestBuffer = 4 << 10
+
+// writeRequest writes req into the module's request buffer, asking the
+// module for a larger one first when it does not fit (wasmabi: the
+// buffer is the module's until it gives another).
+func (inst *instance) writeRequest(ctx context.Context, req []byte) error {
+	if uint32(len(req)) > inst.bufCap {
+		size := max(uint32(len(req)), minRequestBuffer)
+		res, err := inst.alloc.Call(ctx, uint64(size))
+		if err != nil {
+			return err
+		}
+		inst.bufPtr, inst.bufCap = api.DecodeU32(res[0]), size
+	}
+	if !inst.mod.Memory().Write(inst.bufPtr, req) {
+		return errors.New("the module's buffer is outside its memory")
+	}
+	return nil
 }
 
 // callError explains a call that failed in the module or was stopped.
