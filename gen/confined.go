@@ -83,6 +83,9 @@ func declarationCode(d runtime.Declaration) jen.Code {
 	if len(d.Egress) > 0 {
 		v[jen.Id("Egress")] = stringSlice(d.Egress)
 	}
+	if len(d.Secrets) > 0 {
+		v[jen.Id("Secrets")] = stringSlice(d.Secrets)
+	}
 	if r := d.Retry; r.MaxAttempts > 0 || r.InitialInterval > 0 {
 		rp := jen.Dict{jen.Id("MaxAttempts"): jen.Lit(r.MaxAttempts)}
 		if r.InitialInterval > 0 {

@@ -20,7 +20,7 @@ func Declare(s *connectorspec.Spec) (runtime.Declaration, error) {
 	}
 	d := runtime.Declaration{
 		ID: s.ID, Version: s.Version, Effects: s.Effects, Determinism: s.Determinism,
-		KeySchema: s.KeySchema(), Capabilities: capNames(s), Egress: slices.Clone(s.Egress),
+		KeySchema: s.KeySchema(), Capabilities: capNames(s), Egress: slices.Clone(s.Egress), Secrets: secretHandles(s),
 		Classes: p.m.dataClasses, InPort: p.inPort, OutPort: p.outPort,
 	}
 	if s.Retry != nil {
@@ -49,4 +49,13 @@ func Declare(s *connectorspec.Spec) (runtime.Declaration, error) {
 		d.Cache = runtime.Cache{Key: keys, TTL: time.Duration(c.TTL)}
 	}
 	return d, nil
+}
+
+// secretHandles are the handles a spec declares, in its order.
+func secretHandles(s *connectorspec.Spec) []string {
+	var handles []string
+	for _, sec := range s.Secrets {
+		handles = append(handles, sec.Handle)
+	}
+	return handles
 }

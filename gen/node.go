@@ -220,6 +220,9 @@ func (e *nodeEmitter) emitInfo() {
 	if e.spec.RateLimit != nil {
 		d[Id("RateLimit")] = Qual(runtimePkg, "RateLimit").Values(Dict{Id("QPS"): Id("RateLimitQPS"), Id("Burst"): Id("RateLimitBurst")})
 	}
+	if handles := secretHandles(e.spec); len(handles) > 0 {
+		d[Id("Secrets")] = stringSlice(handles)
+	}
 	if e.spec.Idempotency != nil {
 		d[Id("KeyScope")] = Id("IdempotencyScope")
 	}

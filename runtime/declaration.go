@@ -19,6 +19,7 @@ type Declaration struct {
 	KeyFields    []string    `json:"key_fields,omitempty"`
 	Capabilities []string    `json:"capabilities,omitempty"`
 	Egress       []string    `json:"egress,omitempty"`
+	Secrets      []string    `json:"secrets,omitempty"`
 	RateLimit    RateLimit   `json:"rate_limit"`
 	Cache        Cache       `json:"cache"`
 	// Classes is the data-class table: path ("params.x", "<in port>.a.b",
@@ -48,7 +49,7 @@ func (d Declaration) NodeInfo() NodeInfo {
 	return NodeInfo{
 		ID: d.ID, Version: d.Version, Effects: d.Effects, Determinism: d.Determinism,
 		RetryOwner: d.RetryOwner, Retry: d.Retry, KeySchema: d.KeySchema, KeyScope: d.KeyScope, KeyFields: d.KeyFields,
-		Capabilities: d.Capabilities, Egress: d.Egress, RateLimit: d.RateLimit, Cache: d.Cache,
+		Capabilities: d.Capabilities, Egress: d.Egress, Secrets: d.Secrets, RateLimit: d.RateLimit, Cache: d.Cache,
 		DataClass: func(part, path string) string {
 			if p, ok := prefix(part); ok {
 				return ClassAt(table, p, path)

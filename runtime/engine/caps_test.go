@@ -175,12 +175,18 @@ func TestGrantsGiveOnlyDeclaredCapabilities(t *testing.T) {
 		t.Fatal("seeded rng differs between activations with one seed")
 	}
 	t.Setenv("FLOWGEN_SECRET_STRIPE_SECRET_KEY", "sk_test")
-	sec := g.For(runtime.NodeInfo{Capabilities: []string{"secrets"}}).Secrets
+	t.Setenv("FLOWGEN_SECRET_OTHER_TEAM_KEY", "sk_other")
+	sec := g.For(runtime.NodeInfo{ID: "c", Capabilities: []string{"secrets"}, Secrets: []string{"stripe/secret-key", "missing/handle"}}).Secrets
 	if v, err := sec.Secret(context.Background(), "stripe/secret-key"); err != nil || v != "sk_test" {
 		t.Fatalf("secret: %q %v", v, err)
 	}
 	if _, err := sec.Secret(context.Background(), "missing/handle"); runtime.KindOf(err) != runtime.Auth {
 		t.Fatalf("missing secret: %v", err)
+	}
+	// A handle the node does not declare is refused, though the backend
+	// holds it: secrets are bound to the connectors that declare them.
+	if v, err := sec.Secret(context.Background(), "other-team/key"); runtime.KindOf(err) != runtime.PolicyDenied || v != "" {
+		t.Fatalf("undeclared secret: %q %v", v, err)
 	}
 }
 

@@ -136,10 +136,11 @@ func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 		caps.RNG = NewSeededRNG(g.Seed)
 	}
 	if has(flowtype.Secrets) {
-		caps.Secrets = secrets{g.Secrets}
-		if g.Secrets == nil {
-			caps.Secrets = secrets{EnvSecrets{}}
+		backend := g.Secrets
+		if backend == nil {
+			backend = EnvSecrets{}
 		}
+		caps.Secrets = secrets{backend, info.ID, info.Secrets}
 	}
 	return caps
 }
@@ -162,7 +163,11 @@ type (
 	}
 	dbWriter struct{ b runtime.DBWriter }
 	clock    struct{ b runtime.Clock }
-	secrets  struct{ b runtime.Secrets }
+	secrets  struct {
+		b         runtime.Secrets
+		connector string
+		handles   []string
+	}
 )
 
 func (c httpReader) Get(ctx context.Context, url string, header http.Header) (*runtime.HTTPResponse, error) {
@@ -198,8 +203,9 @@ func (c blobWriter) WriteBlob(ctx context.Context, name string, data []byte) err
 }
 
 // queryRows is the engine's wasmhost.QueryRowsFunc: the queries of a
-// confined connector that may only read run in a read-only transaction,
-// so that a statement that would write fails however it is phrased.
+// confined connector that may only read run one statement each, in a
+// read-only transaction, so that a statement that would write fails
+// however it is phrased.
 func queryRows(ctx context.Context, db runtime.DBReader, query string, args ...any) ([]string, [][]any, error) {
 	c, ok := db.(dbReader)
 	if !ok || !c.readOnly {
@@ -210,7 +216,15 @@ func queryRows(ctx context.Context, db runtime.DBReader, query string, args ...a
 		return nil, nil, err
 	}
 	defer tx.Rollback()
-	rs, err := tx.QueryContext(ctx, query, args...)
+	// A prepared statement is one statement (PostgreSQL refuses to
+	// prepare several), so the query cannot end the transaction and go on
+	// outside it ("COMMIT; DELETE ...").
+	stmt, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stmt.Close()
+	rs, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -227,6 +241,12 @@ func (c dbWriter) ExecContext(ctx context.Context, query string, args ...any) (s
 
 func (c clock) Now() time.Time { return c.b.Now() }
 
+// Secret resolves handle when the connector declares it, and refuses
+// every other handle (another team's secret, say) without asking the
+// backend.
 func (c secrets) Secret(ctx context.Context, handle string) (string, error) {
+	if !slices.Contains(c.handles, handle) {
+		return "", runtime.Errorf(runtime.PolicyDenied, "secret handle %q: %s declares no such secret", handle, c.connector)
+	}
 	return c.b.Secret(ctx, handle)
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,13 @@ func (h *HTTP) GetPinned(ctx context.Context, rawURL, pin string, header http.He
 	return resp, nil
 }
 
+// transportHeaders frame the request on the connection; the transport
+// sets them from the request itself. A connector that sets one (in any
+// spelling: header names are case-insensitive, and net/http leaves out
+// only the canonical ones) could make one request read as two.
+var transportHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
+	"Proxy-Connection", "Te", "Trailer", "Upgrade"}
+
 // Do implements HTTPWriter.
 func (h *HTTP) Do(ctx context.Context, method, rawURL string, header http.Header, body []byte) (*runtime.HTTPResponse, error) {
 	u, err := url.Parse(rawURL)
@@ -104,7 +112,11 @@ func (h *HTTP) Do(ctx context.Context, method, rawURL string, header http.Header
 		return nil, runtime.Errorf(runtime.Permanent, "request %s %s: %w", method, rawURL, err)
 	}
 	for k, vs := range header {
-		req.Header[k] = append([]string(nil), vs...)
+		ck := http.CanonicalHeaderKey(k)
+		if slices.Contains(transportHeaders, ck) {
+			return nil, runtime.Errorf(runtime.PolicyDenied, "%s %s: header %s frames the connection, which is the transport's to set", method, rawURL, k)
+		}
+		req.Header[ck] = append(req.Header[ck], vs...)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

@@ -91,6 +91,9 @@ type NodeInfo struct {
 	Capabilities []string
 	// Egress is the host allowlist for network capabilities.
 	Egress []string
+	// Secrets are the secret handles the node may resolve: an engine's
+	// Secrets capability resolves these and refuses every other handle.
+	Secrets []string
 	// Timeout bounds one attempt; zero means the engine default.
 	Timeout time.Duration
 	// HeartbeatTimeout, when set, is the longest an attempt may go without

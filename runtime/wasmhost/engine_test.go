@@ -140,7 +140,7 @@ func TestConfinedReadsCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE notes (id text PRIMARY KEY); INSERT INTO notes VALUES ('a'), ('b')`); err != nil {
+	if _, err := db.Exec(`CREATE TABLE notes (id text PRIMARY KEY); INSERT INTO notes VALUES ('a'), ('b'); CREATE SEQUENCE notes_seq`); err != nil {
 		t.Fatal(err)
 	}
 	st, err := pgstore.Open(context.Background(), dsn, pgstore.Options{})
@@ -183,15 +183,36 @@ func TestConfinedReadsCannotWrite(t *testing.T) {
 	}
 	for _, write := range []string{
 		`WITH gone AS (DELETE FROM notes RETURNING id) SELECT id FROM gone`,
-		`SELECT 1; DELETE FROM notes`,
 		`INSERT INTO notes VALUES ('c') RETURNING id`,
+		`SELECT nextval('notes_seq')`,
 	} {
 		if st := run(write); st.State != runtime.StateFailed || !strings.Contains(strings.Join(st.Errors, "\n"), "read-only transaction") {
 			t.Errorf("%s: %+v, want it failed in a read-only transaction", write, st)
 		}
 	}
+	// Statements that would end the read-only transaction and go on
+	// outside it.
+	for _, escape := range []string{
+		`SELECT 1; DELETE FROM notes`,
+		`COMMIT; DELETE FROM notes WHERE id = 'a'`,
+		`ROLLBACK; INSERT INTO notes VALUES ('rolled')`,
+		`SET TRANSACTION READ WRITE; INSERT INTO notes VALUES ('rw'); COMMIT`,
+		`END; CREATE TABLE pwned (x int)`,
+	} {
+		if st := run(escape); st.State != runtime.StateFailed {
+			t.Errorf("%s: %+v, want it refused", escape, st)
+		}
+	}
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM notes`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("notes has %d rows (%v), want the 2 it started with", n, err)
+	}
+	var pwned bool
+	if err := db.QueryRow(`SELECT to_regclass('pwned') IS NOT NULL`).Scan(&pwned); err != nil || pwned {
+		t.Errorf("a read-only connector created a table (%v)", err)
+	}
+	// Rows without columns still count against what a module may receive.
+	if st := run(`SELECT FROM generate_series(1, 30000000)`); st.State != runtime.StateFailed || !strings.Contains(strings.Join(st.Errors, "\n"), "exceed") {
+		t.Errorf("thirty million rows of no columns: %+v, want them refused past the limit", st)
 	}
 }

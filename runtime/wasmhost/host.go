@@ -65,6 +65,11 @@ type Options struct {
 	MemoryLimit uint64
 	// PoolSize bounds the idle instances kept per module (default 16).
 	PoolSize int
+	// PoolMemoryLimit bounds the memory of an instance kept idle: one
+	// whose memory grew past it in an activation is closed when the
+	// activation ends, so that a burst of large activations does not
+	// leave the pool holding their memory (default 64 MiB).
+	PoolMemoryLimit uint64
 	// Logger receives what modules write to standard output and error,
 	// a line at a time, with the values of the activation's secrets and
 	// classified input fields replaced; slog.Default() when nil.
@@ -83,7 +88,10 @@ type Options struct {
 const (
 	defaultMemoryLimit = 256 << 20
 	defaultPoolSize    = 16
-	pageSize           = 64 << 10
+	// defaultPoolMemoryLimit is eight times what an instance of a small
+	// connector holds (7.8 MiB, BenchmarkConfinedModule).
+	defaultPoolMemoryLimit = 64 << 20
+	pageSize               = 64 << 10
 )
 
 // Host runs confined modules. It is safe for concurrent use.
@@ -111,6 +119,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	if opts.PoolSize <= 0 {
 		opts.PoolSize = defaultPoolSize
+	}
+	if opts.PoolMemoryLimit == 0 {
+		opts.PoolMemoryLimit = defaultPoolMemoryLimit
 	}
 	if opts.QueryRows == nil {
 		opts.QueryRows = QueryRows

@@ -101,7 +101,11 @@ func (inst *instance) serve(mod api.Module, name string, c flowtype.Capability, 
 		if !ok {
 			return runtime.Errorf(runtime.Permanent, "%s: the request is outside the module's memory", name)
 		}
-		return fn(inst, inst.act.rc, slices.Clone(view), &w)
+		err := fn(inst, inst.act.rc, slices.Clone(view), &w)
+		if runtime.KindOf(err) == runtime.PolicyDenied {
+			inst.m.host.report(inst, EventCapability, fmt.Sprintf("%s: %v", name, err))
+		}
+		return err
 	}()
 	if err == nil && len(w.Bytes()) > wasmabi.MaxMessage {
 		err = runtime.Errorf(runtime.PolicyDenied, "a %s reply of %d bytes exceeds the %d a module may receive", name, len(w.Bytes()), wasmabi.MaxMessage)
@@ -287,6 +291,9 @@ func secret(inst *instance, rc *runtime.Context, req []byte, w *wasmabi.Writer) 
 	if s == nil {
 		return runtime.NotGranted(string(flowtype.Secrets))
 	}
+	if !slices.Contains(inst.m.info.Secrets, handle) {
+		return runtime.Errorf(runtime.PolicyDenied, "secret handle %q is not one %s declares", handle, inst.m.info.ID)
+	}
 	v, err := s.Secret(rc, handle)
 	if err != nil {
 		return err
@@ -334,7 +341,8 @@ func QueryRows(ctx context.Context, db runtime.DBReader, query string, args ...a
 }
 
 // ScanAll reads every row of rs and closes it; values are what the
-// driver returned ([]byte copied).
+// driver returned ([]byte copied). Past wasmabi.MaxMessage bytes of rows,
+// counted as the host holds them, it stops with PolicyDenied.
 func ScanAll(rs *sql.Rows) ([]string, [][]any, error) {
 	defer rs.Close()
 	cols, err := rs.Columns()
@@ -360,7 +368,9 @@ func ScanAll(rs *sql.Rows) ([]string, [][]any, error) {
 				size += len(s)
 			}
 		}
-		if size += 8 * len(row); size > wasmabi.MaxMessage {
+		// What a row holds in the host, not only its values: a query of no
+		// columns still costs a slice per row.
+		if size += 32 + 24*len(row); size > wasmabi.MaxMessage {
 			return nil, nil, runtime.Errorf(runtime.PolicyDenied, "the query's rows exceed the %d bytes a module may receive", wasmabi.MaxMessage)
 		}
 		out = append(out, row)

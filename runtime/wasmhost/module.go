@@ -89,6 +89,10 @@ type instance struct {
 	rng     *rand.ChaCha8 // behind random_get
 	pending []byte        // the reply Reply copies
 	output  *output       // standard output and error
+	events  int           // reported in this activation (Host.report)
+	// startDone is the instantiation's deadline while the module
+	// initializes (nil after).
+	startDone <-chan struct{}
 }
 
 // activation is the call in progress in an instance.
@@ -96,6 +100,10 @@ type activation struct {
 	rc      *runtime.Context
 	input   []byte
 	secrets []string // values the activation's secrets resolved to
+	// sensitive caches instance.sensitive, worked out when secrets had
+	// sensitiveSecrets values.
+	sensitive        []sensitiveValue
+	sensitiveSecrets int
 }
 
 type instanceKey struct{}
@@ -122,7 +130,11 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		WithFSConfig(fsys)
 	ictx, cancel := context.WithTimeout(context.WithValue(ctx, instanceKey{}, inst), startupTimeout)
 	defer cancel()
+	inst.startDone = ictx.Done()
 	mod, err := m.host.rt.InstantiateModule(ictx, m.compiled.mod, cfg)
+	inst.startDone = nil
+	inst.output.flush()
+	m.host.reportSuppressed(inst)
 	if err != nil {
 		return nil, describeExit(err)
 	}
@@ -155,9 +167,10 @@ func (m *Module) acquire(ctx context.Context) (*instance, error) {
 }
 
 // release keeps inst for the next activation, or closes it when it is
-// dead, the pool is full or the module closed.
+// dead, holds more memory than the pool keeps, the pool is full or the
+// module closed.
 func (m *Module) release(ctx context.Context, inst *instance) {
-	if !inst.dead {
+	if !inst.dead && uint64(inst.mod.Memory().Size()) <= m.host.opts.PoolMemoryLimit {
 		m.mu.Lock()
 		keep := !m.shut && len(m.idle) < m.size
 		if keep {
@@ -171,8 +184,8 @@ func (m *Module) release(ctx context.Context, inst *instance) {
 	inst.close(ctx)
 }
 
-// idleCount is how many instances are idle.
-func (m *Module) idleCount() int {
+// Idle is how many instances the pool keeps idle.
+func (m *Module) Idle() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.idle)
@@ -183,7 +196,7 @@ func (m *Module) idleCount() int {
 // first start that fails (a module whose initialization fails fails
 // here, before any activation).
 func (m *Module) Warm(ctx context.Context, n int) error {
-	for m.idleCount() < min(n, m.size) {
+	for m.Idle() < min(n, m.size) {
 		inst, err := m.instantiate(ctx)
 		if err != nil {
 			return fmt.Errorf("confined %s: %w", m.info.ID, err)
@@ -336,6 +349,7 @@ func (inst *instance) begin(rc *runtime.Context, input []byte, seed [32]byte) {
 
 func (inst *instance) end() {
 	inst.output.flush()
+	inst.m.host.reportSuppressed(inst)
 	inst.act = nil
 	inst.pending = nil
 	inst.wall = 0
@@ -358,9 +372,18 @@ func (inst *instance) nanosleep(ns int64) {
 	if ns <= 0 {
 		return
 	}
-	done := context.Background().Done()
-	if inst.act != nil {
+	// Sleep until the call's deadline at most: the activation's, or
+	// the initialization's (a module that sleeps in a package init cannot
+	// hold its start past startupTimeout, nor an activation that waits for
+	// a new instance past its own deadline).
+	var done <-chan struct{}
+	switch {
+	case inst.act != nil:
 		done = inst.act.rc.Done()
+	case inst.startDone != nil:
+		done = inst.startDone
+	default:
+		return
 	}
 	t := time.NewTimer(time.Duration(ns))
 	defer t.Stop()

@@ -77,7 +77,7 @@ func TestCassetteReportsEveryDifference(t *testing.T) {
 type echo struct{}
 
 func (echo) Info() runtime.NodeInfo {
-	return runtime.NodeInfo{ID: "test.echo", Capabilities: []string{"http.read", "clock", "secrets"}, Egress: []string{"a.example"}}
+	return runtime.NodeInfo{ID: "test.echo", Capabilities: []string{"http.read", "clock", "secrets"}, Egress: []string{"a.example"}, Secrets: []string{"h"}}
 }
 
 func (echo) Run(ctx *runtime.Context, _, input json.RawMessage) (json.RawMessage, error) {

@@ -111,6 +111,7 @@ func Info() runtime.NodeInfo {
 		Redact:     redact,
 		Retry:      RetryPolicy(),
 		RetryOwner: RetryOwner,
+		Secrets:    []string{"stripe/secret-key"},
 		Version:    Version,
 	}
 }

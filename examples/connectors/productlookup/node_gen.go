@@ -103,6 +103,7 @@ func Info() runtime.NodeInfo {
 		Redact:     redact,
 		Retry:      RetryPolicy(),
 		RetryOwner: RetryOwner,
+		Secrets:    []string{"shop/catalog-token"},
 		Version:    Version,
 	}
 }

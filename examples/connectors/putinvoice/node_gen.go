@@ -98,6 +98,7 @@ func Info() runtime.NodeInfo {
 		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
+		Secrets:      []string{"s3/invoice-writer"},
 		Version:      Version,
 	}
 }

@@ -101,6 +101,7 @@ func Info() runtime.NodeInfo {
 		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
+		Secrets:      []string{"stripe/refund-key"},
 		Version:      Version,
 	}
 }

@@ -109,6 +109,7 @@ func Info() runtime.NodeInfo {
 		Redact:     redact,
 		Retry:      RetryPolicy(),
 		RetryOwner: RetryOwner,
+		Secrets:    []string{"slack/orders-webhook"},
 		Version:    Version,
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !wasip1
+
+package probe
+
+func rawABI() string { return "native" }
