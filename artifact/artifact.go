@@ -141,6 +141,9 @@ func Build(dir string, opts Options) (*Artifact, error) {
 	for _, f := range externals {
 		files[f.path] = f.data
 	}
+	if err := checkBuildControls(files); err != nil {
+		return nil, fmt.Errorf("package %s: %w", dir, err)
+	}
 	names := slices.Sorted(maps.Keys(files))
 	zfiles := make([]modzip.File, 0, len(names))
 	m := Manifest{Format: Format, Module: mod.Path, Version: mod.Version, Connector: spec.ID,
@@ -439,6 +442,9 @@ func Check(a *Artifact) (map[string][]byte, error) {
 		}
 	}
 	if err := checkModuleZip(m, a.Zip); err != nil {
+		return nil, err
+	}
+	if err := checkBuildControls(files); err != nil {
 		return nil, err
 	}
 	return files, nil

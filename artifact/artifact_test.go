@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -235,5 +236,49 @@ func unzipFlowgen(t *testing.T, root string) {
 		if err := os.WriteFile(target, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBuildRefusesWhatChangesTheBuild: a connector directory holding a
+// go.work, a vendor directory, or a go.mod with toolchain, replace or
+// godebug lines does not package, and the error names each file and line.
+func TestBuildRefusesWhatChangesTheBuild(t *testing.T) {
+	for name, c := range map[string]struct {
+		files map[string]string
+		says  []string
+	}{
+		"workspace": {map[string]string{"go.work": "go 1.26\n\nuse .\n"}, []string{"go.work: a workspace file"}},
+		"vendor":    {map[string]string{"vendor/modules.txt": "# x\n"}, []string{"vendor/modules.txt"}},
+		"go.mod directives": {map[string]string{"go.mod": "module example.com/c\n\ngo 1.26\n\ntoolchain go1.26.1\n\ngodebug x509sha1=1\n\nreplace example.com/x => ../x\n"},
+			[]string{"go.mod:5: toolchain go1.26.1", "go.mod:7: godebug x509sha1=1", "go.mod:9: replace example.com/x"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write := func(rel, data string) {
+				p := filepath.Join(dir, filepath.FromSlash(rel))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("connector.yaml", "apiVersion: flowgen.dev/v1\nkind: ConnectorSpec\nid: demo.echo\nversion: 1.0.0\nprovider: demo\nsummary: Echo.\neffects: Pure\ndeterminism: Strict\ncache: {key: [text]}\n"+
+				"inputs:\n  in: {type: object, x-data-class: public, properties: {text: {type: string, x-data-class: public}}}\n"+
+				"outputs:\n  out: {type: object, x-data-class: public, properties: {text: {type: string, x-data-class: public}}}\n")
+			write("go.mod", "module example.com/c\n\ngo 1.26\n")
+			for rel, data := range c.files {
+				write(rel, data)
+			}
+			_, err := artifact.Build(dir, artifact.Options{})
+			if !errors.Is(err, artifact.ErrChangesBuild) {
+				t.Fatalf("Build: %v, want ErrChangesBuild", err)
+			}
+			for _, want := range c.says {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error does not say %q:\n%v", want, err)
+				}
+			}
+		})
 	}
 }

@@ -3,15 +3,18 @@ package connectorspec
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/addrclass"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 )
 
@@ -287,14 +290,21 @@ func walkSchemaObjects(n schemaNode, prop func(schemaNode, string), follow func(
 	walk(n)
 }
 
-// egress checks host syntax and that network capabilities come with an
-// allowlist (EGRESS102).
+// egress checks host syntax, that no entry names a special-purpose
+// address or a public suffix (EGRESS103), and that network capabilities
+// come with an allowlist (EGRESS102).
 func (c *checker) egress() {
 	s := c.spec
 	for i, h := range s.Egress {
-		if _, err := flowtype.ParseEgress(h); err != nil {
-			c.add(s.At("egress"), diag.FMT006, "write a host name such as api.stripe.com, *.stripe.com or an IP address, with an optional :port (localhost:18610)",
+		e, err := flowtype.ParseEgress(h)
+		if err != nil {
+			c.add(s.At("egress"), diag.FMT006, "write a host name such as api.stripe.com, *.stripe.com or an IP address, with an optional :port (api.example.com:8443)",
 				"egress[%d]: %v", i, err)
+			continue
+		}
+		if why := egressHazard(e); why != "" {
+			c.add(s.At("egress"), diag.EGRESS103, "name the provider's own public host; route it to a local stand-in with FLOWGEN_CONNECT_TO, not in the spec",
+				"egress[%d] %s: %s", i, h, why)
 		}
 	}
 	if len(s.Egress) > 0 {
@@ -456,4 +466,25 @@ func (c *checker) instance(fixture, what string, v strictyaml.Raw, sch *jsonsche
 		c.add(p.Pos, diag.FIX001, "make the fixture match the port schema, or fix the schema",
 			"fixture %q %s at %s: %s", fixture, what, cmp.Or(p.Loc, "/"), p.Msg)
 	}
+}
+
+// egressHazard says why an egress entry reaches what no connector may be
+// allowed to ("" when it does not): an address or a name of this machine,
+// a private, link-local, metadata or other special-purpose network, or a
+// wildcard over a public suffix (*.com, *.s3.amazonaws.com: every domain
+// anyone registers there).
+func egressHazard(e flowtype.EgressEntry) string {
+	if ip, err := netip.ParseAddr(e.Host); err == nil {
+		if what := addrclass.Special(ip); what != "" {
+			return "the address is " + what
+		}
+		return ""
+	}
+	if what := addrclass.SpecialName(e.Host); what != "" {
+		return "the name is " + what
+	}
+	if suffix, _ := publicsuffix.PublicSuffix(e.Host); e.Wildcard && suffix == e.Host {
+		return "the wildcard covers every domain registered under the public suffix " + suffix
+	}
+	return ""
 }

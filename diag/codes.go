@@ -56,6 +56,7 @@ const (
 	DATA102   Code = "DATA102"
 	EGRESS101 Code = "EGRESS101"
 	EGRESS102 Code = "EGRESS102"
+	EGRESS103 Code = "EGRESS103"
 	SECR201   Code = "SECR201"
 	SAGA201   Code = "SAGA201"
 	SAGA205   Code = "SAGA205"
@@ -150,6 +151,8 @@ var Codes = []Info{
 		"Widen `policies.egress`, or use a connector whose egress falls within it."},
 	{EGRESS102, Error, "HTTP capability without egress allowlist",
 		"List the hosts it calls in `egress`."},
+	{EGRESS103, Error, "egress to a special-purpose address or a public suffix",
+		"Name the provider's own public host; reach a local stand-in through FLOWGEN_CONNECT_TO instead."},
 	{SECR201, Error, "secret scopes wider than requested",
 		"Request the scope in `scopes`, or narrow the secret's scopes."},
 	{SAGA201, Error, "compensator port incompatible",

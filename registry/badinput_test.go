@@ -179,6 +179,16 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 			entry{name: "connector.yaml", data: []byte("id: crafted\n")},
 			entry{name: "go.mod", data: []byte("module crafted\n\nrequire github.com/flowgen-dev/flowgen v0.0.0-00010101000000-000000000001\n")})),
 			400, "this registry certifies with and serves"},
+		// Nothing in an artifact decides how certification builds it.
+		{"a go.work", upload(h.publisher, craft(t, "payments.charge", "3.0.0", append(validFiles("work"), entry{name: "go.work", data: []byte("go 1.26\n\nuse .\n")})...)), 400, "go.work: a workspace file"},
+		{"a nested go.work.sum", upload(h.publisher, craft(t, "payments.charge", "3.0.0", append(validFiles("worksum"), entry{name: "sub/go.work.sum", data: []byte("")})...)), 400, "sub/go.work.sum"},
+		{"a vendor directory", upload(h.publisher, craft(t, "payments.charge", "3.0.0", append(validFiles("vendor"), entry{name: "vendor/modules.txt", data: []byte("# x\n")})...)), 400, "vendor/modules.txt"},
+		{"a toolchain line", upload(h.publisher, craft(t, "payments.charge", "3.0.0",
+			entry{name: "connector.yaml", data: []byte("id: crafted\n")}, entry{name: "go.mod", data: []byte("module crafted\n\ngo 1.26\n\ntoolchain go1.26.1\n")})), 400, "go.mod:5: toolchain go1.26.1"},
+		{"a replace directive", upload(h.publisher, craft(t, "payments.charge", "3.0.0",
+			entry{name: "connector.yaml", data: []byte("id: crafted\n")}, entry{name: "go.mod", data: []byte("module crafted\n\nreplace example.com/x => ../x\n")})), 400, "go.mod:3: replace example.com/x"},
+		{"a godebug directive", upload(h.publisher, craft(t, "payments.charge", "3.0.0",
+			entry{name: "connector.yaml", data: []byte("id: crafted\n")}, entry{name: "go.mod", data: []byte("module crafted\n\ngodebug x509sha1=1\n")})), 400, "godebug x509sha1=1"},
 		{"build metadata in the version", func() (int, []byte) {
 			a := craft(t, "payments.charge", "3.0.0", validFiles("meta")...)
 			return send(h.publisher, versionPath("payments", "payments.charge", "3.0.0+build.7"), manifestPart(t, a.Manifest), zipPart(a.Zip))

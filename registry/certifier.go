@@ -119,7 +119,7 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	root := filepath.Join(work, "src")
 	dir, err := certify.Workspace(&artifact.Artifact{Zip: zipData, Manifest: m}, root, s.cfg.FlowgenModule)
 	if err != nil {
-		return s.finish(ctx, k, nil, err.Error())
+		return s.finish(ctx, k, nil, s.scrubber(root, work).Replace(err.Error()))
 	}
 	out := filepath.Join(work, "out")
 	err = s.runWorker(ctx, WorkerRequest{Dir: dir, Out: out, Module: m.Module, FixtureDatabase: s.cfg.FixtureDatabase, Now: s.now()},

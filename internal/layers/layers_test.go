@@ -93,7 +93,7 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
-	leaves := []string{"flowtype", "diag", "runtime/idemkey", "runtime/ledger", "registry/api", "internal/crashpoint"}
+	leaves := []string{"flowtype", "diag", "runtime/idemkey", "runtime/ledger", "registry/api", "internal/crashpoint", "internal/addrclass"}
 	formats := append([]string{"connectorspec", "flowir", "internal/strictyaml", "runtime/runtype"}, leaves...)
 	seen := 0
 	for _, p := range all {

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,5 +234,31 @@ func TestReadCapabilitiesDoNotAssertToWrites(t *testing.T) {
 	}
 	if caps.HTTPWrite != nil || caps.KVWrite != nil || caps.BlobWrite != nil || caps.DBWrite != nil || caps.Dedupe != nil {
 		t.Errorf("undeclared writes granted: %+v", caps)
+	}
+}
+
+// TestPublicTransportRefusesLocal: a connector allowed a name that
+// resolves to this machine (localhost here; a rebinding DNS answer
+// elsewhere) connects to nothing; an operator's route to a local
+// stand-in still works.
+func TestPublicTransportRefusesLocal(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	info := runtime.NodeInfo{ID: "c", Capabilities: []string{"http.read"}, Egress: []string{"localhost", "api.example.com"}}
+	ctx := context.Background()
+	for _, g := range []Grants{{}, {Transport: &ConnectTo{Routes: []ConnectRoute{{Host: "api.example.com", Target: u}}}}} {
+		_, err := g.For(info).HTTPRead.Get(ctx, "http://localhost:"+u.Port()+"/", nil)
+		if runtime.KindOf(err) != runtime.PolicyDenied || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("a name resolving to loopback: %v", err)
+		}
+	}
+	routed := Grants{Transport: &ConnectTo{Routes: []ConnectRoute{{Host: "api.example.com", Target: u}}}}.For(info)
+	if _, err := routed.HTTPRead.Get(ctx, "http://api.example.com/", nil); err != nil {
+		t.Errorf("an operator's route to a local stand-in: %v", err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the local server saw %d requests, want the routed one", n)
 	}
 }

@@ -49,16 +49,18 @@ func ParseConnectTo(s string) ([]ConnectRoute, error) {
 // route can only redirect traffic the connector was allowed to send. The
 // request keeps its Host header.
 type ConnectTo struct {
-	// Base carries the requests; http.DefaultTransport when nil.
+	// Base carries the requests; when nil, routed requests go over
+	// http.DefaultTransport (the operator chose where they go, a local
+	// stand-in often) and the others over PublicTransport.
 	Base   http.RoundTripper
 	Routes []ConnectRoute
 }
 
 // RoundTrip implements http.RoundTripper.
 func (c *ConnectTo) RoundTrip(req *http.Request) (*http.Response, error) {
-	base := c.Base
-	if base == nil {
-		base = http.DefaultTransport
+	routed, public := c.Base, c.Base
+	if c.Base == nil {
+		routed, public = http.DefaultTransport, PublicTransport
 	}
 	target := flowtype.TargetOf(req.URL)
 	for _, r := range c.Routes {
@@ -68,8 +70,8 @@ func (c *ConnectTo) RoundTrip(req *http.Request) (*http.Response, error) {
 			u := *req.URL
 			u.Scheme, u.Host = r.Target.Scheme, r.Target.Host
 			out.URL = &u
-			return base.RoundTrip(out)
+			return routed.RoundTrip(out)
 		}
 	}
-	return base.RoundTrip(req)
+	return public.RoundTrip(req)
 }

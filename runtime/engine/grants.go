@@ -44,7 +44,7 @@ type Grants struct {
 	}
 	// BlobDir backs blob read and write on local disk.
 	BlobDir string
-	// Transport carries HTTP; http.DefaultTransport when nil.
+	// Transport carries HTTP; PublicTransport when nil.
 	Transport http.RoundTripper
 	// Tracing, when set, makes every HTTP request a client span (with the
 	// semantic-convention attributes of otelhttp) under the activation's,
@@ -67,10 +67,10 @@ func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 	var caps runtime.Capabilities
 	if has(flowtype.HTTPRead) || has(flowtype.HTTPReadPinned) || has(flowtype.HTTPWrite) {
 		transport := g.Transport
+		if transport == nil {
+			transport = PublicTransport
+		}
 		if g.Tracing != nil {
-			if transport == nil {
-				transport = http.DefaultTransport
-			}
 			transport = otelhttp.NewTransport(transport, otelhttp.WithTracerProvider(g.Tracing), otelhttp.WithPropagators(propagation.TraceContext{}))
 		}
 		h := NewHTTP(transport, info.Egress)

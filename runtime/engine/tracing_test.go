@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -176,16 +176,17 @@ func TestHTTPCallsAreClientSpansWithTraceparent(t *testing.T) {
 		w.Write([]byte(`{}`))
 	}))
 	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	fetch := runtime.Typed(runtime.NodeInfo{ID: "t.fetch", Effects: runtime.ReadOnly, Capabilities: []string{"http.read"}, Egress: []string{host}},
+	target, _ := url.Parse(srv.URL)
+	fetch := runtime.Typed(runtime.NodeInfo{ID: "t.fetch", Effects: runtime.ReadOnly, Capabilities: []string{"http.read"}, Egress: []string{"stock.example.com"}},
 		func(c *runtime.Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {
-			if _, err := c.Caps().HTTPRead.Get(c, srv.URL+"/stock", nil); err != nil {
+			if _, err := c.Caps().HTTPRead.Get(c, "http://stock.example.com/stock", nil); err != nil {
 				return nil, err
 			}
 			return in, nil
 		})
 	r := newRig(t)
-	e := New(r.store, Options{Tracing: tp, Capabilities: Grants{Store: r.store, Tracing: tp}.For})
+	routes := &ConnectTo{Routes: []ConnectRoute{{Host: "stock.example.com", Target: target}}}
+	e := New(r.store, Options{Tracing: tp, Capabilities: Grants{Store: r.store, Tracing: tp, Transport: routes}.For})
 	if err := e.Register(&runtime.Flow{Name: "fetching", Nodes: []*runtime.FlowNode{{Alias: "fetch", Runner: fetch}}}); err != nil {
 		t.Fatal(err)
 	}
