@@ -250,7 +250,12 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 	specPath := filepath.Join(dir, connectorspec.FileName)
 	spec, diags := connectorspec.Load(specPath)
 	if spec == nil {
-		return nil, fmt.Errorf("certify: %s: %v", specPath, diags.Err())
+		// A spec that does not even parse still gets a report: its spec
+		// check fails with every diagnostic, and nothing else runs.
+		spec = &connectorspec.Spec{File: specPath}
+		if !diags.HasErrors() {
+			diags.Add(diag.Pos{File: specPath}, diag.FMT001, "", "the spec does not load")
+		}
 	}
 	manifest, err := connectorspec.Manifest(spec)
 	if err != nil {

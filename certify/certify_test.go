@@ -201,7 +201,7 @@ var corpus = []struct {
 }{
 	// The spec gate.
 	{"noidemkey", "spec", "error DAG004: effectful connector broken.no_key has no idempotency key", true},
-	{"wrongkind", "spec", "error FIX002: fixture \"throttled\" expects Permanent, but its last recorded answer is status 429", true},
+	{"wrongkind", "spec", "error FIX002: fixture \"throttled\" expects Permanent, but the error answer that decides it is status 429", true},
 	{"unclassified", "spec", `error DATA101: property "email" has no x-data-class`, true},
 	// What cannot become a confined module.
 	{"execproc", "build", "connector.go:4:2: github.com/flowgen-dev/flowgen/certify/testdata/execproc imports os/exec: a confined connector starts no processes", true},
@@ -343,9 +343,9 @@ func TestCorpus(t *testing.T) {
 }
 
 // TestReplaceDirectiveIsRefused: a connector that is a module of its own
-// and replaces the runtime with a copy is refused before anything runs:
-// modules that require it ignore replace directives, so certification
-// would vouch for a build nobody gets.
+// and replaces the runtime with a copy is refused before anything runs,
+// when it is packaged: modules that require it ignore replace directives,
+// so certification would vouch for a build nobody gets.
 func TestReplaceDirectiveIsRefused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "replaced")
 	if err := os.CopyFS(dir, os.DirFS("testdata/goodkv")); err != nil {
@@ -363,12 +363,38 @@ func TestReplaceDirectiveIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := outcomes(r)["static-analysis"]
-	if ch.Outcome != Fail || !strings.Contains(strings.Join(ch.Evidence, "\n"), "trust: go.mod replaces github.com/flowgen-dev/flowgen with "+repo) {
-		t.Fatalf("static-analysis: %+v", ch)
+	ch := outcomes(r)["artifact"]
+	if ch.Outcome != Fail || !strings.Contains(ch.Summary, "replace github.com/flowgen-dev/flowgen: a consumer of the module would not see it") {
+		t.Fatalf("artifact: %+v", ch)
 	}
 	if b := outcomes(r)["build"]; b.Outcome != Skip {
 		t.Errorf("build ran after the gate failed: %+v", b)
+	}
+}
+
+// TestUnloadableSpecGetsAReport: a spec that does not parse still gets a
+// report, whose spec check fails with the diagnostic's position and
+// whose other checks did not run.
+func TestUnloadableSpecGetsAReport(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "connector.yaml"), []byte("apiVersion: flowgen.dev/v1\nkind: [unclosed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), dir, Options{Out: filepath.Join(dir, "out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := outcomes(r)["spec"]
+	if spec.Outcome != Fail || !strings.Contains(strings.Join(spec.Evidence, "\n"), "connector.yaml:2:") {
+		t.Fatalf("spec: %+v", spec)
+	}
+	for _, ch := range r.Checks {
+		if ch.Name != "spec" && ch.Name != "signature" && ch.Outcome != Skip {
+			t.Errorf("%s ran after the spec failed: %+v", ch.Name, ch)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", ReportFile)); err != nil {
+		t.Errorf("no report written: %v", err)
 	}
 }
 

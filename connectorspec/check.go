@@ -426,14 +426,19 @@ func (c *checker) fixtureEnv() {
 }
 
 // fixtureKind checks that an error fixture expects the kind the error
-// taxonomy gives its last recorded answer, the one that ended the call
-// (FIX002): a 429 expected as Permanent would be retried never, a 401
-// expected as Transient forever.
+// taxonomy gives the answer that decided it (FIX002): the last error
+// answer of its recording, whatever succeeded after it (a 401, then a
+// 200 to a request that fails anyway, is an Auth failure). A 429
+// expected as Permanent would be retried never, a 401 expected as
+// Transient forever.
 func (c *checker) fixtureKind(fx Fixture) {
-	if fx.Error == nil || len(fx.HTTP) == 0 {
+	if fx.Error == nil {
 		return
 	}
-	last := fx.HTTP[len(fx.HTTP)-1].Response
+	last, ok := decisiveAnswer(fx.HTTP)
+	if !ok {
+		return
+	}
 	kinds := flowtype.KindsForResponse(last.Status, last.Timeout)
 	if len(kinds) == 0 || slices.Contains(kinds, fx.Error.Kind) {
 		return
@@ -447,7 +452,7 @@ func (c *checker) fixtureKind(fx Fixture) {
 		names = append(names, k.String())
 	}
 	c.add(fx.Error.At("kind"), diag.FIX002, fmt.Sprintf("expect %s, and map %s to it in the connector", strings.Join(names, " or "), answer),
-		"fixture %q expects %s, but its last recorded answer is %s, which the error taxonomy makes %s",
+		"fixture %q expects %s, but the error answer that decides it is %s, which the error taxonomy makes %s",
 		fx.Name, fx.Error.Kind, answer, strings.Join(names, " or "))
 }
 
@@ -487,4 +492,17 @@ func egressHazard(e flowtype.EgressEntry) string {
 		return "the wildcard covers every domain registered under the public suffix " + suffix
 	}
 	return ""
+}
+
+// decisiveAnswer is the last answer of a recording that is an error (a
+// timeout, or a status the error taxonomy gives a kind); false when every
+// answer succeeded.
+func decisiveAnswer(http []Exchange) (Response, bool) {
+	for i := len(http) - 1; i >= 0; i-- {
+		r := http[i].Response
+		if len(flowtype.KindsForResponse(r.Status, r.Timeout)) > 0 {
+			return r, true
+		}
+	}
+	return Response{}, false
 }
