@@ -319,9 +319,27 @@ func (c *checker) egress() {
 }
 
 // secrets checks that no secret grants scopes the connector did not request
-// (SECR201).
+// (SECR201), and that every secret says where it may be sent, within the
+// connector's egress (SECR202).
 func (c *checker) secrets() {
 	for _, sec := range c.spec.Secrets {
+		hosts := c.spec.SecretHosts(sec)
+		switch {
+		case len(hosts) == 0 && len(c.spec.Egress) > 1:
+			c.add(sec.At("handle"), diag.SECR202, "list under hosts: the egress entries the secret is sent to",
+				"secret %q: the connector may reach %s; say which of them the secret may be sent to", sec.Handle, strings.Join(c.spec.Egress, ", "))
+		default:
+			for _, h := range sec.Hosts {
+				if !flowtype.EgressWithin(h, c.spec.Egress) {
+					c.add(sec.At("hosts"), diag.SECR202, "list hosts within egress:, or add the host to egress:",
+						"secret %q may be sent to %s, which the connector's egress does not allow", sec.Handle, h)
+				}
+			}
+		}
+		if f := sec.Format; f != nil && (f.Length < 0 || f.Length > 512 || len(f.Prefix) > 64) {
+			c.add(sec.At("format"), diag.FMT006, "give a length of 1-512 characters and a prefix of at most 64",
+				"secret %q: format length %d, prefix of %d characters", sec.Handle, f.Length, len(f.Prefix))
+		}
 		var wider []string
 		for _, sc := range sec.Scopes {
 			if !slices.Contains(c.spec.Scopes, sc) {

@@ -121,6 +121,30 @@ type Secret struct {
 	diag.Source `json:"-"`
 	Handle      string   `json:"handle" flowgen:"required" doc:"Name the secret store knows it by."`
 	Scopes      []string `json:"scopes,omitempty" doc:"Scopes the secret grants."`
+	// Hosts are the egress entries the secret may be sent to; a request
+	// to any other host that carries it, in any encoding, is refused.
+	Hosts []string `json:"hosts,omitempty" doc:"Egress entries the secret may be sent to (default: the connector's egress, when it has one entry); a request elsewhere that carries the secret is refused."`
+	// Format is the shape of the provider's values, so that certification
+	// draws look-alikes a connector cannot tell from real ones.
+	Format *SecretFormat `json:"format,omitempty" doc:"The shape of the provider's values (prefix, alphabet, length), for certification to draw look-alikes."`
+}
+
+// SecretFormat is the shape of a secret's values: Prefix, then Length
+// characters of Alphabet.
+type SecretFormat struct {
+	diag.Source `json:"-"`
+	Prefix      string         `json:"prefix,omitempty" doc:"What every value starts with, e.g. sk_live_."`
+	Alphabet    SecretAlphabet `json:"alphabet,omitempty" doc:"The characters after the prefix: base62 (default), base64url, hex, digits."`
+	Length      int            `json:"length,omitempty" doc:"How many characters follow the prefix (default 32)."`
+}
+
+// SecretHosts are the egress entries the secret may be sent to: its
+// Hosts, or the connector's egress when it has exactly one entry.
+func (s *Spec) SecretHosts(sec Secret) []string {
+	if len(sec.Hosts) > 0 || len(s.Egress) != 1 {
+		return sec.Hosts
+	}
+	return s.Egress
 }
 
 // Compensation names the connector that undoes this one's effect.

@@ -58,6 +58,7 @@ const (
 	EGRESS102 Code = "EGRESS102"
 	EGRESS103 Code = "EGRESS103"
 	SECR201   Code = "SECR201"
+	SECR202   Code = "SECR202"
 	SAGA201   Code = "SAGA201"
 	SAGA205   Code = "SAGA205"
 	CAPV101   Code = "CAPV101"
@@ -155,6 +156,8 @@ var Codes = []Info{
 		"Name the provider's own public host; reach a local stand-in through FLOWGEN_CONNECT_TO instead."},
 	{SECR201, Error, "secret scopes wider than requested",
 		"Request the scope in `scopes`, or narrow the secret's scopes."},
+	{SECR202, Error, "secret without hosts it may be sent to",
+		"List under the secret's `hosts` the egress entries it is sent to."},
 	{SAGA201, Error, "compensator port incompatible",
 		"Make the compensator's input accept the output, or compensate with another connector."},
 	{SAGA205, Error, "compensation without undo key",

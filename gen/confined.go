@@ -85,6 +85,7 @@ func declarationCode(d runtime.Declaration) jen.Code {
 	}
 	if len(d.Secrets) > 0 {
 		v[jen.Id("Secrets")] = stringSlice(d.Secrets)
+		v[jen.Id("SecretHosts")] = secretHostsCode(d.SecretHosts)
 	}
 	if r := d.Retry; r.MaxAttempts > 0 || r.InitialInterval > 0 {
 		rp := jen.Dict{jen.Id("MaxAttempts"): jen.Lit(r.MaxAttempts)}

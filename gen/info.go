@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dave/jennifer/jen"
+
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/runtime"
 )
@@ -20,7 +22,7 @@ func Declare(s *connectorspec.Spec) (runtime.Declaration, error) {
 	}
 	d := runtime.Declaration{
 		ID: s.ID, Version: s.Version, Effects: s.Effects, Determinism: s.Determinism,
-		KeySchema: s.KeySchema(), Capabilities: capNames(s), Egress: slices.Clone(s.Egress), Secrets: secretHandles(s),
+		KeySchema: s.KeySchema(), Capabilities: capNames(s), Egress: slices.Clone(s.Egress), Secrets: secretHandles(s), SecretHosts: secretHosts(s),
 		Classes: p.m.dataClasses, InPort: p.inPort, OutPort: p.outPort,
 	}
 	if s.Retry != nil {
@@ -58,4 +60,26 @@ func secretHandles(s *connectorspec.Spec) []string {
 		handles = append(handles, sec.Handle)
 	}
 	return handles
+}
+
+// secretHosts are the egress entries each declared secret may be sent
+// to (nil when there are no secrets).
+func secretHosts(s *connectorspec.Spec) map[string][]string {
+	if len(s.Secrets) == 0 {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, sec := range s.Secrets {
+		out[sec.Handle] = slices.Clone(s.SecretHosts(sec))
+	}
+	return out
+}
+
+// secretHostsCode is a SecretHosts literal, handles sorted.
+func secretHostsCode(hosts map[string][]string) jen.Code {
+	d := jen.Dict{}
+	for _, h := range sortedKeysOf(hosts) {
+		d[jen.Lit(h)] = stringSlice(hosts[h])
+	}
+	return jen.Map(jen.String()).Index().String().Values(d)
 }

@@ -222,6 +222,7 @@ func (e *nodeEmitter) emitInfo() {
 	}
 	if handles := secretHandles(e.spec); len(handles) > 0 {
 		d[Id("Secrets")] = stringSlice(handles)
+		d[Id("SecretHosts")] = secretHostsCode(secretHosts(e.spec))
 	}
 	if e.spec.Idempotency != nil {
 		d[Id("KeyScope")] = Id("IdempotencyScope")

@@ -20,8 +20,11 @@ type Declaration struct {
 	Capabilities []string    `json:"capabilities,omitempty"`
 	Egress       []string    `json:"egress,omitempty"`
 	Secrets      []string    `json:"secrets,omitempty"`
-	RateLimit    RateLimit   `json:"rate_limit"`
-	Cache        Cache       `json:"cache"`
+	// SecretHosts are, per handle, the egress entries its value may be
+	// sent to.
+	SecretHosts map[string][]string `json:"secret_hosts,omitempty"`
+	RateLimit   RateLimit           `json:"rate_limit"`
+	Cache       Cache               `json:"cache"`
 	// Classes is the data-class table: path ("params.x", "<in port>.a.b",
 	// "<out port>.items[]") to class, as the generated DataClass reads it.
 	Classes map[string]string `json:"classes,omitempty"`
@@ -49,7 +52,7 @@ func (d Declaration) NodeInfo() NodeInfo {
 	return NodeInfo{
 		ID: d.ID, Version: d.Version, Effects: d.Effects, Determinism: d.Determinism,
 		RetryOwner: d.RetryOwner, Retry: d.Retry, KeySchema: d.KeySchema, KeyScope: d.KeyScope, KeyFields: d.KeyFields,
-		Capabilities: d.Capabilities, Egress: d.Egress, Secrets: d.Secrets, RateLimit: d.RateLimit, Cache: d.Cache,
+		Capabilities: d.Capabilities, Egress: d.Egress, Secrets: d.Secrets, SecretHosts: d.SecretHosts, RateLimit: d.RateLimit, Cache: d.Cache,
 		DataClass: func(part, path string) string {
 			if p, ok := prefix(part); ok {
 				return ClassAt(table, p, path)

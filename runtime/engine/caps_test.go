@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,5 +262,71 @@ func TestPublicTransportRefusesLocal(t *testing.T) {
 	}
 	if n := hits.Load(); n != 1 {
 		t.Errorf("the local server saw %d requests, want the routed one", n)
+	}
+}
+
+// TestSecretsGoOnlyWhereTheSpecSends: a request that carries a secret of
+// the activation, as it is or encoded, to a host its spec does not send
+// it to is refused before it leaves, redirects included; the host it is
+// for gets it.
+func TestSecretsGoOnlyWhereTheSpecSends(t *testing.T) {
+	t.Setenv("FLOWGEN_SECRET_CRM_KEY", "crm_live_7Hq2Zr9Wk3")
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Host+r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path == "/bounce" {
+			http.Redirect(w, r, "http://other.example.com/landed", http.StatusTemporaryRedirect)
+		}
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	routes := &ConnectTo{Routes: []ConnectRoute{{Host: "api.example.com", Target: u}, {Host: "other.example.com", Target: u}}}
+	info := runtime.NodeInfo{ID: "c", Capabilities: []string{"http.write", "secrets"}, Egress: []string{"api.example.com", "other.example.com"},
+		Secrets: []string{"crm/key"}, SecretHosts: map[string][]string{"crm/key": {"api.example.com"}}}
+	caps := Grants{Transport: routes}.For(info)
+	ctx := context.Background()
+	key, err := caps.Secrets.Secret(ctx, "crm/key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+key))
+	if _, err := caps.HTTPWrite.Do(ctx, "POST", "http://api.example.com/ok", http.Header{"Authorization": {basic}}, nil); err != nil {
+		t.Errorf("to the host the secret is for: %v", err)
+	}
+	for name, send := range map[string]func() error{
+		"in a header": func() error {
+			_, err := caps.HTTPWrite.Do(ctx, "POST", "http://other.example.com/h", http.Header{"X-Api-Key": {key}}, nil)
+			return err
+		},
+		"in Basic auth": func() error {
+			_, err := caps.HTTPWrite.Do(ctx, "POST", "http://other.example.com/b", http.Header{"Authorization": {basic}}, nil)
+			return err
+		},
+		"URL-encoded in the query": func() error {
+			_, err := caps.HTTPWrite.Do(ctx, "GET", "http://other.example.com/q?k="+url.QueryEscape(key), nil, nil)
+			return err
+		},
+		"in the body, in upper case": func() error {
+			_, err := caps.HTTPWrite.Do(ctx, "POST", "http://other.example.com/p", nil, []byte(`{"k":"`+strings.ToUpper(key)+`"}`))
+			return err
+		},
+		"through a redirect": func() error {
+			_, err := caps.HTTPWrite.Do(ctx, "POST", "http://api.example.com/bounce", http.Header{"X-Api-Key": {key}}, []byte("x"))
+			return err
+		},
+	} {
+		if err := send(); runtime.KindOf(err) != runtime.PolicyDenied || !strings.Contains(err.Error(), "carries secret crm/key") {
+			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range seen {
+		if strings.HasPrefix(s, "other.example.com") {
+			t.Errorf("other.example.com got %s", s)
+		}
 	}
 }

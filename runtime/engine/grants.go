@@ -65,6 +65,7 @@ type Grants struct {
 func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 	has := func(c flowtype.Capability) bool { return slices.Contains(info.Capabilities, string(c)) }
 	var caps runtime.Capabilities
+	sent := newSentSecrets(info)
 	if has(flowtype.HTTPRead) || has(flowtype.HTTPReadPinned) || has(flowtype.HTTPWrite) {
 		transport := g.Transport
 		if transport == nil {
@@ -74,6 +75,7 @@ func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 			transport = otelhttp.NewTransport(transport, otelhttp.WithTracerProvider(g.Tracing), otelhttp.WithPropagators(propagation.TraceContext{}))
 		}
 		h := NewHTTP(transport, info.Egress)
+		h.secrets = sent
 		if has(flowtype.HTTPRead) {
 			caps.HTTPRead = httpReader{h}
 		}
@@ -140,7 +142,7 @@ func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 		if backend == nil {
 			backend = EnvSecrets{}
 		}
-		caps.Secrets = secrets{backend, info.ID, info.Secrets}
+		caps.Secrets = secrets{backend, info.ID, info.Secrets, sent}
 	}
 	return caps
 }
@@ -167,6 +169,7 @@ type (
 		b         runtime.Secrets
 		connector string
 		handles   []string
+		sent      *sentSecrets
 	}
 )
 
@@ -248,5 +251,9 @@ func (c secrets) Secret(ctx context.Context, handle string) (string, error) {
 	if !slices.Contains(c.handles, handle) {
 		return "", runtime.Errorf(runtime.PolicyDenied, "secret handle %q: %s declares no such secret", handle, c.connector)
 	}
-	return c.b.Secret(ctx, handle)
+	v, err := c.b.Secret(ctx, handle)
+	if err == nil {
+		c.sent.add(handle, v)
+	}
+	return v, err
 }

@@ -31,6 +31,9 @@ const maxHTTPBody = 32 << 20
 type HTTP struct {
 	client *http.Client
 	egress []string
+	// secrets, when set, refuses requests that carry a secret of the
+	// activation where its spec does not send it (Grants sets it).
+	secrets *sentSecrets
 }
 
 // NewHTTP returns the capability for a node with the given egress
@@ -47,7 +50,19 @@ func NewHTTP(base http.RoundTripper, egress []string) *HTTP {
 			if len(via) >= 10 {
 				return errors.New("stopped after 10 redirects")
 			}
-			return h.allowed(req.URL)
+			if err := h.allowed(req.URL); err != nil {
+				return err
+			}
+			// A redirect carries the headers on (Go drops only a few, and
+			// only across domains), and for 307 and 308 the body.
+			var body []byte
+			if req.GetBody != nil {
+				if rc, err := req.GetBody(); err == nil {
+					body, _ = io.ReadAll(io.LimitReader(rc, maxHTTPBody))
+					rc.Close()
+				}
+			}
+			return h.secrets.check(req.Method, req.URL, req.Header, body)
 		},
 	}
 	return h
@@ -117,6 +132,9 @@ func (h *HTTP) Do(ctx context.Context, method, rawURL string, header http.Header
 			return nil, runtime.Errorf(runtime.PolicyDenied, "%s %s: header %s frames the connection, which is the transport's to set", method, rawURL, k)
 		}
 		req.Header[ck] = append(req.Header[ck], vs...)
+	}
+	if err := h.secrets.check(method, u, req.Header, body); err != nil {
+		return nil, err
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

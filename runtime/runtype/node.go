@@ -94,6 +94,9 @@ type NodeInfo struct {
 	// Secrets are the secret handles the node may resolve: an engine's
 	// Secrets capability resolves these and refuses every other handle.
 	Secrets []string
+	// SecretHosts are, per handle, the egress entries its value may be
+	// sent to: a request to another host that carries it is refused.
+	SecretHosts map[string][]string
 	// Timeout bounds one attempt; zero means the engine default.
 	Timeout time.Duration
 	// HeartbeatTimeout, when set, is the longest an attempt may go without

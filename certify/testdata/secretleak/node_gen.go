@@ -87,6 +87,7 @@ func Info() runtime.NodeInfo {
 		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
+		SecretHosts:  map[string][]string{"crm/api-key": []string{}},
 		Secrets:      []string{"crm/api-key"},
 		Version:      Version,
 	}

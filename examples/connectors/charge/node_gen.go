@@ -108,11 +108,12 @@ func Info() runtime.NodeInfo {
 			Burst: RateLimitBurst,
 			QPS:   RateLimitQPS,
 		},
-		Redact:     redact,
-		Retry:      RetryPolicy(),
-		RetryOwner: RetryOwner,
-		Secrets:    []string{"stripe/secret-key"},
-		Version:    Version,
+		Redact:      redact,
+		Retry:       RetryPolicy(),
+		RetryOwner:  RetryOwner,
+		SecretHosts: map[string][]string{"stripe/secret-key": []string{"api.stripe.com"}},
+		Secrets:     []string{"stripe/secret-key"},
+		Version:     Version,
 	}
 }
 

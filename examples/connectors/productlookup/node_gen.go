@@ -100,11 +100,12 @@ func Info() runtime.NodeInfo {
 			Burst: RateLimitBurst,
 			QPS:   RateLimitQPS,
 		},
-		Redact:     redact,
-		Retry:      RetryPolicy(),
-		RetryOwner: RetryOwner,
-		Secrets:    []string{"shop/catalog-token"},
-		Version:    Version,
+		Redact:      redact,
+		Retry:       RetryPolicy(),
+		RetryOwner:  RetryOwner,
+		SecretHosts: map[string][]string{"shop/catalog-token": []string{"api.shop.example"}},
+		Secrets:     []string{"shop/catalog-token"},
+		Version:     Version,
 	}
 }
 

@@ -101,6 +101,7 @@ func Info() runtime.NodeInfo {
 		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
+		SecretHosts:  map[string][]string{"stripe/refund-key": []string{"api.stripe.com"}},
 		Secrets:      []string{"stripe/refund-key"},
 		Version:      Version,
 	}

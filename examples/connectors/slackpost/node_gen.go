@@ -106,11 +106,12 @@ func Info() runtime.NodeInfo {
 			Burst: RateLimitBurst,
 			QPS:   RateLimitQPS,
 		},
-		Redact:     redact,
-		Retry:      RetryPolicy(),
-		RetryOwner: RetryOwner,
-		Secrets:    []string{"slack/orders-webhook"},
-		Version:    Version,
+		Redact:      redact,
+		Retry:       RetryPolicy(),
+		RetryOwner:  RetryOwner,
+		SecretHosts: map[string][]string{"slack/orders-webhook": []string{"hooks.slack.com"}},
+		Secrets:     []string{"slack/orders-webhook"},
+		Version:     Version,
 	}
 }
 

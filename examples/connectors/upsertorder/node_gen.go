@@ -101,6 +101,7 @@ func Info() runtime.NodeInfo {
 		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
+		SecretHosts:  map[string][]string{"warehouse/database-url": []string{"orders-db.internal.example:5432"}},
 		Secrets:      []string{"warehouse/database-url"},
 		Version:      Version,
 	}

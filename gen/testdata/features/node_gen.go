@@ -106,11 +106,12 @@ func Info() runtime.NodeInfo {
 			Burst: RateLimitBurst,
 			QPS:   RateLimitQPS,
 		},
-		Redact:     redact,
-		Retry:      RetryPolicy(),
-		RetryOwner: RetryOwner,
-		Secrets:    []string{"pay/api-key"},
-		Version:    Version,
+		Redact:      redact,
+		Retry:       RetryPolicy(),
+		RetryOwner:  RetryOwner,
+		SecretHosts: map[string][]string{"pay/api-key": []string{"api.pay.example"}},
+		Secrets:     []string{"pay/api-key"},
+		Version:     Version,
 	}
 }
 
@@ -466,7 +467,15 @@ const manifest = `{
   ],
   "secrets": [
     {
+      "format": {
+        "alphabet": "base62",
+        "length": 24,
+        "prefix": "pk_live_"
+      },
       "handle": "pay/api-key",
+      "hosts": [
+        "api.pay.example"
+      ],
       "scopes": [
         "payments:write"
       ]

@@ -88,6 +88,7 @@ func Info() runtime.NodeInfo {
 		Redact:       redact,
 		Retry:        RetryPolicy(),
 		RetryOwner:   RetryOwner,
+		SecretHosts:  map[string][]string{"own/key": []string{"api.example.com"}},
 		Secrets:      []string{"own/key"},
 		Version:      Version,
 	}
