@@ -121,7 +121,10 @@ type Report struct {
 	Insecure bool   `json:"insecure,omitempty"`
 	// Waivers lists every //flowgen:allow comment in the connector's code,
 	// whether it accepted a finding, and why it was refused if it was.
-	Waivers  []Waiver          `json:"waivers,omitempty"`
+	Waivers []Waiver `json:"waivers,omitempty"`
+	// World is what the run drew: the seed that repeats it and the
+	// logical time its behaviour checks ran at.
+	World    *World            `json:"world,omitempty"`
 	Checks   []Check           `json:"checks"`
 	Tools    map[string]string `json:"tools"`
 	Started  time.Time         `json:"started"`
@@ -200,6 +203,9 @@ type Options struct {
 	// FixtureDatabase is a postgres:// URL of a database the fixtures of
 	// db connectors run in (each run in a role and schema of its own).
 	FixtureDatabase string
+	// Seed draws the run's world (World); 0 draws a seed from the
+	// operating system. A report's world.seed repeats its run.
+	Seed uint64
 }
 
 // The files a run with Out writes (each with FILE.sig when signed).
@@ -271,6 +277,11 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if c.manifest, err = httpfixture.Parse(manifest); err != nil {
 		c.manifest = &httpfixture.Manifest{}
 	}
+	if opts.Seed == 0 {
+		opts.Seed = drawSeed()
+	}
+	c.world = newDrawn(spec, c.manifest, opts.Seed)
+	r.World = &c.world.World
 	defer c.close()
 	for i, def := range checks {
 		ch := Check{Name: def.name}
@@ -309,6 +320,7 @@ type run struct {
 	manifest   *httpfixture.Manifest
 	opts       Options
 	report     *Report
+	world      *drawn
 	sbomPath   string
 	failedGate CheckName
 	importPath string

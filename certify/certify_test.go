@@ -219,8 +219,8 @@ var corpus = []struct {
 	{"methodoverride", "fixtures", "a read may not ask to be another method", false},
 	{"firstkey", "fixtures", `fixture "echo": output differs from the fixture`, true},
 	{"doublecharge", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
-	{"attemptkey", "duplicate-delivery", "3 effect(s) under duplicate deliveries, but one delivery has 1", true},
-	{"blobattempt", "duplicate-delivery", "3 effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"attemptkey", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"blobattempt", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"kvappend", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"defaultoff", "duplicate-delivery", "with other key fields and default params (key", true},
 	{"collidingkey", "duplicate-delivery", "fixture paid with other key fields (key", true},
@@ -229,7 +229,7 @@ var corpus = []struct {
 	{"piileak", "data-classes", "a pii.email value from input /email appears in output /greeting, classified public", true},
 	{"piierror", "data-classes", "the pii.email value from /email appears in the error message", true},
 	{"secretleak", "data-classes", "the value of secret crm/api-key appears in output /greeting", true},
-	{"secretlog", "data-classes", "the secret value from secret crm/api-key was written to stderr (logs)", true},
+	{"secretlog", "data-classes", "the secret value from secret crm/api-key was written to stderr (as it is) (logs)", true},
 	{"badhost", "egress", "records a request to evil.example:443, which is not in egress [api.good.example]", false},
 }
 

@@ -1,70 +1,76 @@
 package certify
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/flowgen-dev/flowgen/certify/recorder"
+	"github.com/flowgen-dev/flowgen/certify/wire"
 	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 )
 
-// dataClasses feeds canaries (marked values) into every input field
-// classified confidential or above and into every secret, runs the
-// fixtures that expect an output, and fails when a canary comes out where
-// its class may not go: an output field of a weaker class (secrets: any
-// output), an error message (errors reach job state and logs), the
-// process's output (logs), or a request to a host outside the egress
-// allowlist.
+// dataClasses runs every fixture, error paths included, in the run's
+// drawn world: secrets drawn in their provider's shape, every input field
+// classified confidential or above redrawn in its own shape (canaries),
+// keys computed under a drawn node name, the clock at a drawn instant.
+// It fails when a canary comes out where its class may not go, in any of
+// the forms package leak knows (as it is, case-folded, URL-, hex- or
+// base64-encoded, digested; any 12 characters of a secret): an output
+// field of a weaker class (a secret: any output), an error message
+// (errors reach job state and logs), the process's output however long
+// (logs), a request to a host outside the egress allowlist, or a secret
+// in a request to a host the spec does not send it to. And it fails when
+// a fixture ends otherwise than it records (another error kind, an error
+// for a success): a connector that behaves only in the world its author
+// recorded would behave otherwise in production.
 func (c *run) dataClasses(ch *Check) {
-	secretValues, secretSubs, canaries := c.canarySecrets()
-	world, err := c.newWorld(fixtureNow)
+	world, err := c.newWorld(c.world.Now)
 	if err != nil {
 		ch.Outcome, ch.Summary = Fail, err.Error()
 		return
 	}
 	s := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
-	names := map[int]string{}
+	var canaries []canary
+	fixtures := map[int]httpfixture.Fixture{}
 	for i, fx := range c.manifest.Fixtures {
-		if !fx.Succeeds() {
-			continue
-		}
 		v, cs := c.canaryVariant(fx)
-		v = substitute(v, secretSubs)
-		p, err := c.plan(i, v, 1, fixtureNow)
+		p, err := c.plan(i, v, 1, c.world.Now)
 		if err != nil {
 			continue
 		}
-		p.Secrets = secretValues
 		s.Deliveries = append(s.Deliveries, p)
-		names[i] = fx.Name
+		fixtures[i] = fx
 		canaries = append(canaries, cs...)
 	}
-	if len(canaries) == 0 {
-		ch.Outcome, ch.Summary = Pass, "nothing to trace: no input field is classified confidential or above, and there are no secrets"
-		return
-	}
 	if len(s.Deliveries) == 0 {
-		ch.Outcome, ch.Summary = Warn, "no fixture expects an output, so no canary was traced"
+		ch.Outcome, ch.Summary = Warn, "no fixture could be delivered, so no canary was traced"
 		return
 	}
-	p := c.runSession(s, variants[0])
-	var leaks, notes []string
+	p := c.runSession(s, variants[0], canaries...)
+	all := append(c.secretCanaries(), canaries...)
+	var leaks []string
 	outSchema := c.spec.OutputSchema(c.spec.PrimaryOutputPort())
 	for _, d := range s.Deliveries {
-		name := names[d.ID]
+		fx := fixtures[d.ID]
 		res, ok := p.Results[d.ID]
 		switch {
 		case !ok:
-			leaks = append(leaks, fmt.Sprintf("fixture %q with canaries: no result: %s", name, p.failure()))
+			leaks = append(leaks, fmt.Sprintf("fixture %q with canaries: no result: %s", fx.Name, p.failure()))
 			continue
 		case res.Error != nil:
-			notes = append(notes, fmt.Sprintf("fixture %q with canaries failed (%s), so its output was not traced: %s", name, res.Error.Kind, res.Error.Message))
-			for _, cn := range canaries {
-				if strings.Contains(res.Error.Message, cn.token) {
-					leaks = append(leaks, fmt.Sprintf("fixture %q: the %s value from %s appears in the error message, which reaches job state and logs", name, cn.class, cn.origin))
+			for _, cn := range all {
+				if form := cn.look.Find(res.Error.Message); form != "" {
+					leaks = append(leaks, fmt.Sprintf("fixture %q: the %s value from %s appears in the error message (%s), which reaches job state and logs", fx.Name, cn.class, originName(cn), form))
 				}
 			}
+		}
+		if problem := otherOutcome(fx, res.Error); problem != "" {
+			leaks = append(leaks, fmt.Sprintf("fixture %q, run with drawn secrets, keys, clock and canaries: %s", fx.Name, problem))
+		}
+		if res.Error != nil {
 			continue
 		}
 		out, err := decodeJSON(res.Output)
@@ -72,48 +78,90 @@ func (c *run) dataClasses(ch *Check) {
 			continue
 		}
 		connectorspec.WalkClasses(outSchema, out, func(ptr, class string, leaf any) {
-			str, ok := leaf.(string)
-			if !ok {
+			var text string
+			switch x := leaf.(type) {
+			case string:
+				text = x
+			case json.Number:
+				text = x.String()
+			default:
 				return
 			}
-			for _, cn := range canaries {
-				if !strings.Contains(str, cn.token) {
+			for _, cn := range all {
+				form := cn.look.Find(text)
+				if form == "" && text != cn.value {
 					continue
 				}
 				switch {
 				case cn.class == "secret":
-					leaks = append(leaks, fmt.Sprintf("fixture %q: the value of secret %s appears in output %s", name, cn.origin, ptr))
+					leaks = append(leaks, fmt.Sprintf("fixture %q: the value of secret %s appears in output %s", fx.Name, cn.origin, ptr))
 				case connectorspec.ClassRank(class) < connectorspec.ClassRank(cn.class):
 					shown := class
 					if shown == "" {
 						shown = "unclassified"
 					}
-					leaks = append(leaks, fmt.Sprintf("fixture %q: a %s value from input %s appears in output %s, classified %s", name, cn.class, cn.origin, ptr, shown))
+					leaks = append(leaks, fmt.Sprintf("fixture %q: a %s value from input %s appears in output %s, classified %s", fx.Name, cn.class, cn.origin, ptr, shown))
 				}
 			}
 		})
 	}
-	for _, cn := range canaries {
-		for stream, text := range map[string]string{"stdout": p.Stdout, "stderr": p.Stderr} {
-			if strings.Contains(text, cn.token) {
-				leaks = append(leaks, fmt.Sprintf("the %s value from %s was written to %s (logs)", cn.class, originName(cn), stream))
-			}
-		}
-		for _, req := range world.Requests() {
-			if !c.allowed(req.Host) && strings.Contains(req.URL+string(req.Body)+fmt.Sprint(req.Header), cn.token) {
-				leaks = append(leaks, fmt.Sprintf("the %s value from %s was sent to %s, which is not in the egress allowlist", cn.class, originName(cn), req.Host))
-			}
+	for i, where := range p.Logged {
+		if where != "" {
+			leaks = append(leaks, fmt.Sprintf("the %s value from %s was written to %s (logs)", all[i].class, originName(all[i]), where))
 		}
 	}
+	leaks = append(leaks, c.requestLeaks(world, all)...)
 	leaks = append(leaks, p.Protocol...)
 	slices.Sort(leaks)
 	leaks = slices.Compact(leaks)
-	ch.Evidence = append(leaks, notes...)
+	ch.Evidence = leaks
 	if len(leaks) > 0 {
-		ch.Outcome, ch.Summary = Fail, "a classified or secret value reaches a weaker output, an error, the logs or a host it may not"
+		ch.Outcome, ch.Summary = Fail, "a classified or secret value reaches a weaker output, an error, the logs or a host it may not, or a fixture ends otherwise in a drawn world"
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d canaries (classified input fields and secrets) through %d fixtures: none reached a weaker output, an error, the logs or another host", len(canaries), len(s.Deliveries))
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d canaries (classified input fields and secrets) through %d fixtures in a drawn world: none reached a weaker output, an error, the logs or another host", len(all), len(s.Deliveries))
+}
+
+// otherOutcome says how a result differs in kind from what fixture fx
+// records: an error for a success, a success for an error, another
+// error kind; "" when it ends as recorded.
+func otherOutcome(fx httpfixture.Fixture, got *wire.Error) string {
+	switch {
+	case fx.Error == nil && got != nil && len(fx.Output) > 0:
+		return fmt.Sprintf("want output, got a %s error: %s", got.Kind, got.Message)
+	case fx.Error != nil && got == nil:
+		return fmt.Sprintf("want a %s error, got success", fx.Error.Kind)
+	case fx.Error != nil && got.Kind != fx.Error.Kind:
+		return fmt.Sprintf("want a %s error, got %s: %s", fx.Error.Kind, got.Kind, got.Message)
+	}
+	return ""
+}
+
+// requestLeaks finds canaries in the requests the world saw: any canary
+// sent to a host outside the egress allowlist, and a secret sent to a
+// host the spec does not send it to.
+func (c *run) requestLeaks(world *recorder.World, all []canary) []string {
+	var out []string
+	hosts := map[string][]string{}
+	for _, s := range c.spec.Secrets {
+		hosts[s.Handle] = c.spec.SecretHosts(s)
+	}
+	for _, req := range world.Requests() {
+		text := req.Method + " " + req.URL + "\n" + fmt.Sprint(req.Header) + "\n" + string(req.Body)
+		for _, cn := range all {
+			form := cn.look.Find(text)
+			if form == "" {
+				continue
+			}
+			switch {
+			case !c.allowed(req.Host):
+				out = append(out, fmt.Sprintf("the %s value from %s was sent (%s) to %s, which is not in the egress allowlist", cn.class, originName(cn), form, req.Host))
+			case cn.class == "secret" && !flowtype.EgressAllows(hosts[cn.origin], req.Host):
+				out = append(out, fmt.Sprintf("the value of secret %s was sent (%s) to %s, but the spec sends it only to %v", cn.origin, form, req.Host, hosts[cn.origin]))
+			}
+		}
+	}
+	return out
 }
 
 func originName(cn canary) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/flowgen-dev/flowgen/certify/recorder"
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 )
 
 // dupInput is one input the duplicate-delivery check delivers again and
@@ -18,9 +19,9 @@ type dupInput struct {
 	name string
 	fx   httpfixture.Fixture
 	key  string
-	// compare: every delivery must return fx.Output (fixtures); variants
-	// only have to succeed.
-	compare bool
+	// want is what its first delivery returned, which every later one
+	// must return.
+	want json.RawMessage
 }
 
 // duplicateInputs are the fixtures that expect an output and, for each, a
@@ -34,7 +35,7 @@ func (c *run) duplicateInputs() ([]dupInput, []string, error) {
 		if !fx.Succeeds() {
 			continue
 		}
-		inputs = append(inputs, dupInput{name: "fixture " + fx.Name, fx: fx, compare: true})
+		inputs = append(inputs, dupInput{name: "fixture " + fx.Name, fx: fx})
 		v, ok := c.keyVariant(fx)
 		if !ok {
 			notes = append(notes, fmt.Sprintf("fixture %q: no key field can be changed into an input the schema accepts, so it has no variant with another key", fx.Name))
@@ -81,8 +82,10 @@ func (c *run) validParams(params json.RawMessage) bool {
 // phase is a part of the duplicate schedule.
 type phase struct {
 	name string
-	// now is the world's clock during the phase.
-	now time.Time
+	// clock is the world's clock during the phase (dedupe TTLs follow
+	// it); every delivery's logical time stays the run's, as an
+	// activation's does on every delivery.
+	clock time.Time
 	// burst: each input in its own process, copies delivered at once;
 	// else every input once, in order, in one process.
 	burst   bool
@@ -92,16 +95,21 @@ type phase struct {
 // duplicates delivers every input the way a misbehaving broker would and
 // counts, in the recorder, the effects each idempotency key had.
 //
-// First each input is delivered once, in a world of its own (the
-// baseline): every key must take effect (an effectful call that changed
-// nothing is a key that collides with another, or a connector that did
-// not do its job), and its number of effects is what one delivery does.
-// Then, in a fresh world: concurrent bursts of 2 to 6 copies with
-// attempts 1 to 3, each input's burst a process of its own, the inputs in
-// shuffled order; a late copy of each at half the TTL (attempt 2), a
-// copy under a clock an hour behind (attempt 1), one a second before the
-// TTL ends (attempt 3), in reordered sequences. Every key must end with
-// exactly its baseline number of effects. A last copy after the TTL is
+// First each input is delivered once, in order, in a world of their own
+// (the baseline): every key must take effect (an effectful call that
+// changed nothing is a key that collides with another, or a connector
+// that did not do its job), and at most the effects the spec declares
+// per call (idempotency.effectsPerCall). Then, in another world:
+// concurrent bursts of 2 to 6 copies, each input's burst a process of its
+// own, the inputs in shuffled order; a late copy of each at half the TTL,
+// a copy under a clock an hour behind, one a second before the TTL ends,
+// in reordered sequences; then every attempt number the engine can
+// deliver under the spec's retry policy (its attempts and the crashes it
+// allows beyond them). Then, in a third world, each input whose
+// provider's answer to its first effect is lost (a timeout after the
+// provider acted), delivered again. Every key must end with exactly its
+// baseline number of effects, and every delivery that succeeds must
+// return what the first one returned. A last copy after the TTL is
 // reported, not failed.
 func (c *run) duplicates(ch *Check) {
 	if c.spec.Effects != flowtype.Effectful {
@@ -121,53 +129,62 @@ func (c *run) duplicates(ch *Check) {
 	if c.spec.Idempotency != nil && c.spec.Idempotency.TTL > 0 {
 		ttl = c.spec.Idempotency.TTL.Std()
 	}
+	now, limit := c.world.Now, c.spec.Idempotency.MaxEffects()
 	var failures []string
 
-	// The baseline: one delivery each.
-	base, err := c.newWorld(fixtureNow)
+	// The baseline: one delivery each. One world for all inputs, in
+	// order, as production sees them: a world per input would hide keys
+	// that collide.
+	base, err := c.newWorld(now)
 	if err != nil {
 		ch.Outcome, ch.Summary = Fail, err.Error()
 		return
 	}
-	// One world for all inputs, in order, as production sees them: a
-	// world per input would hide keys that collide.
-	s := c.dupSession(base, inputs, 1, 1, fixtureNow, recorder.Provider, 0)
+	s := c.dupSession(base, inputs, 1, 1, recorder.Provider, 0)
 	p := c.runSession(s, variants[0])
 	failures = append(failures, c.judgeDeliveries(p, s, inputs, false)...)
+	for _, d := range s.Deliveries {
+		if res, ok := p.Results[d.ID]; ok && res.Error == nil {
+			inputs[slices.IndexFunc(inputs, func(in dupInput) bool { return in.key == d.Key })].want = res.Output
+		}
+	}
 	baseline := base.Effects()
 	for _, in := range inputs {
 		if !reported(p, s, in.key) {
 			continue // judged above
 		}
-		if baseline[in.key] == 0 {
+		switch n := baseline[in.key]; {
+		case n == 0:
 			failures = append(failures, fmt.Sprintf("%s (key %s): delivered once, it took no effect: an effectful call must change something for its key (a key that collides with another input's, or a switch that turns the effect off)", in.name, short(in.key)))
+		case n > limit:
+			failures = append(failures, fmt.Sprintf("%s (key %s): delivered once, it took %d effects, but the spec declares at most %d per call (idempotency.effectsPerCall)", in.name, short(in.key), n, limit))
 		}
 	}
 	failures = append(failures, c.violations(base)...)
 
 	// The storm.
-	storm, err := c.newWorld(fixtureNow)
+	storm, err := c.newWorld(now)
 	if err != nil {
 		ch.Outcome, ch.Summary = Fail, err.Error()
 		return
 	}
-	rng := rand.New(rand.NewPCG(1, uint64(len(inputs))))
+	rng := rand.New(rand.NewPCG(c.world.Seed, uint64(len(inputs))))
 	order := slices.Clone(inputs)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	phases := []phase{
-		{name: "burst", now: fixtureNow, burst: true},
-		{name: "late, at half the TTL", now: fixtureNow.Add(ttl / 2), attempt: 2},
-		{name: "under a clock an hour behind", now: fixtureNow.Add(-time.Hour), attempt: 1},
-		{name: "a second before the TTL ends", now: fixtureNow.Add(ttl - time.Second), attempt: 3},
+		{name: "burst", clock: now, burst: true},
+		{name: "late, at half the TTL", clock: now.Add(ttl / 2), attempt: 2},
+		{name: "under a clock an hour behind", clock: now.Add(-time.Hour), attempt: 1},
+		{name: "a second before the TTL ends", clock: now.Add(ttl - time.Second), attempt: 3},
 	}
-	deliveries := 0
+	deliveries := len(inputs)
 	id := 10000
 	for pi, ph := range phases {
-		storm.SetNow(ph.now)
+		storm.SetNow(ph.clock)
 		if ph.burst {
 			for _, in := range order {
 				copies := 2 + rng.IntN(5)
-				s := c.dupSession(storm, []dupInput{in}, copies, 0, ph.now, recorder.Provider, id)
+				s := c.dupSession(storm, []dupInput{in}, copies, 0, recorder.Provider, id)
 				id += copies
 				deliveries += copies
 				p := c.runSession(s, variants[rng.IntN(len(variants))])
@@ -179,7 +196,7 @@ func (c *run) duplicates(ch *Check) {
 		if pi%2 == 1 {
 			slices.Reverse(seq)
 		}
-		s := c.dupSession(storm, seq, 1, ph.attempt, ph.now, recorder.Provider, id)
+		s := c.dupSession(storm, seq, 1, ph.attempt, recorder.Provider, id)
 		id += len(seq)
 		deliveries += len(seq)
 		p := c.runSession(s, variants[pi%len(variants)])
@@ -187,43 +204,97 @@ func (c *run) duplicates(ch *Check) {
 			failures = append(failures, ph.name+": "+f)
 		}
 	}
-	effects := storm.Effects()
-	var extra []string
-	for _, in := range inputs {
-		want, got := baseline[in.key], effects[in.key]
-		ch.Evidence = append(ch.Evidence, fmt.Sprintf("%s (key %s): %d effect(s) delivered once, %d under %s", in.name, short(in.key), want, got, "duplicates"))
-		if got != want {
-			extra = append(extra, fmt.Sprintf("%s (key %s): %d effect(s) under duplicate deliveries, but one delivery has %d", in.name, short(in.key), got, want))
+	// Every attempt number the engine may deliver, in order.
+	storm.SetNow(now)
+	budget := engine.DeliveryBudget(c.node.Retry)
+	s = &recorder.Session{World: storm, Mode: recorder.Provider, Concurrency: 1}
+	for _, in := range order {
+		for a := 1; a <= budget; a++ {
+			if pl, err := c.plan(id, in.fx, a, now); err == nil {
+				s.Deliveries = append(s.Deliveries, pl)
+				id++
+			}
 		}
 	}
-	failures = append(failures, extra...)
+	deliveries += len(s.Deliveries)
+	p = c.runSession(s, variants[0])
+	for _, f := range c.judgeDeliveries(p, s, order, false) {
+		failures = append(failures, fmt.Sprintf("attempts 1 to %d: %s", budget, f))
+	}
+	effects := storm.Effects()
+	for _, in := range inputs {
+		want, got := baseline[in.key], effects[in.key]
+		ch.Evidence = append(ch.Evidence, fmt.Sprintf("%s (key %s): %d effect(s) delivered once, %d under duplicates", in.name, short(in.key), want, got))
+		if got != want {
+			failures = append(failures, fmt.Sprintf("%s (key %s): %d effect(s) under duplicate deliveries, but one delivery has %d", in.name, short(in.key), got, want))
+		}
+	}
 	failures = append(failures, c.violations(storm)...)
 
+	// Lost answers: the provider acts, the connector hears nothing, and
+	// the broker delivers again.
+	lostWorld, err := c.newWorld(now)
+	if err != nil {
+		ch.Outcome, ch.Summary = Fail, err.Error()
+		return
+	}
+	lost := &recorder.Session{World: lostWorld, Mode: recorder.Provider, Concurrency: 1, LoseAnswers: true}
+	again := &recorder.Session{World: lostWorld, Mode: recorder.Provider, Concurrency: 1}
+	for _, in := range order {
+		if pl, err := c.plan(id, in.fx, 1, now); err == nil {
+			lost.Deliveries = append(lost.Deliveries, pl)
+		}
+		if pl, err := c.plan(id+1, in.fx, 2, now); err == nil {
+			again.Deliveries = append(again.Deliveries, pl)
+		}
+		id += 2
+	}
+	deliveries += len(lost.Deliveries) + len(again.Deliveries)
+	p = c.runSession(lost, variants[0])
+	for _, d := range lost.Deliveries {
+		if _, ok := p.Results[d.ID]; !ok {
+			failures = append(failures, fmt.Sprintf("after a lost answer: no result: %s", p.failure()))
+			break
+		}
+	}
+	p = c.runSession(again, variants[1])
+	// A connector that cannot tell whether the provider acted may refuse
+	// for now (a retryable kind), as long as it does not act again.
+	for _, f := range c.judgeDeliveries(p, again, order, true) {
+		failures = append(failures, "delivered again after a lost answer: "+f)
+	}
+	afterLoss := lostWorld.Effects()
+	for _, in := range inputs {
+		if want, got := baseline[in.key], afterLoss[in.key]; got > want {
+			failures = append(failures, fmt.Sprintf("%s (key %s): %d effect(s) when the provider's answer was lost and the input delivered again, but one delivery has %d (a retry under a new key, or a write that does not carry the key)", in.name, short(in.key), got, want))
+		}
+	}
+
 	// After the TTL: reported only.
-	storm.SetNow(fixtureNow.Add(ttl + time.Second))
-	s = c.dupSession(storm, order, 1, 1, fixtureNow.Add(ttl+time.Second), recorder.Provider, id)
+	storm.SetNow(now.Add(ttl + time.Second))
+	s = c.dupSession(storm, order, 1, 1, recorder.Provider, id)
 	c.runSession(s, variants[0])
 	after := storm.Effects()
-	again := 0
+	repeated := 0
 	for _, in := range inputs {
 		if after[in.key] > effects[in.key] {
-			again++
+			repeated++
 		}
 	}
 	ch.Evidence = append(ch.Evidence, notes...)
-	ch.Evidence = append(ch.Evidence, fmt.Sprintf("after the TTL (%s), %d of %d keys took effect again (allowed: the dedupe window is the TTL)", ttl, again, len(inputs)))
+	ch.Evidence = append(ch.Evidence, fmt.Sprintf("after the TTL (%s), %d of %d keys took effect again (allowed: the dedupe window is the TTL)", ttl, repeated, len(inputs)))
 	if len(failures) > 0 {
 		ch.Outcome, ch.Summary = Fail, "a key had more or fewer effects than one delivery, or a delivery failed"
 		ch.Evidence = append(failures, ch.Evidence...)
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs (bursts, concurrent, late, skewed, attempts 1-3): every key kept the effects of one delivery", deliveries+len(inputs), len(inputs))
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs (bursts, concurrent, late, skewed, attempts 1-%d, lost answers): every key kept the effects of one delivery", deliveries, len(inputs), budget)
 }
 
 // dupSession plans inputs in a session of world: copies of each (with
 // concurrency copies when more than one), attempt given or cycling 1..3
 // when 0, from id on.
-func (c *run) dupSession(world *recorder.World, inputs []dupInput, copies, attempt int, now time.Time, mode recorder.Mode, id int) *recorder.Session {
+func (c *run) dupSession(world *recorder.World, inputs []dupInput, copies, attempt int, mode recorder.Mode, id int) *recorder.Session {
 	s := &recorder.Session{World: world, Mode: mode, Concurrency: copies}
 	for _, in := range inputs {
 		for n := range copies {
@@ -231,7 +302,7 @@ func (c *run) dupSession(world *recorder.World, inputs []dupInput, copies, attem
 			if a == 0 {
 				a = 1 + n%3
 			}
-			p, err := c.plan(id, in.fx, a, now)
+			p, err := c.plan(id, in.fx, a, c.world.Now)
 			if err != nil {
 				continue // reported by duplicateInputs
 			}
@@ -269,9 +340,9 @@ func (c *run) judgeDeliveries(p processRun, s *recorder.Session, inputs []dupInp
 		case res.Error != nil && burst && (res.Error.Kind == flowtype.Transient.String() || res.Error.Kind == flowtype.RateLimited.String()):
 		case res.Error != nil:
 			out = append(out, fmt.Sprintf("%s: failed with %s: %s", what, res.Error.Kind, res.Error.Message))
-		case in.compare:
-			if diff := httpfixture.JSONDiff(in.fx.Output, res.Output); diff != "" {
-				out = append(out, fmt.Sprintf("%s: output differs from the fixture:\n%s", what, diff))
+		case in.want != nil:
+			if diff := httpfixture.JSONDiff(in.want, res.Output); diff != "" {
+				out = append(out, fmt.Sprintf("%s: output differs from the first delivery's:\n%s", what, diff))
 			}
 		}
 		for _, problem := range p.Problems[d.ID] {

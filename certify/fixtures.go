@@ -67,8 +67,11 @@ func (c *run) fixtures(ch *Check) {
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures pass in the sandbox, their requests answered by the recorder", len(c.manifest.Fixtures))
 }
 
-// judgeFixture compares what fixture i did with what it records.
+// judgeFixture compares what fixture i did with what it records (its
+// secret placeholders rewritten to the world's values, as its delivery's
+// were).
 func (c *run) judgeFixture(p processRun, i int, fx httpfixture.Fixture) []string {
+	fx = substitute(fx, c.world.secretSubs)
 	var out []string
 	res, ok := p.Results[i]
 	if !ok {
@@ -292,7 +295,7 @@ func (c *run) determinism(ch *Check) {
 		runs = append(runs, v.name+": "+describe(v))
 	}
 	ch.Evidence = append(ch.Evidence, "processes: "+strings.Join(runs, "; "),
-		fmt.Sprintf("pins: clock fixed at %s; rng seed 1; HTTP answered from each fixture's recording; state fresh per fixture", fixtureNow.Format(time.RFC3339)))
+		fmt.Sprintf("pins: clock fixed at %s; random sources seeded from each activation's key; HTTP answered from each fixture's recording; state fresh per fixture", fixtureNow.Format(time.RFC3339)))
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures %s across %d sandboxed processes; replay hash %s", len(c.manifest.Fixtures), what, len(variants), c.report.ReplayHash)
 }
 

@@ -3,6 +3,7 @@ package certify
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/flowgen-dev/flowgen/certify/recorder"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/certify/wire"
+	"github.com/flowgen-dev/flowgen/internal/leak"
 )
 
 // harnessPkg is the package of the program that runs in the sandbox.
@@ -50,13 +52,19 @@ type processRun struct {
 	Exit           sandbox.Result
 	// Err is set when the sandbox could not run the process at all.
 	Err error
+	// Logged says, for each value watched (the world's secrets, then
+	// the session's canaries), where the process's output carried it:
+	// "stderr (base64-encoded)"; "" when it did not. The whole output is
+	// searched, however long, though only its start is kept.
+	Logged []string
 }
 
 // maxLog bounds what is kept of a harness process's output.
 const maxLog = 1 << 20
 
-// runSession runs one harness process against s in the sandbox.
-func (c *run) runSession(s *recorder.Session, v variant) processRun {
+// runSession runs one harness process against s in the sandbox, and
+// searches its output for the world's secrets and the canaries given.
+func (c *run) runSession(s *recorder.Session, v variant, canaries ...canary) processRun {
 	n := c.sessions.Add(1)
 	ln, addr, err := c.ws.Listen(fmt.Sprintf("r%d.sock", n))
 	if err != nil {
@@ -68,9 +76,15 @@ func (c *run) runSession(s *recorder.Session, v variant) processRun {
 	stop := recorder.Serve(c.ctx, ln, s)
 	var stdout, stderr cappedBuffer
 	stdout.max, stderr.max = maxLog, maxLog
+	watched := append(c.secretCanaries(), canaries...)
+	looks := make([]leak.Value, len(watched))
+	for i, cn := range watched {
+		looks[i] = cn.look
+	}
+	outWatch, errWatch := leak.NewStream(looks...), leak.NewStream(looks...)
 	res, err := c.ws.Run(c.ctx, sandbox.Command{
 		Program: harnessFile, Args: []string{"run", addr}, Env: v.env, Hostname: v.hostname, AsPID1: v.asPID1,
-		Stdout: &stdout, Stderr: &stderr,
+		Stdout: io.MultiWriter(&stdout, outWatch), Stderr: io.MultiWriter(&stderr, errWatch),
 		Limits: sandbox.Limits{Wall: sessionWall(s)},
 	})
 	stop()
@@ -78,7 +92,18 @@ func (c *run) runSession(s *recorder.Session, v variant) processRun {
 	c.eventsMu.Lock()
 	c.events = append(c.events, out.Events...)
 	c.eventsMu.Unlock()
-	return processRun{Outcome: out, Stdout: stdout.String(), Stderr: stderr.String(), Exit: res, Err: err}
+	logged := make([]string, len(watched))
+	for i := range watched {
+		for _, w := range []struct {
+			name  string
+			found string
+		}{{"stdout", outWatch.Found()[i]}, {"stderr", errWatch.Found()[i]}} {
+			if w.found != "" && logged[i] == "" {
+				logged[i] = w.name + " (" + w.found + ")"
+			}
+		}
+	}
+	return processRun{Outcome: out, Stdout: stdout.String(), Stderr: stderr.String(), Exit: res, Err: err, Logged: logged}
 }
 
 // sessionWall bounds a harness process: the deliveries' own timeouts, in

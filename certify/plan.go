@@ -2,10 +2,9 @@ package certify
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/flowgen-dev/flowgen/certify/wire"
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+	"github.com/flowgen-dev/flowgen/internal/leak"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
@@ -24,35 +24,30 @@ import (
 // deliveryTimeout bounds one delivery in the harness.
 const deliveryTimeout = 30 * time.Second
 
-// key computes the idempotency key of input from the spec, as the runtime
-// would for a node named after the connector: certification never asks
-// the connector's code what its key is.
+// key computes the idempotency key of input from the spec, as an engine
+// would for the node the run's world names: certification never asks
+// the connector's code what its key is, and the connector cannot know
+// the keys in advance.
 func (c *run) key(input json.RawMessage) (string, error) {
 	info := runtime.NodeInfo{ID: c.spec.ID, KeySchema: c.spec.KeySchema()}
 	if c.spec.Idempotency != nil {
 		info.KeyFields = c.spec.Idempotency.Key
 	}
-	return engine.IdempotencyKey(info, c.spec.ID, input)
+	return engine.IdempotencyKey(info, c.world.node, input)
 }
 
-// fixtureSecrets resolves every declared handle to its fixture placeholder.
-func (c *run) fixtureSecrets() map[string]string {
-	out := map[string]string{}
-	for _, s := range c.spec.Secrets {
-		out[s.Handle] = c.manifest.Secret(s.Handle)
-	}
-	return out
-}
-
-// plan makes a delivery of fixture fx with the given id, attempt and clock.
+// plan makes a delivery of fixture fx with the given id, attempt and
+// logical time, its secrets the world's (the fixture's placeholders
+// rewritten to them).
 func (c *run) plan(id int, fx httpfixture.Fixture, attempt int, now time.Time) (recorder.Planned, error) {
 	key, err := c.key(fx.Input)
 	if err != nil {
 		return recorder.Planned{}, fmt.Errorf("fixture %q: %w", fx.Name, err)
 	}
+	fx = substitute(fx, c.world.secretSubs)
 	return recorder.Planned{
 		Delivery: wire.Delivery{ID: id, Params: fx.Params, Input: fx.Input, Key: key, Attempt: attempt,
-			Now: now, Seed: 1, Secrets: c.fixtureSecrets(), Timeout: deliveryTimeout},
+			Now: now, Secrets: maps.Clone(c.world.secrets), Timeout: deliveryTimeout},
 		Exchanges: fx.HTTP,
 	}, nil
 }
@@ -163,8 +158,8 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 			}
 			switch x := v.(type) {
 			case string:
-				nv := x + "-k7"
-				if attempt == 1 {
+				nv := c.world.like(x, false)
+				if attempt == 1 || nv == x {
 					nv = bumpLast(x)
 				}
 				if nv != x && x != "" {
@@ -176,7 +171,7 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 				if err != nil {
 					continue
 				}
-				nv := strconv.FormatInt(n+7919, 10)
+				nv := strconv.FormatInt(n+1+int64(c.world.uintn(1<<20)), 10)
 				if attempt == 1 {
 					nv = strconv.FormatInt(n+1, 10)
 				}
@@ -277,64 +272,86 @@ func set(obj map[string]any, path string, v any) {
 	cur[segs[len(segs)-1]] = v
 }
 
-// canary is a marked value certification feeds into a classified input
-// field or a secret, to find where the connector lets it go.
+// canary is a value certification draws for a classified input field or
+// a secret, to find where the connector lets it go.
 type canary struct {
-	token  string
+	value  string
 	class  string // the input field's data class, or "secret"
 	origin string // the field's JSON Pointer, or the secret handle
+	look   leak.Value
 }
 
-func newCanaryToken() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return "fgc" + hex.EncodeToString(b)
+// canaryParts is how many consecutive characters of a secret count as
+// the secret: every character of it is drawn.
+const canaryParts = 12
+
+// secretCanaries are the world's secret values, sorted by handle.
+func (c *run) secretCanaries() []canary {
+	var out []canary
+	for _, s := range c.spec.Secrets {
+		v := c.world.secrets[s.Handle]
+		out = append(out, canary{value: v, class: "secret", origin: s.Handle, look: leak.NewValue(v).WithParts(canaryParts)})
+	}
+	return out
 }
 
-// canaryVariant returns fx with a canary appended to every string leaf of
-// its input whose class ranks above internal, with its recording and
-// output rewritten to match, and the canaries placed.
+// canaryVariant returns fx with every leaf of its input whose class ranks
+// confidential or above redrawn (a string in its own shape, an integer
+// with as many digits), its recording and output rewritten to match, and
+// the canaries placed. Values that would no longer validate are kept.
 func (c *run) canaryVariant(fx httpfixture.Fixture) (httpfixture.Fixture, []canary) {
 	in, err := decodeJSON(fx.Input)
 	if err != nil {
 		return fx, nil
 	}
+	sch := c.spec.InputSchema(c.spec.PrimaryInputPort())
 	var subs []substitution
 	var canaries []canary
-	connectorspec.WalkClasses(c.spec.InputSchema(c.spec.PrimaryInputPort()), in, func(ptr, class string, leaf any) {
-		s, ok := leaf.(string)
-		if !ok || s == "" || connectorspec.ClassRank(class) < connectorspec.ClassRank("confidential") {
+	connectorspec.WalkClasses(sch, in, func(ptr, class string, leaf any) {
+		if connectorspec.ClassRank(class) < connectorspec.ClassRank("confidential") {
 			return
 		}
-		if slices.ContainsFunc(subs, func(sub substitution) bool { return sub.old == s }) {
+		var sub substitution
+		switch x := leaf.(type) {
+		case string:
+			if x == "" {
+				return
+			}
+			sub = substitution{old: x, new: c.world.like(x, true)}
+		case json.Number:
+			digits := strings.TrimPrefix(x.String(), "-")
+			if _, err := strconv.ParseUint(digits, 10, 64); err != nil {
+				return
+			}
+			sub = substitution{old: x.String(), new: strings.TrimSuffix(x.String(), digits) + c.world.digits(len(digits)), number: true}
+		default:
 			return
 		}
-		tok := newCanaryToken()
-		subs = append(subs, substitution{old: s, new: s + tok})
-		canaries = append(canaries, canary{token: tok, class: class, origin: ptr})
+		if slices.ContainsFunc(subs, func(s substitution) bool { return s.old == sub.old }) {
+			return
+		}
+		subs = append(subs, sub)
+		canaries = append(canaries, canary{value: sub.new, class: class, origin: ptr, look: leak.NewValue(sub.new)})
 	})
 	if len(subs) == 0 {
 		return fx, nil
 	}
 	v := substitute(fx, subs)
+	if !c.validInput(v.Input) {
+		// A drawn value broke a pattern or a bound: draw again without
+		// growing the strings.
+		for i := range subs {
+			if !subs[i].number {
+				subs[i].new = c.world.like(subs[i].old, false)
+				canaries[i].value, canaries[i].look = subs[i].new, leak.NewValue(subs[i].new)
+			}
+		}
+		if v = substitute(fx, subs); !c.validInput(v.Input) {
+			return fx, nil
+		}
+	}
 	v.Name = fx.Name + " (canaries)"
 	return v, canaries
-}
-
-// canarySecrets resolves each handle to its fixture placeholder with a
-// canary appended (a secret that is a URL stays a URL).
-func (c *run) canarySecrets() (map[string]string, []substitution, []canary) {
-	values := map[string]string{}
-	var subs []substitution
-	var canaries []canary
-	for _, s := range c.spec.Secrets {
-		tok := newCanaryToken()
-		old := c.manifest.Secret(s.Handle)
-		values[s.Handle] = old + tok
-		subs = append(subs, substitution{old: old, new: old + tok})
-		canaries = append(canaries, canary{token: tok, class: "secret", origin: s.Handle})
-	}
-	return values, subs, canaries
 }
 
 // fixtureNow is the clock reading fixtures run at.

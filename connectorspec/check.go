@@ -148,6 +148,9 @@ func (c *checker) idempotency() {
 	}
 	if s.Idempotency != nil {
 		c.keyFields(s.Idempotency.Key, s.Idempotency.Source, "key", true)
+		if n := s.Idempotency.EffectsPerCall; n < 0 || n > 100 {
+			c.add(s.Idempotency.At("effectsPerCall"), diag.FMT006, "give how many effects one call takes, 1 to 100 (default 1)", "effectsPerCall %d is out of range", n)
+		}
 	}
 }
 

@@ -89,6 +89,17 @@ type Idempotency struct {
 	Key         []string           `json:"key" flowgen:"required" doc:"Input fields (dotted paths) that form the key."`
 	Scope       flowtype.IdemScope `json:"scope,omitempty" doc:"Node, Edge or Partition."`
 	TTL         flowtype.Duration  `json:"ttl,omitempty" doc:"How long a key is remembered."`
+	// EffectsPerCall bounds what one delivery of a key may change: a
+	// delivery that takes more effects fails certification.
+	EffectsPerCall int `json:"effectsPerCall,omitempty" doc:"How many effects (provider writes, rows, blobs, KV entries) one call takes at most (default 1); certification fails a delivery that takes more."`
+}
+
+// MaxEffects is how many effects one call may take: EffectsPerCall, or 1.
+func (i *Idempotency) MaxEffects() int {
+	if i == nil || i.EffectsPerCall <= 0 {
+		return 1
+	}
+	return i.EffectsPerCall
 }
 
 // Retry declares the single retry owner and its policy.

@@ -82,6 +82,16 @@ type Clock interface{ Now() time.Time }
 // RNG gives random numbers; seeded (Strict) or not (BestEffort).
 type RNG interface{ Uint64() uint64 }
 
+// KeyedRNG is a seeded RNG that draws, for each activation, from a
+// sequence of its own that follows from the activation's idempotency key:
+// the same key draws the same numbers on every attempt and replay, and
+// no two keys share a sequence. NewActivationContext asks it for the
+// activation's generator.
+type KeyedRNG interface {
+	RNG
+	ForKey(key string) RNG
+}
+
 // Secrets resolves secret handles to values at call time; values never
 // appear in specs, flows, logs or job state.
 type Secrets interface {

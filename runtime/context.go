@@ -54,6 +54,9 @@ func NewContext(ctx context.Context, key string, attempt int, caps Capabilities)
 // NewContext whose Heartbeat adds one to heartbeat, and whose logical
 // time is at.
 func NewActivationContext(ctx context.Context, key string, attempt int, caps Capabilities, heartbeat HeartbeatCounter, at time.Time) *Context {
+	if k, ok := caps.RNG.(KeyedRNG); ok && key != "" {
+		caps.RNG = k.ForKey(key)
+	}
 	return &Context{Context: ctx, key: key, attempt: attempt, caps: caps, heartbeat: heartbeat, at: at}
 }
 

@@ -155,7 +155,7 @@ func deliver(ctx context.Context, m *wasmhost.Module, c *client, db dbHandle, d 
 	res.ID = d.ID
 	grants := engine.Grants{
 		Transport: c, KV: kvClient{c}, Dedupe: dedupeClient{c}, Blobs: blobClient{c}, DB: db.DB,
-		Secrets: secrets(d.Secrets), Clock: fixedClock(d.Now), Seed: d.Seed,
+		Secrets: secrets(d.Secrets), Clock: fixedClock(d.Now),
 	}
 	timeout := d.Timeout
 	if timeout <= 0 {

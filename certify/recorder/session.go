@@ -46,6 +46,10 @@ type Session struct {
 	Fresh bool
 	// Module is the module the harness runs and how (wire.Module).
 	Module wire.Module
+	// LoseAnswers loses the answer to each delivery's first request that
+	// took effect: the provider applied it, and the connector sees a
+	// timeout, as when a connection drops after the provider acted.
+	LoseAnswers bool
 
 	mu       sync.Mutex
 	results  map[int]wire.Result
@@ -56,6 +60,7 @@ type Session struct {
 	protocol []string
 	resetErr error
 	events   []wire.Event
+	lost     map[int]bool
 }
 
 // Outcome is what a session observed.
@@ -80,6 +85,7 @@ type Outcome struct {
 func (s *Session) init() {
 	if s.results == nil {
 		s.results, s.cursor, s.problems, s.repeats = map[int]wire.Result{}, map[int]int{}, map[int][]string{}, map[int]int{}
+		s.lost = map[int]bool{}
 	}
 }
 
@@ -264,6 +270,10 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 		return wire.HTTPResponse{Refused: problem}
 	}
 	if ex.Response.Timeout {
+		return wire.HTTPResponse{Timeout: true}
+	}
+	if s.LoseAnswers && req.Effect && !s.lost[d.ID] {
+		s.lost[d.ID] = true
 		return wire.HTTPResponse{Timeout: true}
 	}
 	resp := wire.HTTPResponse{Status: ex.Response.Status, Header: map[string][]string{}, Body: ex.ResponseBody()}

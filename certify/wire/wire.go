@@ -79,8 +79,7 @@ type Delivery struct {
 	Attempt int             `json:"attempt"`
 	// Now is the activation's logical time, which the module's clock
 	// reads, and what the clock capability reads.
-	Now  time.Time `json:"now"`
-	Seed uint64    `json:"seed"`
+	Now time.Time `json:"now"`
 	// Secrets maps each declared handle to the value it resolves to.
 	Secrets map[string]string `json:"secrets,omitempty"`
 	// Timeout bounds the delivery.

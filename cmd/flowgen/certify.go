@@ -16,7 +16,7 @@ import (
 // fixtureDBEnv names the default fixture database.
 const fixtureDBEnv = "FLOWGEN_FIXTURE_DATABASE"
 
-const certifyUsage = `Usage: flowgen certify [--out DIR] [--key KEY] [--fixture-database URL] CONNECTOR_DIR
+const certifyUsage = `Usage: flowgen certify [--out DIR] [--key KEY] [--fixture-database URL] [--seed N] CONNECTOR_DIR
 
 Packs the connector into its artifact, unpacks it into a workspace of its
 own exactly as a registry does (so a local pass means a registry pass),
@@ -37,6 +37,10 @@ the report records and no registry accepts. A connector with db
 capabilities needs --fixture-database (default $` + fixtureDBEnv + `): a
 PostgreSQL database its fixtures run in, each run as a throwaway role.
 
+Each run draws its world at random (secret values in their provider's
+shape, the keys' node name, the clock, canaries) from a seed the report
+records as world.seed; --seed N repeats a run's world.
+
 Exit status: 0 no check failed, 1 a check failed, 2 usage or I/O error.
 
 Flags:
@@ -47,6 +51,7 @@ func runCertify(e *env, args []string) int {
 	out := fs.String("out", "", "where to write the report and SBOM (default CONNECTOR_DIR/certification)")
 	key := fs.String("key", "", "private key to sign the report and SBOM with")
 	fixtureDB := fs.String("fixture-database", e.getenv(fixtureDBEnv), "postgres:// URL of a database for db connectors' fixtures ["+fixtureDBEnv+"]")
+	seed := fs.Uint64("seed", 0, "draw the world from this seed, a report's world.seed, to repeat its run (default: a random one)")
 	insecure := fs.Bool("insecure-no-sandbox", false, "run the connector's code on this machine, outside any sandbox (recorded in the report)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -61,7 +66,7 @@ func runCertify(e *env, args []string) int {
 	if *out == "" {
 		*out = filepath.Join(dir, "certification")
 	}
-	opts := certify.Options{Out: *out, Tool: "flowgen", FixtureDatabase: *fixtureDB}
+	opts := certify.Options{Out: *out, Tool: "flowgen", FixtureDatabase: *fixtureDB, Seed: *seed}
 	if *insecure {
 		opts.Sandbox, err = sandbox.New(sandbox.Options{Insecure: true})
 		if err != nil {

@@ -46,6 +46,15 @@ func (m *Manifest) Secret(handle string) string {
 	return "fixture-secret:" + handle
 }
 
+// HasSecret reports whether fixtureEnv gives handle a value.
+func (m *Manifest) HasSecret(handle string) bool {
+	if m.FixtureEnv == nil {
+		return false
+	}
+	_, ok := m.FixtureEnv.Secrets[handle]
+	return ok
+}
+
 // DatabaseSetup is the SQL fixtures run against, "" when none is declared.
 func (m *Manifest) DatabaseSetup() string {
 	if m.FixtureEnv == nil || m.FixtureEnv.Database == nil {

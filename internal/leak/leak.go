@@ -104,3 +104,66 @@ func (v Value) Find(text string) string {
 	}
 	return ""
 }
+
+// WithParts returns v that also finds any n consecutive characters of the
+// value (as they are, in any case): for values whose every character is
+// drawn at random, where a part is as telling as the whole. Values not
+// longer than n gain nothing.
+func (v Value) WithParts(n int) Value {
+	if n < MinLength || len(v.value) <= n {
+		return v
+	}
+	out := Value{value: v.value, forms: append([]form(nil), v.forms...)}
+	for i := 0; i+n <= len(v.value); i++ {
+		out.forms = append(out.forms, form{v.value[i : i+n], "in part", true})
+	}
+	return out
+}
+
+// longest is the length of v's longest form.
+func (v Value) longest() int {
+	n := 0
+	for _, f := range v.forms {
+		n = max(n, len(f.text))
+	}
+	return n
+}
+
+// Stream finds values in text written to it in pieces, wherever the
+// pieces are cut, keeping only the few bytes a form cut in two needs: a
+// stream of any length is searched in constant memory. It is not safe
+// for concurrent use.
+type Stream struct {
+	values []Value
+	found  []string
+	tail   []byte
+	keep   int
+}
+
+// NewStream returns a stream that looks for values.
+func NewStream(values ...Value) *Stream {
+	s := &Stream{values: values, found: make([]string, len(values))}
+	for _, v := range values {
+		s.keep = max(s.keep, v.longest()-1)
+	}
+	return s
+}
+
+// Write searches p, after what came before it, and never fails.
+func (s *Stream) Write(p []byte) (int, error) {
+	text := append(s.tail, p...)
+	for i, v := range s.values {
+		if s.found[i] == "" {
+			s.found[i] = v.Find(string(text))
+		}
+	}
+	if len(text) > s.keep {
+		text = text[len(text)-s.keep:]
+	}
+	s.tail = append(s.tail[:0:0], text...)
+	return len(p), nil
+}
+
+// Found returns, per value given to NewStream, the form it was first
+// found in ("" for values not seen).
+func (s *Stream) Found() []string { return s.found }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -162,15 +163,24 @@ type SystemRNG struct{}
 func (SystemRNG) Uint64() uint64 { return rand.Uint64() }
 
 // SeededRNG is the Strict rng capability: the same seed gives the same
-// sequence. Safe for concurrent use.
+// sequence, and each activation draws from the sequence its idempotency
+// key selects (runtime.KeyedRNG). Safe for concurrent use.
 type SeededRNG struct {
-	mu sync.Mutex
-	r  *rand.Rand
+	seed uint64
+	mu   sync.Mutex
+	r    *rand.Rand
 }
 
 // NewSeededRNG returns a generator for seed.
 func NewSeededRNG(seed uint64) *SeededRNG {
-	return &SeededRNG{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	return &SeededRNG{seed: seed, r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// ForKey returns the generator of the activation whose idempotency key
+// is key: the seed mixed with the key's SHA-256.
+func (s *SeededRNG) ForKey(key string) runtime.RNG {
+	sum := sha256.Sum256([]byte("flowgen/rng.seeded\x00" + key))
+	return NewSeededRNG(s.seed ^ binary.LittleEndian.Uint64(sum[:8]))
 }
 
 // Uint64 implements RNG.

@@ -178,6 +178,15 @@ func TestGrantsGiveOnlyDeclaredCapabilities(t *testing.T) {
 	if a.Uint64() != b.Uint64() {
 		t.Fatal("seeded rng differs between activations with one seed")
 	}
+	// Each activation draws the sequence its key selects: the same key on
+	// every attempt, another key another sequence.
+	draw := func(key string, attempt int) uint64 {
+		caps := g.For(runtime.NodeInfo{Capabilities: []string{"rng.seeded"}})
+		return runtime.NewActivationContext(context.Background(), key, attempt, caps, nil, time.Time{}).Caps().RNG.Uint64()
+	}
+	if draw("k1", 1) != draw("k1", 3) || draw("k1", 1) == draw("k2", 1) {
+		t.Fatal("the seeded rng does not follow the activation's key")
+	}
 	t.Setenv("FLOWGEN_SECRET_STRIPE_SECRET_KEY", "sk_test")
 	t.Setenv("FLOWGEN_SECRET_OTHER_TEAM_KEY", "sk_other")
 	sec := g.For(runtime.NodeInfo{ID: "c", Capabilities: []string{"secrets"}, Secrets: []string{"stripe/secret-key", "missing/handle"}}).Secrets
@@ -321,6 +330,18 @@ func TestSecretsGoOnlyWhereTheSpecSends(t *testing.T) {
 		if err := send(); runtime.KindOf(err) != runtime.PolicyDenied || !strings.Contains(err.Error(), "carries secret crm/key") {
 			t.Errorf("%s: %v, want it refused", name, err)
 		}
+	}
+	// An error about a request whose URL holds the secret (a webhook's
+	// URL is its secret) names the secret, never its value: errors reach
+	// job state, logs and consoles.
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
+	defer down.Close()
+	du, _ := url.Parse(down.URL)
+	caps = Grants{Transport: &ConnectTo{Routes: []ConnectRoute{{Host: "api.example.com", Target: du}}}}.For(info)
+	caps.Secrets.Secret(ctx, "crm/key")
+	_, err = caps.HTTPWrite.Do(ctx, "POST", "http://api.example.com/hooks/"+key+"?k="+url.QueryEscape(key), nil, nil)
+	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "[secret crm/key]") || runtime.KindOf(err) != runtime.Transient {
+		t.Errorf("an error shows the secret: %v", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -379,3 +379,9 @@ func InspectJob(ctx context.Context, s store.Store, job runtime.JobID) (*runtime
 func IdempotencyKey(info runtime.NodeInfo, node string, input json.RawMessage) (string, error) {
 	return core.IdempotencyKey(info, node, input)
 }
+
+// DeliveryBudget is how many times the engine may deliver one activation
+// of a node with this retry policy: its attempts, and the deliveries
+// whose worker crashed or stopped before recording an outcome. Attempt
+// numbers run from 1 to it.
+func DeliveryBudget(retry runtime.RetryPolicy) int { return core.DeliveryBudget(retry) }

@@ -113,8 +113,15 @@ func (h *HTTP) GetPinned(ctx context.Context, rawURL, pin string, header http.He
 var transportHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
 	"Proxy-Connection", "Te", "Trailer", "Upgrade"}
 
-// Do implements HTTPWriter.
+// Do implements HTTPWriter. Its errors never show a secret the
+// activation resolved (a webhook's URL is its secret): they reach job
+// state, logs and consoles.
 func (h *HTTP) Do(ctx context.Context, method, rawURL string, header http.Header, body []byte) (*runtime.HTTPResponse, error) {
+	resp, err := h.do(ctx, method, rawURL, header, body)
+	return resp, h.secrets.redact(err)
+}
+
+func (h *HTTP) do(ctx context.Context, method, rawURL string, header http.Header, body []byte) (*runtime.HTTPResponse, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, runtime.Errorf(runtime.Permanent, "invalid URL %q", rawURL)

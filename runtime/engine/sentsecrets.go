@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,6 +25,7 @@ type sentSecrets struct {
 
 type resolvedSecret struct {
 	handle string
+	raw    string
 	value  leak.Value
 }
 
@@ -43,7 +45,7 @@ func (s *sentSecrets) add(handle, value string) {
 			return
 		}
 	}
-	s.resolved = append(s.resolved, resolvedSecret{handle, leak.NewValue(value)})
+	s.resolved = append(s.resolved, resolvedSecret{handle, value, leak.NewValue(value)})
 }
 
 // check refuses a request to u that carries a secret its spec does not
@@ -78,4 +80,38 @@ func (s *sentSecrets) check(method string, u *url.URL, header http.Header, body 
 		}
 	}
 	return nil
+}
+
+// redact returns err with every resolved secret's value, as it is or URL-
+// encoded, replaced by "[secret HANDLE]" in its message, keeping its
+// kind, status and retry delay; err itself when it shows none.
+func (s *sentSecrets) redact(err error) error {
+	if s == nil || err == nil {
+		return err
+	}
+	s.mu.Lock()
+	resolved := s.resolved
+	s.mu.Unlock()
+	msg := err.Error()
+	var re *runtime.Error
+	if errors.As(err, &re) && re.Err != nil {
+		msg = re.Err.Error()
+	}
+	shown := msg
+	for _, r := range resolved {
+		for _, form := range []string{r.raw, url.PathEscape(r.raw), url.QueryEscape(r.raw)} {
+			if form != "" {
+				shown = strings.ReplaceAll(shown, form, "[secret "+r.handle+"]")
+			}
+		}
+	}
+	if shown == msg {
+		return err
+	}
+	if re == nil {
+		return errors.New(shown)
+	}
+	out := *re
+	out.Err = errors.New(shown)
+	return &out
 }

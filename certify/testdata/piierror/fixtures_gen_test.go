@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestFixtures runs the 1 fixture(s) of connector.yaml through NewNode, replaying
+// TestFixtures runs the 2 fixture(s) of connector.yaml through NewNode, replaying
 // their recorded HTTP exchanges; nothing reaches the network. Implement
 // fixturetest.Setup on Connector in a _test.go file to give them a database
 // or secret values.

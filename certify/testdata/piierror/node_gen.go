@@ -112,6 +112,16 @@ const manifest = `{
         "greeting": "Hello",
         "id": "c-1"
       }
+    },
+    {
+      "error": {
+        "kind": "Permanent"
+      },
+      "input": {
+        "email": "bob@mail.example",
+        "id": "c-2"
+      },
+      "name": "outsider"
     }
   ],
   "id": "corpus.piierror",

@@ -246,6 +246,7 @@ const manifest = `{
   ],
   "id": "notify.slack_post",
   "idempotency": {
+    "effectsPerCall": 2,
     "key": [
       "order_id"
     ],

@@ -104,7 +104,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	}
 	// A compensation under CompensateRetry is tried until it succeeds.
 	untilDone := t.Kind == runtype.Undo && c.OnCompensationFailure == runtype.CompensateRetry
-	if budget := deliveryBudget(info.Retry); m.Attempt > budget && !untilDone {
+	if budget := DeliveryBudget(info.Retry); m.Attempt > budget && !untilDone {
 		err := fmt.Sprintf("delivered %d times without an outcome, past its %d retry attempts and %d more for workers that crash or stop: a crash loop",
 			m.Attempt-1, max(info.Retry.MaxAttempts, 1), crashAllowance)
 		return result{ErrKind: runtype.Exhausted, Err: err, Attempts: m.Attempt}, nil
@@ -214,9 +214,9 @@ func compensationBackoff(attempt int) time.Duration {
 // up with it.
 const crashAllowance = 10
 
-// deliveryBudget is how many deliveries an activation under retry may
+// DeliveryBudget is how many deliveries an activation under retry may
 // take: its attempts and the crash allowance.
-func deliveryBudget(retry runtype.RetryPolicy) int {
+func DeliveryBudget(retry runtype.RetryPolicy) int {
 	return max(retry.MaxAttempts, 1) + crashAllowance
 }
 

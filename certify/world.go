@@ -1,0 +1,177 @@
+package certify
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+)
+
+// World is what a run drew at random, recorded in the report so that a
+// run can be repeated (Options.Seed). Nothing in it is a constant a
+// connector could look for: the logical time, the node name its keys are
+// computed under, the secret values and every canary come from Seed.
+type World struct {
+	// Seed draws everything else.
+	Seed uint64 `json:"seed"`
+	// Now is the logical time of the activations of the checks that
+	// judge behaviour (duplicate-delivery, data-classes). The fixtures
+	// check runs at fixturetest.Now, the time fixtures record outputs at.
+	Now time.Time `json:"now"`
+}
+
+// drawn is a run's world: values shaped like production's, drawn from
+// one seed. It is safe for concurrent use.
+type drawn struct {
+	World
+	// node is the flow node name keys are computed under, as an engine
+	// computes them under the node's name in its flow.
+	node string
+	// secrets are the values each declared handle resolves to, and
+	// secretSubs rewrite the fixtures' placeholders into them.
+	secrets    map[string]string
+	secretSubs []substitution
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+// drawSeed returns a seed from the operating system's random source.
+func drawSeed() uint64 {
+	var b [8]byte
+	crand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// newDrawn draws a world for spec from seed.
+func newDrawn(spec *connectorspec.Spec, m *httpfixture.Manifest, seed uint64) *drawn {
+	d := &drawn{World: World{Seed: seed}, rng: rand.New(rand.NewPCG(seed, seed^0x636572746966790a)), secrets: map[string]string{}}
+	// Any second of 2025-2031, with nanoseconds, as a published
+	// activation's time has.
+	from := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	d.Now = from.Add(time.Duration(d.rng.Int64N(int64(6 * 365 * 24 * time.Hour))))
+	d.node = d.word() + "-" + d.word()
+	for _, s := range spec.Secrets {
+		var v string
+		if s.Format != nil || !m.HasSecret(s.Handle) {
+			prefix, alphabet, length := s.Format.Shape()
+			v = prefix + d.chars(alphabet.Chars(), length)
+		} else {
+			v = d.like(m.Secret(s.Handle), true)
+		}
+		d.secrets[s.Handle] = v
+		d.secretSubs = append(d.secretSubs, substitution{old: m.Secret(s.Handle), new: v})
+	}
+	return d
+}
+
+// word is a pronounceable lowercase word of 4 to 7 letters.
+func (d *drawn) word() string {
+	const consonants, vowels = "bcdfghjklmnprstvz", "aeiou"
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 4 + d.rng.IntN(4)
+	var b strings.Builder
+	for i := range n {
+		set := consonants
+		if i%2 == 1 {
+			set = vowels
+		}
+		b.WriteByte(set[d.rng.IntN(len(set))])
+	}
+	return b.String()
+}
+
+// chars draws n characters of alphabet.
+func (d *drawn) chars(alphabet string, n int) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[d.rng.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// uintn draws a number below n.
+func (d *drawn) uintn(n uint64) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.rng.Uint64N(n)
+}
+
+// digits draws a number of n digits, the first not 0 (unless n is 1).
+func (d *drawn) digits(n int) string {
+	if n <= 1 {
+		return d.chars("0123456789", max(n, 1))
+	}
+	return d.chars("123456789", 1) + d.chars("0123456789", n-1)
+}
+
+// minDrawn is how many drawn characters a value shaped like another has
+// at least, so that finding it anywhere is no coincidence.
+const minDrawn = 16
+
+// like returns a value of example's shape: every letter and digit
+// redrawn in its class (upper, lower, digit), every other character
+// kept. What names a place rather than a party is kept too: a URL's
+// scheme and host, an address's domain (after the last '@'), and a
+// token's leading lowercase words that end in '_' or '-' (sk_live_,
+// xoxb-, cus_), the way providers prefix their keys and ids. When fewer
+// than minDrawn characters were drawn and grow is set, drawn letters and
+// digits are added at the end of the drawn part.
+func (d *drawn) like(example string, grow bool) string {
+	from, to := 0, len(example)
+	if u, err := url.Parse(example); err == nil && u.Scheme != "" && u.Host != "" && strings.Contains(example, "://") {
+		from = strings.Index(example, "://") + 3 + len(u.Host)
+	} else {
+		from = tokenPrefix(example)
+		if at := strings.LastIndexByte(example, '@'); at > from {
+			to = at
+		}
+	}
+	const lower, upper, digits = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
+	b := []byte(example[from:to])
+	n := 0
+	for i, ch := range b {
+		switch {
+		case ch >= 'a' && ch <= 'z':
+			b[i] = d.chars(lower, 1)[0]
+		case ch >= 'A' && ch <= 'Z':
+			b[i] = d.chars(upper, 1)[0]
+		case ch >= '0' && ch <= '9':
+			b[i] = d.chars(digits, 1)[0]
+		default:
+			continue
+		}
+		n++
+	}
+	drawn := string(b)
+	if grow && n < minDrawn {
+		drawn += d.chars(lower+upper+digits, minDrawn-n)
+	}
+	return example[:from] + drawn + example[to:]
+}
+
+// tokenPrefix is the length of example's leading lowercase words that
+// each end in '_' or '-', at most two of them and never all of example.
+func tokenPrefix(example string) int {
+	end := 0
+	for words := 0; words < 2; words++ {
+		i := end
+		for i < len(example) && example[i] >= 'a' && example[i] <= 'z' {
+			i++
+		}
+		if i == end || i >= len(example)-1 || (example[i] != '_' && example[i] != '-') {
+			break
+		}
+		end = i + 1
+	}
+	return end
+}

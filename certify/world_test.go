@@ -1,0 +1,53 @@
+package certify
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flowgen-dev/flowgen/connectorspec"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+)
+
+// TestDrawnWorld: a world drawn from one seed is the same world again,
+// another seed draws another, and drawn values keep the shape of what
+// they stand for without any marker common to runs.
+func TestDrawnWorld(t *testing.T) {
+	spec := &connectorspec.Spec{Secrets: []connectorspec.Secret{
+		{Handle: "stripe/key", Format: &connectorspec.SecretFormat{Prefix: "sk_live_", Alphabet: connectorspec.AlphabetBase62, Length: 24}},
+		{Handle: "slack/webhook"},
+		{Handle: "plain"},
+	}}
+	m := &httpfixture.Manifest{}
+	m.FixtureEnv = &struct {
+		Secrets  map[string]string
+		Database *struct{ Setup string }
+	}{Secrets: map[string]string{"slack/webhook": "https://hooks.slack.com/services/T000/B000/XXXX"}}
+	a, b, other := newDrawn(spec, m, 7), newDrawn(spec, m, 7), newDrawn(spec, m, 8)
+	if a.Now != b.Now || a.node != b.node || a.secrets["plain"] != b.secrets["plain"] {
+		t.Fatal("one seed drew two worlds")
+	}
+	if a.Now == other.Now || a.node == other.node || a.secrets["plain"] == other.secrets["plain"] || a.secrets["stripe/key"] == other.secrets["stripe/key"] {
+		t.Fatal("two seeds drew one world")
+	}
+	if k := a.secrets["stripe/key"]; !strings.HasPrefix(k, "sk_live_") || len(k) != len("sk_live_")+24 {
+		t.Errorf("a formatted secret: %q", k)
+	}
+	if w := a.secrets["slack/webhook"]; !strings.HasPrefix(w, "https://hooks.slack.com/") || strings.Contains(w, "T000") || len(w) < len("https://hooks.slack.com/services/T000/B000/XXXX") {
+		t.Errorf("a URL secret keeps its host and draws its path: %q", w)
+	}
+	if p := a.secrets["plain"]; len(p) != 32 || strings.Contains(p, "fixture") || strings.Contains(p, "plain") {
+		t.Errorf("a secret without a shape: %q", p)
+	}
+	for example, check := range map[string]func(string) bool{
+		"ada@example.com": func(s string) bool { return strings.HasSuffix(s, "@example.com") && !strings.HasPrefix(s, "ada@") },
+		"cus_Q1w2E3":      func(s string) bool { return strings.HasPrefix(s, "cus_") && len(s) >= len("cus_")+minDrawn },
+		"ord-1001":        func(s string) bool { return strings.HasPrefix(s, "ord-") && s != "ord-1001" },
+	} {
+		if got := a.like(example, true); !check(got) {
+			t.Errorf("like(%q) = %q", example, got)
+		}
+	}
+	if got := a.like("ord-1001", false); len(got) != len("ord-1001") || got[4] < '0' || got[4] > '9' {
+		t.Errorf("like without growing keeps length and classes: %q", got)
+	}
+}
