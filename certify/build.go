@@ -18,6 +18,7 @@ import (
 	"github.com/flowgen-dev/flowgen/gen"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
 	"github.com/flowgen-dev/flowgen/internal/golist"
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/wasmbuild"
 )
 
@@ -193,6 +194,11 @@ func importPath(ctx context.Context, dir string) (string, error) {
 func (c *run) newWorld(now time.Time) (*recorder.World, error) {
 	w := recorder.NewWorld(now, c.allowed)
 	w.ReadOnly = c.spec.Effects < flowtype.Effectful
+	if c.spec.Idempotency != nil {
+		for _, d := range c.spec.Idempotency.ProviderDedupe {
+			w.Contract = append(w.Contract, httpfixture.Dedupe{Method: d.Method, Path: d.Path, Header: d.Header, BodyField: d.BodyField})
+		}
+	}
 	caps := map[flowtype.Capability]bool{}
 	for _, r := range c.spec.Capabilities {
 		caps[r.Name] = true

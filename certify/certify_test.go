@@ -227,11 +227,31 @@ var corpus = []struct {
 	{"collidingkey", "duplicate-delivery", "delivered once, it took no effect", true},
 	{"noeffect", "duplicate-delivery", "fixture paid (key", true},
 	{"piileak", "data-classes", "a pii.email value from input /email appears in output /greeting, classified public", true},
-	{"piierror", "data-classes", "the pii.email value from /email appears in the error message", true},
+	{"piierror", "data-classes", "the pii.email value from input /email appears in the error message", true},
 	{"secretleak", "data-classes", "the value of secret crm/api-key appears in output /greeting", true},
 	{"secretlog", "data-classes", "the secret value from secret crm/api-key was written to stderr (as it is) (logs)", true},
 	{"badhost", "egress", "records a request to evil.example:443, which is not in egress [api.good.example]", false},
+	// What only an unrecognisable world, inputs from the schemas, every
+	// attempt, a lost answer, a live provider or a full search shows.
+	{"recognizer", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", false},
+	{"enumeffect", "duplicate-delivery", "generated: fixture shipped with input speed = express (enum)", true},
+	{"retrynewkey", "duplicate-delivery", "when the provider's answer was lost and the input delivered again, but one delivery has 1", true},
+	{"lateattempt", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"twopercall", "duplicate-delivery", "it took 2 effects, but the spec declares at most 1 per call", true},
+	{"overridepost", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", false},
+	{"readmodifywrite", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"sharedkey", "duplicate-delivery", "fixture first item and fixture second item have different inputs but one key", true},
+	{"numberleak", "data-classes", "a financial.account value from input /account appears in output /check, classified public", true},
+	{"base64secret", "data-classes", "the secret value from secret crm/api-key was written to stderr (base64-encoded) (logs)", true},
 }
+
+// goodControls are legitimate connectors that must certify: a provider
+// that deduplicates on a body field (Square) and a token whose prefix the
+// connector checks, sorted map keys, an effect that an enum value turns
+// off (a preview), a read before an idempotent write (a provider that
+// remembers it), a library whose initializer reads crypto/rand, two
+// fixtures posting to one URL, a KV record, a waiver.
+var goodControls = []string{"goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid"}
 
 // contained lists connectors of the corpus that depend on the host or
 // reach for it natively, but that confinement makes harmless: in their
@@ -265,7 +285,7 @@ func TestCorpus(t *testing.T) {
 	reports := map[string]*Report{}
 	var mu sync.Mutex
 	t.Run("certify", func(t *testing.T) {
-		dirs := []string{"goodtwofixtures", "goodkv", "goodwaiver"}
+		dirs := slices.Clone(goodControls)
 		for _, c := range corpus {
 			if !slices.Contains(dirs, c.dir) {
 				dirs = append(dirs, c.dir)
@@ -323,7 +343,7 @@ func TestCorpus(t *testing.T) {
 			t.Errorf("%s: static-analysis is %s, want a warning naming %q:\n%s", c.dir, sa.Outcome, c.evidence, strings.Join(sa.Evidence, "\n"))
 		}
 	}
-	for _, good := range []string{"goodtwofixtures", "goodkv", "goodwaiver"} {
+	for _, good := range goodControls {
 		for _, ch := range reports[good].Checks {
 			if ch.Outcome == Fail {
 				t.Errorf("%s: %s failed: %s\n%s", good, ch.Name, ch.Summary, strings.Join(ch.Evidence, "\n"))

@@ -2,9 +2,11 @@ package certify
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/certify/recorder"
@@ -22,6 +24,10 @@ type dupInput struct {
 	// want is what its first delivery returned, which every later one
 	// must return.
 	want json.RawMessage
+	// generated: derived from the schemas (generatedInputs), so it may
+	// fail (no recording answers it) or take no effect (a dry run);
+	// when it succeeds, duplicates of it are judged like any other.
+	generated bool
 }
 
 // duplicateInputs are the fixtures that expect an output and, for each, a
@@ -48,22 +54,46 @@ func (c *run) duplicateInputs() ([]dupInput, []string, error) {
 		}
 		inputs = append(inputs, dupInput{name: name, fx: v})
 	}
-	seen := map[string]bool{}
+	// A key shared by two fixtures with different inputs is a
+	// collision: production would take the second for a duplicate of
+	// the first and lose its effect.
+	seen := map[string]dupInput{}
 	out := inputs[:0]
+	var collisions []string
 	for _, in := range inputs {
 		key, err := c.key(in.fx.Input)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", in.name, err)
 		}
-		if seen[key] {
+		if first, ok := seen[key]; ok {
+			if httpfixture.JSONDiff(first.fx.Input, in.fx.Input) != "" {
+				collisions = append(collisions, fmt.Sprintf("%s and %s have different inputs but one key (%s): production would take the second for a duplicate of the first and lose its effect; add the fields that tell them apart to idempotency.key", first.name, in.name, short(key)))
+			}
 			continue
 		}
-		seen[key] = true
 		in.key = key
+		seen[key] = in
+		out = append(out, in)
+	}
+	if len(collisions) > 0 {
+		return nil, nil, &collisionError{collisions}
+	}
+	for _, in := range c.generatedInputs() {
+		key, err := c.key(in.fx.Input)
+		if _, dup := seen[key]; err != nil || dup {
+			continue
+		}
+		in.key = key
+		seen[key] = in
 		out = append(out, in)
 	}
 	return out, notes, nil
 }
+
+// collisionError lists fixtures that share a key.
+type collisionError struct{ collisions []string }
+
+func (e *collisionError) Error() string { return strings.Join(e.collisions, "\n") }
 
 // validParams reports whether params (nil for none) validate against the
 // params schema.
@@ -117,6 +147,11 @@ func (c *run) duplicates(ch *Check) {
 		return
 	}
 	inputs, notes, err := c.duplicateInputs()
+	var collided *collisionError
+	if errors.As(err, &collided) {
+		ch.Outcome, ch.Summary, ch.Evidence = Fail, "two fixtures with different inputs share one idempotency key", collided.collisions
+		return
+	}
 	if err != nil {
 		ch.Outcome, ch.Summary = Fail, err.Error()
 		return
@@ -142,18 +177,34 @@ func (c *run) duplicates(ch *Check) {
 	}
 	s := c.dupSession(base, inputs, 1, 1, recorder.Provider, 0)
 	p := c.runSession(s, variants[0])
-	failures = append(failures, c.judgeDeliveries(p, s, inputs, false)...)
+	generated, unjudged := 0, 0
 	for _, d := range s.Deliveries {
+		i := slices.IndexFunc(inputs, func(in dupInput) bool { return in.key == d.Key })
 		if res, ok := p.Results[d.ID]; ok && res.Error == nil {
-			inputs[slices.IndexFunc(inputs, func(in dupInput) bool { return in.key == d.Key })].want = res.Output
+			inputs[i].want = res.Output
+		}
+		if inputs[i].generated {
+			generated++
 		}
 	}
+	// A generated input that fails at once is not judged further: no
+	// recording may answer it, or the provider would refuse it.
+	inputs = slices.DeleteFunc(inputs, func(in dupInput) bool {
+		drop := in.generated && in.want == nil
+		if drop {
+			unjudged++
+		}
+		return drop
+	})
+	failures = append(failures, c.judgeDeliveries(p, s, inputs, false)...)
 	baseline := base.Effects()
 	for _, in := range inputs {
 		if !reported(p, s, in.key) {
 			continue // judged above
 		}
 		switch n := baseline[in.key]; {
+		case n == 0 && in.generated:
+			// A dry run, a field that turns the effect off: allowed.
 		case n == 0:
 			failures = append(failures, fmt.Sprintf("%s (key %s): delivered once, it took no effect: an effectful call must change something for its key (a key that collides with another input's, or a switch that turns the effect off)", in.name, short(in.key)))
 		case n > limit:
@@ -171,6 +222,7 @@ func (c *run) duplicates(ch *Check) {
 	rng := rand.New(rand.NewPCG(c.world.Seed, uint64(len(inputs))))
 	order := slices.Clone(inputs)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	fixtureInputs := slices.DeleteFunc(slices.Clone(order), func(in dupInput) bool { return in.generated })
 	phases := []phase{
 		{name: "burst", clock: now, burst: true},
 		{name: "late, at half the TTL", clock: now.Add(ttl / 2), attempt: 2},
@@ -182,7 +234,7 @@ func (c *run) duplicates(ch *Check) {
 	for pi, ph := range phases {
 		storm.SetNow(ph.clock)
 		if ph.burst {
-			for _, in := range order {
+			for _, in := range fixtureInputs {
 				copies := 2 + rng.IntN(5)
 				s := c.dupSession(storm, []dupInput{in}, copies, 0, recorder.Provider, id)
 				id += copies
@@ -282,13 +334,14 @@ func (c *run) duplicates(ch *Check) {
 		}
 	}
 	ch.Evidence = append(ch.Evidence, notes...)
+	ch.Evidence = append(ch.Evidence, fmt.Sprintf("%d inputs generated from the schemas (enum values, optional fields, bounds, defaults); %d failed at their first delivery and were not judged further", generated, unjudged))
 	ch.Evidence = append(ch.Evidence, fmt.Sprintf("after the TTL (%s), %d of %d keys took effect again (allowed: the dedupe window is the TTL)", ttl, repeated, len(inputs)))
 	if len(failures) > 0 {
 		ch.Outcome, ch.Summary = Fail, "a key had more or fewer effects than one delivery, or a delivery failed"
 		ch.Evidence = append(failures, ch.Evidence...)
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs (bursts, concurrent, late, skewed, attempts 1-%d, lost answers): every key kept the effects of one delivery", deliveries, len(inputs), budget)
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs, %d generated from the schemas (bursts, concurrent, late, skewed, attempts 1-%d, lost answers): every key kept the effects of one delivery", deliveries, len(inputs), generated-unjudged, budget)
 }
 
 // dupSession plans inputs in a session of world: copies of each (with
@@ -330,7 +383,11 @@ func reported(p processRun, s *recorder.Session, key string) bool {
 func (c *run) judgeDeliveries(p processRun, s *recorder.Session, inputs []dupInput, burst bool) []string {
 	var out []string
 	for _, d := range s.Deliveries {
-		in := inputs[slices.IndexFunc(inputs, func(in dupInput) bool { return in.key == d.Key })]
+		i := slices.IndexFunc(inputs, func(in dupInput) bool { return in.key == d.Key })
+		if i < 0 {
+			continue // not judged (generatedInputs)
+		}
+		in := inputs[i]
 		what := fmt.Sprintf("%s, attempt %d", in.name, d.Attempt)
 		res, ok := p.Results[d.ID]
 		switch {

@@ -141,7 +141,10 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 	if c.spec.Idempotency == nil || len(c.spec.Idempotency.Key) == 0 {
 		return fx, false
 	}
-	for attempt := 0; attempt < 2; attempt++ {
+	// Drawn values, grown to be unmistakable, then in the original's
+	// length (for patterns and maximum lengths), then the last character
+	// bumped.
+	for attempt := 0; attempt < 3; attempt++ {
 		in, err := decodeJSON(fx.Input)
 		if err != nil {
 			return fx, false
@@ -158,8 +161,8 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 			}
 			switch x := v.(type) {
 			case string:
-				nv := c.world.like(x, false)
-				if attempt == 1 || nv == x {
+				nv := c.world.unused(x, attempt == 0)
+				if attempt == 2 || nv == x {
 					nv = bumpLast(x)
 				}
 				if nv != x && x != "" {
@@ -172,7 +175,7 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 					continue
 				}
 				nv := strconv.FormatInt(n+1+int64(c.world.uintn(1<<20)), 10)
-				if attempt == 1 {
+				if attempt == 2 {
 					nv = strconv.FormatInt(n+1, 10)
 				}
 				set(obj, field, json.Number(nv))
@@ -297,7 +300,7 @@ func (c *run) secretCanaries() []canary {
 
 // canaryVariant returns fx with every leaf of its input whose class ranks
 // confidential or above redrawn (a string in its own shape, an integer
-// with as many digits), its recording and output rewritten to match, and
+// of leak.MinLength digits or more with as many digits), its recording and output rewritten to match, and
 // the canaries placed. Values that would no longer validate are kept.
 func (c *run) canaryVariant(fx httpfixture.Fixture) (httpfixture.Fixture, []canary) {
 	in, err := decodeJSON(fx.Input)
@@ -320,8 +323,8 @@ func (c *run) canaryVariant(fx httpfixture.Fixture) (httpfixture.Fixture, []cana
 			sub = substitution{old: x, new: c.world.like(x, true)}
 		case json.Number:
 			digits := strings.TrimPrefix(x.String(), "-")
-			if _, err := strconv.ParseUint(digits, 10, 64); err != nil {
-				return
+			if _, err := strconv.ParseUint(digits, 10, 64); err != nil || len(digits) < leak.MinLength {
+				return // too short to tell from any other number
 			}
 			sub = substitution{old: x.String(), new: strings.TrimSuffix(x.String(), digits) + c.world.digits(len(digits)), number: true}
 		default:

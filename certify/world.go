@@ -38,8 +38,9 @@ type drawn struct {
 	secrets    map[string]string
 	secretSubs []substitution
 
-	mu  sync.Mutex
-	rng *rand.Rand
+	mu   sync.Mutex
+	rng  *rand.Rand
+	used map[string]bool
 }
 
 // drawSeed returns a seed from the operating system's random source.
@@ -157,6 +158,28 @@ func (d *drawn) like(example string, grow bool) string {
 		drawn += d.chars(lower+upper+digits, minDrawn-n)
 	}
 	return example[:from] + drawn + example[to:]
+}
+
+// unused is like(example, grow), drawn again (up to 16 times) until it
+// is a value this world has not handed out before.
+func (d *drawn) unused(example string, grow bool) string {
+	var v string
+	for range 16 {
+		v = d.like(example, grow)
+		d.mu.Lock()
+		fresh := !d.used[v]
+		if fresh {
+			if d.used == nil {
+				d.used = map[string]bool{}
+			}
+			d.used[v] = true
+		}
+		d.mu.Unlock()
+		if fresh {
+			break
+		}
+	}
+	return v
 }
 
 // tokenPrefix is the length of example's leading lowercase words that

@@ -148,6 +148,14 @@ func (c *checker) idempotency() {
 	}
 	if s.Idempotency != nil {
 		c.keyFields(s.Idempotency.Key, s.Idempotency.Source, "key", true)
+		for i, d := range s.Idempotency.ProviderDedupe {
+			if (d.Header == "") == (d.BodyField == "") {
+				c.add(d.At("header"), diag.FMT006, "name the header (header: Idempotency-Key) or the JSON body field (bodyField: idempotency_key) the provider deduplicates on", "providerDedupe[%d] names %s", i, map[bool]string{true: "both a header and a body field", false: "neither a header nor a body field"}[d.Header != ""])
+			}
+			if !strings.HasPrefix(d.Path, "/") {
+				c.add(d.At("path"), diag.FMT006, "write the URL path, starting with /", "providerDedupe[%d] path %q is not a URL path", i, d.Path)
+			}
+		}
 		if n := s.Idempotency.EffectsPerCall; n < 0 || n > 100 {
 			c.add(s.Idempotency.At("effectsPerCall"), diag.FMT006, "give how many effects one call takes, 1 to 100 (default 1)", "effectsPerCall %d is out of range", n)
 		}

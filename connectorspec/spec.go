@@ -92,6 +92,20 @@ type Idempotency struct {
 	// EffectsPerCall bounds what one delivery of a key may change: a
 	// delivery that takes more effects fails certification.
 	EffectsPerCall int `json:"effectsPerCall,omitempty" doc:"How many effects (provider writes, rows, blobs, KV entries) one call takes at most (default 1); certification fails a delivery that takes more."`
+	// ProviderDedupe is the provider's contract: where it deduplicates
+	// writes, and on what. Certification's provider honours exactly it.
+	ProviderDedupe []ProviderDedupe `json:"providerDedupe,omitempty" doc:"Where the provider deduplicates writes and on which header or body field; certification's provider honours exactly these (default: any write with an Idempotency-Key header)."`
+}
+
+// ProviderDedupe is one endpoint at which the provider deduplicates
+// writes: on a header (Stripe's Idempotency-Key, PayPal's
+// PayPal-Request-Id) or a JSON body field (Square's idempotency_key).
+type ProviderDedupe struct {
+	diag.Source `json:"-"`
+	Method      string `json:"method" flowgen:"required" doc:"The HTTP method, e.g. POST."`
+	Path        string `json:"path" flowgen:"required" doc:"The URL path, e.g. /v2/payments; a trailing * matches any rest."`
+	Header      string `json:"header,omitempty" doc:"The request header the provider deduplicates on."`
+	BodyField   string `json:"bodyField,omitempty" doc:"The JSON body field (dotted path) the provider deduplicates on."`
 }
 
 // MaxEffects is how many effects one call may take: EffectsPerCall, or 1.

@@ -178,32 +178,68 @@ func callee(info *types.Info, call *ast.CallExpr) (string, string) {
 	return pkg + "." + f.Name(), pkg
 }
 
-// buildsOrderedOutput reports whether a loop body appends, writes to a
-// builder or writer, or prints: things whose result depends on order.
-func buildsOrderedOutput(info *types.Info, body *ast.BlockStmt) bool {
-	found := false
+// orderedOutput reports what a loop body builds whose result depends on
+// order: the variables it appends to (appended), and whether it also
+// writes to a builder or writer, prints, or appends to anything that is
+// not a plain variable (other).
+func orderedOutput(info *types.Info, body *ast.BlockStmt) (appended []types.Object, other bool) {
 	ast.Inspect(body, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
-		if !ok || found {
-			return !found
+		if !ok {
+			return true
 		}
 		if id, ok := call.Fun.(*ast.Ident); ok {
-			if b, ok := info.Uses[id].(*types.Builtin); ok && b.Name() == "append" {
-				found = true
+			if b, ok := info.Uses[id].(*types.Builtin); ok && b.Name() == "append" && len(call.Args) > 0 {
+				if v, ok := call.Args[0].(*ast.Ident); ok && info.Uses[v] != nil {
+					appended = append(appended, info.Uses[v])
+				} else {
+					other = true
+				}
 			}
 			return true
 		}
 		name, pkg := callee(info, call)
 		switch {
 		case pkg == "fmt" && (strings.HasPrefix(name, "fmt.Fprint") || strings.HasPrefix(name, "fmt.Print")):
-			found = true
+			other = true
 		case strings.HasSuffix(name, ".Write") || strings.HasSuffix(name, ".WriteString") || strings.HasSuffix(name, ".WriteByte") ||
 			strings.HasSuffix(name, ".WriteRune") || strings.HasSuffix(name, ".Encode"):
-			found = true
+			other = true
 		}
 		return true
 	})
-	return found
+	return appended, other
+}
+
+// sorters are the functions that put a slice, their first argument, in an
+// order of its own.
+var sorters = map[string]bool{
+	"sort.Strings": true, "sort.Ints": true, "sort.Float64s": true, "sort.Slice": true, "sort.SliceStable": true,
+	"slices.Sort": true, "slices.SortFunc": true, "slices.SortStableFunc": true,
+}
+
+// sortedAfter reports whether the first use of the slice v in body after
+// pos sorts it: then the order it was built in never shows.
+func sortedAfter(info *types.Info, body *ast.BlockStmt, v types.Object, pos token.Pos) bool {
+	var first *ast.Ident
+	ast.Inspect(body, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Pos() > pos && info.Uses[id] == v && (first == nil || id.Pos() < first.Pos()) {
+			first = id
+		}
+		return true
+	})
+	if first == nil {
+		return false
+	}
+	sorted := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok && len(call.Args) > 0 && call.Args[0] == ast.Expr(first) {
+			name, _ := callee(info, call)
+			sorted = sorters[name]
+		}
+		return !sorted
+	})
+	return sorted
 }
 
 // isConnector reports whether the package is a connector: its directory

@@ -262,6 +262,12 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	if !s.World.http(d.ID, d.Key, req) {
 		return wire.HTTPResponse{Refused: fmt.Sprintf("egress to %s is not allowed", req.Host)}
 	}
+	// A live provider answers a read with what earlier writes left.
+	if s.Mode == Provider && !req.Write && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
+		if body, ok := s.World.held(req.URL); ok {
+			return wire.HTTPResponse{Status: http.StatusOK, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: body}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ex, problem := s.answer(d, req)
@@ -315,7 +321,16 @@ func (s *Session) answer(d *Planned, req *Request) (httpfixture.Exchange, string
 		}
 	}
 	if target == nil {
-		return httpfixture.Exchange{}, fmt.Sprintf("no recorded exchange answers %s %s", req.Method, req.URL)
+		// A live provider answers what no fixture recorded (inputs
+		// generated from the schemas reach such requests): a write
+		// succeeds, a read finds nothing.
+		var ex httpfixture.Exchange
+		ex.Response.Status = http.StatusNotFound
+		if req.Write {
+			ex.Response.Status = http.StatusOK
+			ex.Response.Body = json.RawMessage("{}")
+		}
+		return ex, ""
 	}
 	return *target, ""
 }

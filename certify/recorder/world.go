@@ -15,6 +15,7 @@ package recorder
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -54,6 +55,9 @@ type World struct {
 	ReadOnly bool
 	// DB backs the db capabilities; nil when the connector has none.
 	DB *FixtureDB
+	// Contract is where the provider deduplicates writes (the spec's
+	// idempotency.providerDedupe); nil is httpfixture.DefaultContract.
+	Contract []httpfixture.Dedupe
 
 	mu         sync.Mutex
 	provider   httpfixture.Provider
@@ -64,6 +68,9 @@ type World struct {
 	effects    map[string]int
 	requests   []Request
 	violations []string
+	// resources are what the provider holds at a URL after a PUT (a
+	// JSON merge patch applies to it): later reads see earlier writes.
+	resources map[string][]byte
 }
 
 // NewWorld returns an untouched world whose clock reads now.
@@ -86,6 +93,7 @@ func (w *World) Reset(ctx context.Context) error {
 	defer w.mu.Unlock()
 	w.provider = httpfixture.Provider{}
 	w.kv, w.blobs, w.dedupe = map[string][]byte{}, map[string][]byte{}, map[string]time.Time{}
+	w.resources = nil
 	if w.DB != nil {
 		return w.DB.Reset(ctx)
 	}
@@ -146,10 +154,12 @@ func (w *World) http(delivery int, key string, req *Request) bool {
 		w.violate("a write (" + httpfixture.Method(req.Method, req.Header) + " " + req.URL + ") from a connector that may only read")
 	}
 	if allowed {
+		w.provider.Contract = w.Contract
 		req.Effect = w.provider.Apply(req.Method, req.URL, req.Header, req.Body)
 		if req.Effect {
 			w.effect(key)
 		}
+		w.hold(req)
 	}
 	w.requests = append(w.requests, *req)
 	return allowed
@@ -201,4 +211,62 @@ func (w *World) blobWrite(attribution, name string, data []byte) {
 		w.blobs[name] = bytes.Clone(data)
 		w.effect(attribution)
 	}
+}
+
+// hold keeps what a write leaves at its URL: a PUT's body, or a PATCH's
+// JSON merge patch (RFC 7396) applied to what is there.
+func (w *World) hold(req *Request) {
+	if httpfixture.Overridden(req.Header) {
+		return
+	}
+	switch req.Method {
+	case http.MethodPut:
+	case http.MethodPatch:
+		var doc, patch any
+		if json.Unmarshal(w.resources[req.URL], &doc) != nil || json.Unmarshal(req.Body, &patch) != nil {
+			return
+		}
+		merged, err := json.Marshal(mergePatch(doc, patch))
+		if err != nil {
+			return
+		}
+		req = &Request{Body: merged, URL: req.URL}
+	case http.MethodDelete:
+		delete(w.resources, req.URL)
+		return
+	default:
+		return
+	}
+	if w.resources == nil {
+		w.resources = map[string][]byte{}
+	}
+	w.resources[req.URL] = bytes.Clone(req.Body)
+}
+
+// mergePatch applies a JSON merge patch.
+func mergePatch(doc, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	d, ok := doc.(map[string]any)
+	if !ok {
+		d = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(d, k)
+			continue
+		}
+		d[k] = mergePatch(d[k], v)
+	}
+	return d
+}
+
+// held returns what a write left at url, if any.
+func (w *World) held(url string) ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, ok := w.resources[url]
+	return b, ok
 }

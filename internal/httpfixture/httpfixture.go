@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 
@@ -229,51 +230,147 @@ func Method(method string, header http.Header) string {
 	return strings.ToUpper(method)
 }
 
-// Safe reports whether a request reads only (RFC 9110 safe methods: GET,
-// HEAD, OPTIONS, TRACE), by its effective Method.
+// Safe reports whether a request reads only: its method on the wire is
+// safe (RFC 9110: GET, HEAD, OPTIONS, TRACE) and no method override
+// header asks for another, which a provider may honour. What the
+// connector's headers claim never makes a request safer.
 func Safe(method string, header http.Header) bool {
-	switch Method(method, header) {
+	if Overridden(header) {
+		return false
+	}
+	switch strings.ToUpper(method) {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
 	return false
 }
 
+// Overridden reports whether header carries a method override
+// (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override).
+func Overridden(header http.Header) bool {
+	for k, vs := range header {
+		switch strings.ToLower(k) {
+		case "x-http-method-override", "x-http-method", "x-method-override":
+			for _, v := range vs {
+				if strings.TrimSpace(v) != "" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Dedupe is one endpoint at which the provider deduplicates writes: a
+// request with Method to a URL whose path matches Path (a trailing "*"
+// matches any rest) takes effect once per value of its Header, or of
+// the JSON field BodyField (dotted) of its body.
+type Dedupe struct {
+	Method    string
+	Path      string
+	Header    string
+	BodyField string
+}
+
+// DefaultContract is the contract of a provider whose spec declares
+// none: any write with an Idempotency-Key header is deduplicated on it.
+var DefaultContract = []Dedupe{{Method: "*", Path: "*", Header: "Idempotency-Key"}}
+
+// matches reports whether a request to rawURL with method is the
+// endpoint's.
+func (d Dedupe) matches(method, rawURL string) bool {
+	if d.Method != "*" && !strings.EqualFold(d.Method, method) {
+		return false
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	if prefix, ok := strings.CutSuffix(d.Path, "*"); ok {
+		return strings.HasPrefix(u.Path, prefix)
+	}
+	return u.Path == d.Path
+}
+
+// value is what the request is deduplicated on, "" when it carries none.
+func (d Dedupe) value(header http.Header, body []byte) string {
+	if d.Header != "" {
+		return header.Get(d.Header)
+	}
+	var doc any
+	if d.BodyField == "" || json.Unmarshal(body, &doc) != nil {
+		return ""
+	}
+	for seg := range strings.SplitSeq(d.BodyField, ".") {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return ""
+		}
+		doc = m[seg]
+	}
+	if s, ok := doc.(string); ok {
+		return s
+	}
+	return ""
+}
+
 // Provider models how a provider applies requests, to count effects the
-// way the outside world would see them:
+// way the outside world would see them, by what is on the wire and the
+// provider's declared contract, never by what the connector's headers
+// claim:
 //
-//   - a safe request (GET, HEAD, OPTIONS, TRACE) changes nothing;
-//   - a request with an Idempotency-Key header is applied once per key
-//     (repeats return the first result);
+//   - a safe request (GET, HEAD, OPTIONS, TRACE on the wire, with no
+//     method override header) changes nothing;
+//   - a write to an endpoint of the Contract (DefaultContract when nil)
+//     that carries its dedupe value is applied once per endpoint and
+//     value (repeats return the first result);
 //   - a PUT changes nothing when the resource already holds that body,
 //     a DELETE nothing when the resource is already deleted (RFC 9110
-//     idempotent methods);
+//     idempotent methods), unless a method override header says
+//     otherwise;
 //   - anything else (POST, PATCH, other methods) is a new effect.
 //
-// The zero value is an untouched provider. It is not safe for concurrent
-// use.
+// The zero value is an untouched provider with the default contract. It
+// is not safe for concurrent use.
 type Provider struct {
-	keys  map[string]bool
-	state map[string]string
+	Contract []Dedupe
+	keys     map[string]bool
+	state    map[string]string
 }
 
 // Apply records a request and reports whether it changed the provider.
-func (p *Provider) Apply(method, url string, header http.Header, body []byte) bool {
+func (p *Provider) Apply(method, rawURL string, header http.Header, body []byte) bool {
 	if Safe(method, header) {
 		return false
 	}
 	if p.keys == nil {
 		p.keys, p.state = map[string]bool{}, map[string]string{}
 	}
-	if k := header.Get("Idempotency-Key"); k != "" {
-		if p.keys[k] {
-			return false
-		}
-		p.keys[k] = true
-		return true
+	contract := p.Contract
+	if contract == nil {
+		contract = DefaultContract
 	}
+	for i, d := range contract {
+		if !d.matches(method, rawURL) {
+			continue
+		}
+		if v := d.value(header, body); v != "" {
+			k := fmt.Sprintf("%d\x00%s", i, v)
+			if p.keys[k] {
+				return false
+			}
+			p.keys[k] = true
+			return true
+		}
+	}
+	// A request whose method is overridden is a new effect: the provider
+	// may take it as any method.
 	var next string
-	switch Method(method, header) {
+	m := strings.ToUpper(method)
+	if Overridden(header) {
+		m = ""
+	}
+	switch m {
 	case http.MethodPut:
 		next = "put " + string(body)
 	case http.MethodDelete:
@@ -281,9 +378,9 @@ func (p *Provider) Apply(method, url string, header http.Header, body []byte) bo
 	default:
 		return true
 	}
-	if p.state[url] == next {
+	if p.state[rawURL] == next {
 		return false
 	}
-	p.state[url] = next
+	p.state[rawURL] = next
 	return true
 }

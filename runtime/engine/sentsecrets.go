@@ -29,8 +29,17 @@ type resolvedSecret struct {
 	value  leak.Value
 }
 
+// newSentSecrets binds each declared handle to its hosts: SecretHosts,
+// or, as a spec's default is, the node's egress when it has one entry.
 func newSentSecrets(info runtime.NodeInfo) *sentSecrets {
-	return &sentSecrets{hosts: info.SecretHosts}
+	hosts := map[string][]string{}
+	for _, h := range info.Secrets {
+		hosts[h] = info.SecretHosts[h]
+		if len(hosts[h]) == 0 && len(info.Egress) == 1 {
+			hosts[h] = info.Egress
+		}
+	}
+	return &sentSecrets{hosts: hosts}
 }
 
 // add records that handle resolved to value in this activation.

@@ -95,7 +95,9 @@ type NodeInfo struct {
 	// Secrets capability resolves these and refuses every other handle.
 	Secrets []string
 	// SecretHosts are, per handle, the egress entries its value may be
-	// sent to: a request to another host that carries it is refused.
+	// sent to: a request to another host that carries it is refused. A
+	// handle without entries may go to the node's egress when it has
+	// exactly one entry (a spec's default), and nowhere otherwise.
 	SecretHosts map[string][]string
 	// Timeout bounds one attempt; zero means the engine default.
 	Timeout time.Duration

@@ -34,7 +34,7 @@ import (
 
 // Version is the ABI version this package speaks; a module that reports
 // another one is refused at load.
-const Version = 2
+const Version = 3
 
 // Module is the import module name of the host functions.
 const Module = "flowgen"
@@ -49,10 +49,13 @@ const (
 // Host function names. Each capability call is
 // func(requestPtr, requestLen uint32) (replyLen uint32); Reply is
 // func(bufferPtr uint32), which copies the pending reply; Heartbeat is
-// func(); ClockNow and RNG take nothing and return a uint64.
+// func(); Settle is func(on uint32): while on, the module's sleeps
+// advance its clocks without waiting (SettleSpan, SettleWaits);
+// ClockNow and RNG take nothing and return a uint64.
 const (
 	FuncReply         = "reply"
 	FuncHeartbeat     = "heartbeat"
+	FuncSettle        = "settle"
 	FuncHTTPGet       = "http_get"
 	FuncHTTPGetPinned = "http_get_pinned"
 	FuncHTTPDo        = "http_do"
@@ -70,7 +73,19 @@ const (
 
 // Plumbing are the host functions every module may import, whatever its
 // spec declares: they reach nothing outside the module.
-var Plumbing = []string{FuncReply, FuncHeartbeat}
+var Plumbing = []string{FuncReply, FuncHeartbeat, FuncSettle}
+
+// After Run returns, the module settles: it sleeps SettleSpan with Settle
+// on, so that every timer the activation left fires at once, in virtual
+// time, while the activation's capabilities are still bound, and its
+// effects are the activation's. An activation is over when nothing it
+// started can still run. A module that waits more than SettleWaits times
+// while settling (a ticker, a timer that sets itself again) never
+// settles: the host closes the instance.
+const (
+	SettleSpan  = 100 * 365 * 24 * time.Hour
+	SettleWaits = 64
+)
 
 // Imports returns the host functions a capability lets a module import;
 // nil for a name that is not a capability.

@@ -85,6 +85,12 @@ func activate(p []byte) (resp wasmabi.RunResponse) {
 	ctx := newCallContext()
 	out, err := call(runtime.NewActivationContext(ctx, q.Key, int(q.Attempt), served.caps, heartbeat{}, time.Time{}), q.Params, q.Input)
 	ctx.end()
+	// The activation is over when nothing it started can still run: the
+	// timers it left fire now, in the module's virtual time, with its
+	// capabilities still bound (wasmabi.SettleSpan).
+	hostSettle(1)
+	time.Sleep(wasmabi.SettleSpan)
+	hostSettle(0)
 	// Goroutines that end when the activation's context does (database
 	// rows waiting on it, say) get to run and end before they count.
 	for i := 0; i < 16 && goruntime.NumGoroutine() > before; i++ {
@@ -126,6 +132,9 @@ func (heartbeat) Add(int64) int64 {
 
 //go:wasmimport flowgen heartbeat
 func hostHeartbeat()
+
+//go:wasmimport flowgen settle
+func hostSettle(on uint32)
 
 //go:wasmimport flowgen reply
 func hostReply(buf unsafe.Pointer)

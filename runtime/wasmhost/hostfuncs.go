@@ -44,6 +44,9 @@ func exportHostFunctions(b wazero.HostModuleBuilder) {
 			act.rc.Heartbeat()
 		}
 	}), nil, nil).Export(wasmabi.FuncHeartbeat)
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
+		instanceOf(ctx).settle(api.DecodeU32(stack[0]) != 0)
+	}), []api.ValueType{i32}, nil).Export(wasmabi.FuncSettle)
 
 	capability(wasmabi.FuncHTTPGet, flowtype.HTTPRead, httpGet)
 	capability(wasmabi.FuncHTTPGetPinned, flowtype.HTTPReadPinned, httpGetPinned)

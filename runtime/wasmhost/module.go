@@ -93,6 +93,16 @@ type instance struct {
 	// startDone is the instantiation's deadline while the module
 	// initializes (nil after).
 	startDone <-chan struct{}
+	// settling is set while the module settles after Run
+	// (wasmabi.SettleSpan); waits counts its sleeps meanwhile, and
+	// unsettled is set when they passed wasmabi.SettleWaits.
+	settling  bool
+	waits     int
+	unsettled bool
+	// lastWait is the settling module's latest sleep: when settling ends,
+	// it was the settling sleep itself, which takes back the time it
+	// added, so that the module's clock stays near what it lived.
+	lastWait int64
 }
 
 // activation is the call in progress in an instance.
@@ -288,6 +298,10 @@ func (m *Module) run(rc *runtime.Context, params, input []byte) (json.RawMessage
 		inst.dead = true
 		m.host.report(inst, EventGoroutines, fmt.Sprintf("%d goroutine(s) still running after Run returned; the instance is closed and they never run again", resp.Goroutines))
 	}
+	if inst.unsettled {
+		inst.dead = true
+		m.host.report(inst, EventGoroutines, fmt.Sprintf("timers kept firing after Run returned (%d waits in %s of virtual time); the instance is closed and they never fire again", inst.waits, wasmabi.SettleSpan))
+	}
 	if resp.Err != nil {
 		return nil, resp.Err.Err()
 	}
@@ -345,6 +359,7 @@ func (inst *instance) begin(rc *runtime.Context, input []byte, seed [32]byte) {
 	inst.callAt = inst.mono
 	inst.wall = rc.LogicalTime().UnixNano()
 	inst.rng.Seed(seed)
+	inst.settling, inst.waits, inst.unsettled, inst.lastWait = false, 0, false, 0
 }
 
 func (inst *instance) end() {
@@ -365,11 +380,36 @@ func (inst *instance) walltime() (int64, int32) {
 
 func (inst *instance) nanotime() int64 { return inst.mono }
 
+// settle starts (on) or ends the module's settling after Run
+// (wasmabi.SettleSpan): its sleeps meanwhile advance its clocks at once,
+// and at the end the settling sleep's own time is taken back.
+func (inst *instance) settle(on bool) {
+	if inst.act == nil || on == inst.settling {
+		return // only an activation settles
+	}
+	inst.settling = on
+	if !on {
+		inst.mono -= inst.lastWait
+		inst.lastWait = 0
+	}
+}
+
 // nanosleep sleeps as long as the module asked, or until its activation
 // must stop, and advances its clocks by what it asked.
 func (inst *instance) nanosleep(ns int64) {
 	inst.mono += ns
 	if ns <= 0 {
+		return
+	}
+	if inst.settling {
+		// Virtual time: timers fire at once. Past SettleWaits, time
+		// jumps by the whole span, so that the settling sleep ends.
+		inst.lastWait = ns
+		if inst.waits++; inst.waits > wasmabi.SettleWaits && !inst.unsettled {
+			inst.unsettled = true
+			inst.mono += int64(wasmabi.SettleSpan)
+			inst.lastWait += int64(wasmabi.SettleSpan)
+		}
 		return
 	}
 	// Sleep until the call's deadline at most: the activation's, or

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"time"
 	"unsafe"
@@ -59,7 +60,18 @@ func mapOrder(m map[string]int) ([]string, int) {
 	for _, v := range m { // summing is order-independent
 		sum += v
 	}
-	return keys, sum
+	var sorted []string
+	for k := range m { // collected, then sorted before anything sees it
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var late []string
+	for k := range m { // want `maporder: ranging over a map`
+		late = append(late, k)
+	}
+	keys = append(keys, late...)
+	sort.Strings(late)
+	return append(keys, sorted...), sum
 }
 
 func network() {

@@ -1,0 +1,201 @@
+package certify
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+)
+
+// maxGenerated bounds the inputs generated from the schemas per run.
+const maxGenerated = 32
+
+// alteration is one change the schemas allow to a fixture's input or
+// params: a field set to another enum value, a bound, its default or the
+// other boolean, or an optional field left out.
+type alteration struct {
+	what  string
+	apply func(obj map[string]any)
+}
+
+// generatedInputs derives inputs from the success fixtures and the
+// schemas, so that what no fixture uses still runs: every other enum
+// value of each field, each optional field absent (and present, at its
+// default, when the fixture leaves it out), numbers at their bounds,
+// booleans flipped, and the same for params. Each has its key fields
+// redrawn, so that it has a key of its own, and validates against the
+// schemas; at most maxGenerated are returned.
+func (c *run) generatedInputs() []dupInput {
+	var out []dupInput
+	seen := map[string]bool{}
+	keyFields := map[string]bool{}
+	if c.spec.Idempotency != nil {
+		for _, f := range c.spec.Idempotency.Key {
+			keyFields[f] = true
+		}
+	}
+	inSchema, paramsSchema := c.spec.InputSchema(c.spec.PrimaryInputPort()), c.spec.ParamsSchema()
+	for _, fx := range c.manifest.Fixtures {
+		if !fx.Succeeds() {
+			continue
+		}
+		for _, part := range []struct {
+			name   string
+			raw    json.RawMessage
+			schema *jsonschema.Schema
+			set    func(httpfixture.Fixture, json.RawMessage) httpfixture.Fixture
+			valid  func(json.RawMessage) bool
+		}{
+			{"input", fx.Input, inSchema, func(f httpfixture.Fixture, b json.RawMessage) httpfixture.Fixture { f.Input = b; return f }, c.validInput},
+			{"params", fx.Params, paramsSchema, func(f httpfixture.Fixture, b json.RawMessage) httpfixture.Fixture { f.Params = b; return f }, c.validParams},
+		} {
+			if part.schema == nil {
+				continue
+			}
+			raw := part.raw
+			if len(raw) == 0 {
+				raw = json.RawMessage("{}")
+			}
+			for _, alt := range alterations(part.schema, raw, "", keyFields, part.name == "input") {
+				obj, err := decodeJSON(raw)
+				m, ok := obj.(map[string]any)
+				if err != nil || !ok {
+					break
+				}
+				alt.apply(m)
+				b, err := json.Marshal(m)
+				if err != nil || !part.valid(b) {
+					continue
+				}
+				variant := part.set(fx, b)
+				variant.Name = fmt.Sprintf("%s with %s %s", fx.Name, part.name, alt.what)
+				kv, ok := c.keyVariant(variant)
+				if !ok {
+					continue
+				}
+				id := string(kv.Params) + "\x00" + string(kv.Input)
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				out = append(out, dupInput{name: "generated: fixture " + variant.Name, fx: kv, generated: true})
+				if len(out) == maxGenerated {
+					return out
+				}
+			}
+		}
+	}
+	return out
+}
+
+// alterations lists the changes schema allows to the object raw, whose
+// fields are at prefix; key fields (of the input) are left to keyVariant.
+func alterations(schema *jsonschema.Schema, raw json.RawMessage, prefix string, keyFields map[string]bool, input bool) []alteration {
+	schema = resolve(schema)
+	v, err := decodeJSON(raw)
+	obj, ok := v.(map[string]any)
+	if err != nil || !ok || schema == nil {
+		return nil
+	}
+	var out []alteration
+	for _, name := range slices.Sorted(maps.Keys(schema.Properties)) {
+		ps := resolve(schema.Properties[name])
+		path := prefix + name
+		if input && keyFields[path] {
+			continue
+		}
+		cur, present := obj[name]
+		setTo := func(what string, value any) {
+			out = append(out, alteration{what: fmt.Sprintf("%s %s", path, what), apply: func(m map[string]any) { setPath(m, path, value) }})
+		}
+		if ps.Enum != nil {
+			for _, e := range ps.Enum.Values {
+				if !present || fmt.Sprint(e) != fmt.Sprint(cur) {
+					setTo(fmt.Sprintf("= %v (enum)", e), e)
+				}
+			}
+		}
+		if ps.Types != nil && slices.Contains(ps.Types.ToStrings(), "boolean") {
+			b, _ := cur.(bool)
+			setTo(fmt.Sprintf("= %v", !b), !b)
+		}
+		for _, bound := range []struct {
+			name string
+			rat  *big.Rat
+		}{{"minimum", ps.Minimum}, {"maximum", ps.Maximum}} {
+			if bound.rat != nil {
+				n := ratNumber(bound.rat)
+				if !present || fmt.Sprint(cur) != n.String() {
+					setTo(fmt.Sprintf("= %s (its %s)", n, bound.name), n)
+				}
+			}
+		}
+		required := slices.Contains(schema.Required, name)
+		switch {
+		case present && !required:
+			out = append(out, alteration{what: path + " absent", apply: func(m map[string]any) { deletePath(m, path) }})
+		case !present && ps.Default != nil:
+			setTo(fmt.Sprintf("= %v (its default)", *ps.Default), *ps.Default)
+		}
+		if sub, ok := cur.(map[string]any); ok && len(ps.Properties) > 0 {
+			b, err := json.Marshal(sub)
+			if err == nil {
+				out = append(out, alterations(ps, b, path+".", keyFields, input)...)
+			}
+		}
+	}
+	return out
+}
+
+// resolve follows a schema's references.
+func resolve(s *jsonschema.Schema) *jsonschema.Schema {
+	for i := 0; s != nil && s.Ref != nil && i < 16; i++ {
+		s = s.Ref
+	}
+	return s
+}
+
+// ratNumber renders a schema bound as a JSON number.
+func ratNumber(r *big.Rat) json.Number {
+	if r.IsInt() {
+		return json.Number(r.Num().String())
+	}
+	f, _ := r.Float64()
+	return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// setPath sets a dotted path, creating objects on the way.
+func setPath(obj map[string]any, path string, v any) {
+	segs := strings.Split(path, ".")
+	cur := obj
+	for _, seg := range segs[:len(segs)-1] {
+		next, ok := cur[seg].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			cur[seg] = next
+		}
+		cur = next
+	}
+	cur[segs[len(segs)-1]] = v
+}
+
+// deletePath removes a dotted path.
+func deletePath(obj map[string]any, path string) {
+	segs := strings.Split(path, ".")
+	cur := obj
+	for _, seg := range segs[:len(segs)-1] {
+		next, ok := cur[seg].(map[string]any)
+		if !ok {
+			return
+		}
+		cur = next
+	}
+	delete(cur, segs[len(segs)-1])
+}

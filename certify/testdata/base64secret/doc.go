@@ -1,0 +1,2 @@
+// Package base64secret is a connector of the certification corpus.
+package base64secret

@@ -1,0 +1,2 @@
+// Package enumeffect is a connector of the certification corpus.
+package enumeffect

@@ -1,0 +1,2 @@
+// Package goodbodyfield is a connector of the certification corpus.
+package goodbodyfield

@@ -1,0 +1,2 @@
+// Package gooddryrun is a connector of the certification corpus.
+package gooddryrun

@@ -1,0 +1,2 @@
+// Package goodreadthenput is a connector of the certification corpus.
+package goodreadthenput

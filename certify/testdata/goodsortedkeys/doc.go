@@ -1,0 +1,2 @@
+// Package goodsortedkeys is a connector of the certification corpus.
+package goodsortedkeys

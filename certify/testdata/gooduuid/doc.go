@@ -1,0 +1,2 @@
+// Package gooduuid is a connector of the certification corpus.
+package gooduuid

@@ -1,0 +1,2 @@
+// Package lateattempt is a connector of the certification corpus.
+package lateattempt

@@ -1,0 +1,2 @@
+// Package numberleak is a connector of the certification corpus.
+package numberleak

@@ -1,0 +1,2 @@
+// Package overridepost is a connector of the certification corpus.
+package overridepost

@@ -1,0 +1,2 @@
+// Package readmodifywrite is a connector of the certification corpus.
+package readmodifywrite

@@ -1,0 +1,2 @@
+// Package recognizer is a connector of the certification corpus.
+package recognizer

@@ -1,0 +1,2 @@
+// Package retrynewkey is a connector of the certification corpus.
+package retrynewkey

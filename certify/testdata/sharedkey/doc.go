@@ -1,0 +1,2 @@
+// Package sharedkey is a connector of the certification corpus.
+package sharedkey

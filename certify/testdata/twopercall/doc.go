@@ -1,0 +1,2 @@
+// Package twopercall is a connector of the certification corpus.
+package twopercall

@@ -1,0 +1,2 @@
+// Package settle leaves timers behind when Run returns.
+package settle
