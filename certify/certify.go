@@ -133,10 +133,13 @@ type Report struct {
 
 // Waiver is one //flowgen:allow comment, as evidence.
 type Waiver struct {
-	File   string `json:"file"`
-	Line   int    `json:"line"`
-	Rule   string `json:"rule"`
-	Reason string `json:"reason,omitempty"`
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Rule string `json:"rule"`
+	// Package is the dependency whose findings a RULE@PACKAGE waiver
+	// accepts.
+	Package string `json:"package,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 	// Used is true when it accepted a finding.
 	Used bool `json:"used"`
 	// Refused says why it accepted nothing (a rule that can never be
@@ -448,7 +451,7 @@ func (c *run) analysis(ch *Check) {
 		ch.Evidence = append(ch.Evidence, c.finding(f))
 	}
 	for _, w := range res.Waivers {
-		rw := Waiver{File: c.rel(w.Pos.Filename), Line: w.Pos.Line, Rule: string(w.Rule), Reason: w.Reason, Used: w.Used, Refused: w.Refused}
+		rw := Waiver{File: c.rel(w.Pos.Filename), Line: w.Pos.Line, Rule: string(w.Rule), Package: w.Package, Reason: w.Reason, Used: w.Used, Refused: w.Refused}
 		c.report.Waivers = append(c.report.Waivers, rw)
 	}
 	for _, f := range res.Waived {

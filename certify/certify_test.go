@@ -354,6 +354,9 @@ func TestCorpus(t *testing.T) {
 	if len(w) != 1 || !w[0].Used || w[0].Rule != "rand" || w[0].File != "connector.go" || !strings.Contains(w[0].Reason, "random nonce") {
 		t.Errorf("the waiver is not in the report as evidence: %+v", w)
 	}
+	if w := reports["gooduuid"].Waivers; len(w) != 1 || !w[0].Used || w[0].Package != "github.com/google/uuid" {
+		t.Errorf("a waiver of a dependency's finding: %+v", w)
+	}
 	if ch := outcomes(reports["goodwaiver"])["static-analysis"]; ch.Outcome != Warn || !strings.Contains(strings.Join(ch.Evidence, "\n"), "waived at connector.go:15") {
 		t.Errorf("the waived finding is not evidence: %+v", ch)
 	}

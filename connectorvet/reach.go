@@ -62,9 +62,13 @@ type Finding struct {
 
 // Waiver is one //flowgen:allow comment in the artifact's code.
 type Waiver struct {
-	Pos    token.Position
-	Rule   Rule
-	Reason string
+	Pos  token.Position
+	Rule Rule
+	// Package, when set (//flowgen:allow RULE@PACKAGE), names the
+	// dependency whose findings of Rule it accepts, wherever they are:
+	// a dependency's code has no line of the artifact's to waive at.
+	Package string
+	Reason  string
 	// Used is true when it accepted at least one finding.
 	Used bool
 	// Refused says why it could accept nothing: its rule can never be
@@ -236,9 +240,15 @@ func Reach(ctx context.Context, cfg Config) (*Result, error) {
 	a.walk(run)
 	a.runPhase = false
 	a.walk(other)
+	a.judgeKept()
 
 	res := &Result{Packages: len(analysed), Functions: len(a.seen), Root: roots[0]}
 	res.Waivers = parseWaivers(a.prog.Fset, a.comments)
+	for i := range res.Waivers {
+		if w := &res.Waivers[i]; w.Package != "" && w.Refused == "" && slices.Contains(roots, w.Package) {
+			w.Refused = "it names the connector's own package " + w.Package + ": waive its findings at their lines"
+		}
+	}
 	for _, f := range a.findings {
 		if w := waive(f, res.Waivers); w != nil {
 			f.Waiver = w
@@ -283,6 +293,7 @@ type analyzer struct {
 	findings  map[string]*Finding
 	iface     map[types.Type]bool
 	comments  []*ast.File // the artifact's files, for waivers
+	kept      []keptValue
 	fset      *token.FileSet
 	cg        *callgraph.Graph
 }
@@ -589,7 +600,12 @@ func (a *analyzer) visit(fn *ssa.Function) {
 				}
 				if v, ok := (*op).(*ssa.Global); ok && v.Pkg != nil && a.kind[v.Pkg.Pkg] == stdPkg {
 					if r := classify(v.Pkg.Pkg.Path(), v.Name()); r != "" {
-						a.add(r, a.position(pos), a.path(fn), fmt.Sprintf("uses %s.%s: %s", v.Pkg.Pkg.Path(), v.Name(), describe(r)))
+						msg := fmt.Sprintf("uses %s.%s: %s", v.Pkg.Pkg.Path(), v.Name(), describe(r))
+						if kept := a.keptByDependency(fn, instr); kept != nil {
+							a.kept = append(a.kept, keptValue{rule: r, pos: a.position(pos), path: a.path(fn), msg: msg, in: kept})
+							continue
+						}
+						a.add(r, a.position(pos), a.path(fn), msg)
 					}
 				}
 			}
@@ -851,4 +867,76 @@ func lessPos(x, y token.Position) bool {
 		return x.Line < y.Line
 	}
 	return x.Column < y.Column
+}
+
+// keptValue is a classified value (crypto/rand.Reader, time.Local) that a
+// dependency's package initializer only stores into its own package
+// variables: a finding only if reachable code reads one of them.
+type keptValue struct {
+	rule Rule
+	pos  token.Position
+	path []Frame
+	msg  string
+	in   []*ssa.Global
+}
+
+// keptByDependency returns the package variables of a dependency that
+// instr, a load of a classified value in that dependency's package
+// initializer, only stores the value into; nil when it is not such a
+// load (the connector's own code is always judged where it reads).
+func (a *analyzer) keptByDependency(fn *ssa.Function, instr ssa.Instruction) []*ssa.Global {
+	if fn.Name() != "init" || fn.Parent() != nil || fn.Pkg == nil {
+		return nil // not a package initializer
+	}
+	pkg := fn.Pkg.Pkg
+	if a.own[pkg] || a.kind[pkg] != analysedPkg {
+		return nil
+	}
+	load, ok := instr.(*ssa.UnOp)
+	if !ok || load.Op != token.MUL || load.Referrers() == nil {
+		return nil
+	}
+	var into []*ssa.Global
+	for _, r := range *load.Referrers() {
+		st, ok := r.(*ssa.Store)
+		if !ok || st.Val != ssa.Value(load) {
+			return nil
+		}
+		g, ok := st.Addr.(*ssa.Global)
+		if !ok || g.Pkg == nil || g.Pkg.Pkg != pkg {
+			return nil
+		}
+		into = append(into, g)
+	}
+	return into
+}
+
+// judgeKept reports each kept value that code reachable from an entry
+// point, other than package initializers, reads back.
+func (a *analyzer) judgeKept() {
+	if len(a.kept) == 0 {
+		return
+	}
+	read := map[*ssa.Global]bool{}
+	for fn := range a.seen {
+		if fn.Name() == "init" && fn.Parent() == nil {
+			continue
+		}
+		for _, b := range fn.Blocks {
+			for _, instr := range b.Instrs {
+				for _, op := range instr.Operands(nil) {
+					if op != nil && *op != nil {
+						if g, ok := (*op).(*ssa.Global); ok {
+							read[g] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, k := range a.kept {
+		if slices.ContainsFunc(k.in, func(g *ssa.Global) bool { return read[g] }) {
+			a.add(k.rule, k.pos, k.path, k.msg)
+		}
+	}
 }

@@ -9,7 +9,8 @@ import (
 // waiverPrefix starts a waiver comment: //flowgen:allow RULE -- reason.
 // It accepts findings of RULE on its own line or the next, or on any
 // call of the artifact's code at those lines that a finding's path runs
-// through.
+// through. //flowgen:allow RULE@PACKAGE -- reason accepts the findings of
+// RULE whose sink is in the dependency PACKAGE, wherever they are.
 const waiverPrefix = "//flowgen:allow "
 
 // parseWaivers reads every waiver comment of files.
@@ -24,7 +25,8 @@ func parseWaivers(fset *token.FileSet, files []*ast.File) []Waiver {
 				}
 				rule, reason, _ := strings.Cut(strings.TrimSpace(text), " ")
 				reason = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(reason), "--"))
-				w := Waiver{Pos: fset.Position(c.Pos()), Rule: Rule(rule), Reason: reason}
+				rule, pkg, _ := strings.Cut(rule, "@")
+				w := Waiver{Pos: fset.Position(c.Pos()), Rule: Rule(rule), Package: pkg, Reason: reason}
 				switch {
 				case !Rule(rule).known():
 					w.Refused = "unknown rule " + rule
@@ -63,9 +65,14 @@ func waive(f *Finding, waivers []Waiver) *Waiver {
 		if w.Rule != f.Rule {
 			continue
 		}
-		hit := w.covers(f.Pos)
-		for _, fr := range f.Path {
-			hit = hit || w.covers(fr.Pos)
+		var hit bool
+		if w.Package != "" {
+			hit = len(f.Path) > 0 && packageOf(f.Path[len(f.Path)-1].Func) == w.Package
+		} else {
+			hit = w.covers(f.Pos)
+			for _, fr := range f.Path {
+				hit = hit || w.covers(fr.Pos)
+			}
 		}
 		if !hit || w.Refused != "" {
 			continue
@@ -74,4 +81,15 @@ func waive(f *Finding, waivers []Waiver) *Waiver {
 		return w
 	}
 	return nil
+}
+
+// packageOf is the import path of a function named as Frame.Func names
+// it ("example.com/lib.init", "example.com/lib.(*T).M").
+func packageOf(fn string) string {
+	slash := strings.LastIndexByte(fn, '/')
+	dot := strings.IndexByte(fn[slash+1:], '.')
+	if dot < 0 {
+		return fn
+	}
+	return fn[:slash+1+dot]
 }

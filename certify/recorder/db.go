@@ -88,6 +88,7 @@ func (d *FixtureDB) runSetup(ctx context.Context) error {
 func (d *FixtureDB) Reset(ctx context.Context) error {
 	for _, s := range []string{
 		fmt.Sprintf(`DROP SCHEMA %s CASCADE`, d.name),
+		d.unlinkLargeObjects(),
 		fmt.Sprintf(`CREATE SCHEMA %s AUTHORIZATION %s`, d.name, d.name),
 	} {
 		if _, err := d.admin.ExecContext(ctx, s); err != nil {
@@ -195,6 +196,13 @@ func (d *FixtureDB) stateDigest(ctx context.Context) (string, error) {
 	}
 	rows.Close()
 	h := sha256.New()
+	// Large objects live outside any schema; the role's are state too.
+	var objects sql.NullString
+	if err := d.admin.QueryRowContext(ctx, `SELECT md5(string_agg(m.oid::text || ':' || coalesce((SELECT md5(string_agg(encode(l.data, 'hex'), '' ORDER BY l.pageno)) FROM pg_largeobject l WHERE l.loid = m.oid), ''), ',' ORDER BY m.oid))
+		FROM pg_largeobject_metadata m JOIN pg_roles r ON r.oid = m.lomowner WHERE r.rolname = $1`, d.name).Scan(&objects); err != nil {
+		return "", fmt.Errorf("fixture database: %w", err)
+	}
+	fmt.Fprintf(h, "large objects %s\n", objects.String)
 	for _, t := range tables {
 		var sum sql.NullString
 		q := fmt.Sprintf(`SELECT md5(string_agg(t::text, E'\n' ORDER BY t::text)) FROM %s.%s t`, d.name, quoteIdent(t))
@@ -207,6 +215,12 @@ func (d *FixtureDB) stateDigest(ctx context.Context) (string, error) {
 }
 
 // Close drops the schema and the role.
+// unlinkLargeObjects is the statement that removes the role's large
+// objects, which dropping its schema leaves.
+func (d *FixtureDB) unlinkLargeObjects() string {
+	return fmt.Sprintf(`SELECT lo_unlink(m.oid) FROM pg_largeobject_metadata m JOIN pg_roles r ON r.oid = m.lomowner WHERE r.rolname = '%s'`, d.name)
+}
+
 func (d *FixtureDB) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -217,6 +231,7 @@ func (d *FixtureDB) Close() error {
 	for _, s := range []string{
 		fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '%s'`, d.name),
 		fmt.Sprintf(`DROP SCHEMA IF EXISTS %s CASCADE`, d.name),
+		d.unlinkLargeObjects(),
 		fmt.Sprintf(`DROP ROLE IF EXISTS %s`, d.name),
 	} {
 		if _, err := d.admin.ExecContext(ctx, s); err != nil && firstErr == nil {

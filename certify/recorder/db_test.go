@@ -13,7 +13,7 @@ import (
 func str(s string) wire.Value { return wire.Value{String: &s} }
 
 // TestFixtureDBCountsChangesAndGrantsNothing: a statement is an effect
-// exactly when it changes a row; the connector's SQL runs as a role that
+// exactly when it changes a row or a large object; the connector's SQL runs as a role that
 // cannot reach beyond its schema; closing leaves nothing behind.
 func TestFixtureDBCountsChangesAndGrantsNothing(t *testing.T) {
 	ctx := context.Background()
@@ -28,6 +28,13 @@ func TestFixtureDBCountsChangesAndGrantsNothing(t *testing.T) {
 	// Postgres reports the row as affected again, but nothing changed.
 	if resp, changed := db.Do(ctx, insert); resp.Error != "" || changed {
 		t.Fatalf("repeated upsert: %+v changed %v", resp, changed)
+	}
+	// A large object is state outside any table: making one, or writing
+	// into it, is an effect.
+	for _, q := range []string{`SELECT lo_from_bytea(0, 'receipt')`, `SELECT lo_put((SELECT max(oid) FROM pg_largeobject_metadata WHERE lomowner = current_user::regrole), 0, 'R')`} {
+		if resp, changed := db.Do(ctx, wire.DBRequest{Query: q}); resp.Error != "" || !changed {
+			t.Fatalf("%s: %+v changed %v", q, resp, changed)
+		}
 	}
 	resp, changed := db.Do(ctx, wire.DBRequest{Query: `SELECT id, status FROM orders`})
 	if resp.Error != "" || changed || len(resp.Rows) != 1 || *resp.Rows[0][1].String != "paid" {
