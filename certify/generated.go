@@ -29,7 +29,8 @@ type alteration struct {
 // schemas, so that what no fixture uses still runs: every other enum
 // value of each field, each optional field absent (and present, at its
 // default, when the fixture leaves it out), numbers at their bounds,
-// booleans flipped, and the same for params. Each has its key fields
+// strings at their shortest and longest, booleans flipped, and the same
+// for params. Each has its key fields
 // redrawn, so that it has a key of its own, and validates against the
 // schemas; at most maxGenerated are returned.
 func (c *run) generatedInputs() []dupInput {
@@ -137,6 +138,16 @@ func alterations(schema *jsonschema.Schema, raw json.RawMessage, prefix string, 
 				}
 			}
 		}
+		if str, ok := cur.(string); ok {
+			for _, bound := range []struct {
+				name string
+				n    *int
+			}{{"minLength", ps.MinLength}, {"maxLength", ps.MaxLength}} {
+				if bound.n != nil && *bound.n != len([]rune(str)) && *bound.n <= 4096 {
+					setTo(fmt.Sprintf("of %d characters (its %s)", *bound.n, bound.name), resize(str, *bound.n))
+				}
+			}
+		}
 		required := slices.Contains(schema.Required, name)
 		switch {
 		case present && !required:
@@ -198,4 +209,16 @@ func deletePath(obj map[string]any, path string) {
 		cur = next
 	}
 	delete(cur, segs[len(segs)-1])
+}
+
+// resize cuts s to n characters, or repeats it until it has n.
+func resize(s string, n int) string {
+	r := []rune(s)
+	if len(r) == 0 {
+		r = []rune("x")
+	}
+	for len(r) < n {
+		r = append(r, r...)
+	}
+	return string(r[:n])
 }

@@ -51,3 +51,38 @@ func TestDrawnWorld(t *testing.T) {
 		t.Errorf("like without growing keeps length and classes: %q", got)
 	}
 }
+
+// TestGeneratedInputs: from a fixture and the schemas come every other
+// enum value, an optional field left out, numbers at their bounds, each
+// with a key of its own, all valid.
+func TestGeneratedInputs(t *testing.T) {
+	spec, diags := connectorspec.Load("testdata/gooddryrun/connector.yaml")
+	if spec == nil || diags.HasErrors() {
+		t.Fatalf("load: %v", diags)
+	}
+	manifest, err := connectorspec.Manifest(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := httpfixture.Parse(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &run{spec: spec, manifest: m, world: newDrawn(spec, m, 3)}
+	var names []string
+	keys := map[string]bool{}
+	for _, in := range c.generatedInputs() {
+		names = append(names, in.name)
+		key, err := c.key(in.fx.Input)
+		if err != nil || keys[key] || !c.validInput(in.fx.Input) {
+			t.Errorf("%s: key %s (%v), valid %v", in.name, key, err, c.validInput(in.fx.Input))
+		}
+		keys[key] = true
+	}
+	all := strings.Join(names, "\n")
+	for _, want := range []string{"input mode = preview (enum)", "input mode absent", "input copies = 1 (its minimum)", "input copies = 3 (its maximum)", "input copies absent"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no generated input with %s in:\n%s", want, all)
+		}
+	}
+}
