@@ -283,7 +283,7 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if opts.Seed == 0 {
 		opts.Seed = drawSeed()
 	}
-	c.world = newDrawn(spec, c.manifest, opts.Seed)
+	c.world = newDrawn(spec, c.manifest, opts.Seed, r.Started)
 	r.World = &c.world.World
 	defer c.close()
 	for i, def := range checks {

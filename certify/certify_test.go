@@ -241,6 +241,7 @@ var corpus = []struct {
 	{"overridepost", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", false},
 	{"readmodifywrite", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"sharedkey", "duplicate-delivery", "fixture first item and fixture second item have different inputs but one key", true},
+	{"notifyeffect", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"numberleak", "data-classes", "a financial.account value from input /account appears in output /check, classified public", true},
 	{"base64secret", "data-classes", "the secret value from secret crm/api-key was written to stderr (base64-encoded) (logs)", true},
 }
@@ -297,7 +298,7 @@ func TestCorpus(t *testing.T) {
 		for _, dir := range dirs {
 			t.Run(dir, func(t *testing.T) {
 				t.Parallel()
-				r, err := Run(context.Background(), filepath.Join("testdata", dir), Options{})
+				r, err := Run(context.Background(), filepath.Join("testdata", dir), Options{FixtureDatabase: pgtest.DatabaseURL()})
 				if err != nil {
 					t.Fatal(err)
 				}

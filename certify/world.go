@@ -14,7 +14,8 @@ import (
 )
 
 // World is what a run drew at random, recorded in the report so that a
-// run can be repeated (Options.Seed). Nothing in it is a constant a
+// run can be repeated (Options.Seed: the same secrets, keys and canaries;
+// the clock is drawn after the run's own start). Nothing in it is a constant a
 // connector could look for: the logical time, the node name its keys are
 // computed under, the secret values and every canary come from Seed.
 type World struct {
@@ -50,13 +51,13 @@ func drawSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
-// newDrawn draws a world for spec from seed.
-func newDrawn(spec *connectorspec.Spec, m *httpfixture.Manifest, seed uint64) *drawn {
+// newDrawn draws a world for spec from seed, its clock within the 30 days
+// after started (the run's start): a time production reaches too, so the
+// clock tells a connector nothing.
+func newDrawn(spec *connectorspec.Spec, m *httpfixture.Manifest, seed uint64, started time.Time) *drawn {
 	d := &drawn{World: World{Seed: seed}, rng: rand.New(rand.NewPCG(seed, seed^0x636572746966790a)), secrets: map[string]string{}}
-	// Any second of 2025-2031, with nanoseconds, as a published
-	// activation's time has.
-	from := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	d.Now = from.Add(time.Duration(d.rng.Int64N(int64(6 * 365 * 24 * time.Hour))))
+	// With nanoseconds, as a published activation's time has.
+	d.Now = started.UTC().Add(time.Duration(d.rng.Int64N(int64(30 * 24 * time.Hour))))
 	d.node = d.word() + "-" + d.word()
 	for _, s := range spec.Secrets {
 		var v string

@@ -3,6 +3,7 @@ package certify
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
@@ -22,12 +23,16 @@ func TestDrawnWorld(t *testing.T) {
 		Secrets  map[string]string
 		Database *struct{ Setup string }
 	}{Secrets: map[string]string{"slack/webhook": "https://hooks.slack.com/services/T000/B000/XXXX"}}
-	a, b, other := newDrawn(spec, m, 7), newDrawn(spec, m, 7), newDrawn(spec, m, 8)
+	started := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	a, b, other := newDrawn(spec, m, 7, started), newDrawn(spec, m, 7, started), newDrawn(spec, m, 8, started)
 	if a.Now != b.Now || a.node != b.node || a.secrets["plain"] != b.secrets["plain"] {
 		t.Fatal("one seed drew two worlds")
 	}
 	if a.Now == other.Now || a.node == other.node || a.secrets["plain"] == other.secrets["plain"] || a.secrets["stripe/key"] == other.secrets["stripe/key"] {
 		t.Fatal("two seeds drew one world")
+	}
+	if a.Now.Before(started) || a.Now.After(started.Add(30*24*time.Hour)) {
+		t.Errorf("the clock %s is not within 30 days after the run's start", a.Now)
 	}
 	if k := a.secrets["stripe/key"]; !strings.HasPrefix(k, "sk_live_") || len(k) != len("sk_live_")+24 {
 		t.Errorf("a formatted secret: %q", k)
@@ -68,7 +73,7 @@ func TestGeneratedInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &run{spec: spec, manifest: m, world: newDrawn(spec, m, 3)}
+	c := &run{spec: spec, manifest: m, world: newDrawn(spec, m, 3, time.Now())}
 	var names []string
 	keys := map[string]bool{}
 	for _, in := range c.generatedInputs() {

@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	_ "github.com/lib/pq" // the fixture database is PostgreSQL
+	"github.com/lib/pq"
 
 	"github.com/flowgen-dev/flowgen/certify/wire"
 )
@@ -29,6 +31,9 @@ type FixtureDB struct {
 	setup    string
 	readOnly bool
 	digest   string
+	// notified counts the notifications the server delivered to the
+	// connector's sessions.
+	notified atomic.Int64
 }
 
 // OpenFixtureDB makes the role and schema on the server adminURL names (a
@@ -61,10 +66,14 @@ func OpenFixtureDB(ctx context.Context, adminURL, setup string, readOnly bool) (
 	}
 	ru := *u
 	ru.User = url.UserPassword(name, password)
-	if d.conn, err = sql.Open("postgres", ru.String()); err != nil {
+	base, err := pq.NewConnector(ru.String())
+	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("fixture database: %w", err)
 	}
+	// The server delivers a session's own notifications to it when it
+	// listens: that is how a NOTIFY is seen (notifyChannels).
+	d.conn = sql.OpenDB(pq.ConnectorWithNotificationHandler(base, func(*pq.Notification) { d.notified.Add(1) }))
 	d.conn.SetMaxOpenConns(2)
 	if err := d.runSetup(ctx); err != nil {
 		d.Close()
@@ -107,6 +116,7 @@ func (d *FixtureDB) Do(ctx context.Context, req wire.DBRequest) (wire.DBResponse
 	for i, a := range req.Args {
 		args[i] = a.Any()
 	}
+	before := d.notified.Load()
 	resp, err := d.do(ctx, req, args)
 	if err != nil {
 		return wire.DBResponse{Error: err.Error()}, false
@@ -118,13 +128,72 @@ func (d *FixtureDB) Do(ctx context.Context, req wire.DBRequest) (wire.DBResponse
 	if err != nil {
 		return wire.DBResponse{Error: err.Error()}, false
 	}
-	changed := digest != d.digest
+	changed := digest != d.digest || d.notified.Load() != before
 	d.digest = digest
 	return resp, changed
 }
 
+// maxChannels bounds the channels listened to around one statement.
+const maxChannels = 512
+
+// channelToken finds what may name a notification channel: a quoted
+// identifier, a string literal, or a bare word.
+var channelToken = regexp.MustCompile(`"((?:[^"]|"")+)"|'((?:[^']|'')*)'|[A-Za-z_][A-Za-z0-9_$]*`)
+
+// notifyChannels lists the channels a statement may notify: every word,
+// quoted identifier and string literal of it and of the fixture setup
+// (where a trigger may notify), and its string arguments.
+func (d *FixtureDB) notifyChannels(query string, args []any) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(c string) {
+		if c != "" && len(c) < 64 && !seen[c] && len(out) < maxChannels {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, text := range []string{query, d.setup} {
+		for _, m := range channelToken.FindAllStringSubmatch(text, -1) {
+			switch {
+			case m[1] != "":
+				add(strings.ReplaceAll(m[1], `""`, `"`))
+			case strings.HasPrefix(m[0], "'"):
+				add(strings.ReplaceAll(m[2], "''", "'"))
+			default:
+				add(strings.ToLower(m[0]))
+			}
+		}
+	}
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			add(s)
+		}
+	}
+	return out
+}
+
 func (d *FixtureDB) do(ctx context.Context, req wire.DBRequest, args []any) (wire.DBResponse, error) {
-	tx, err := d.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: d.readOnly})
+	conn, err := d.conn.Conn(ctx)
+	if err != nil {
+		return wire.DBResponse{}, err
+	}
+	defer conn.Close()
+	if !d.readOnly {
+		// Listen, before the transaction, on every channel the
+		// statement may notify; the server delivers the session's own
+		// notifications at commit.
+		var listen strings.Builder
+		for _, c := range d.notifyChannels(req.Query, args) {
+			listen.WriteString("LISTEN " + pq.QuoteIdentifier(c) + ";")
+		}
+		if listen.Len() > 0 {
+			if _, err := conn.ExecContext(ctx, listen.String()); err != nil {
+				return wire.DBResponse{}, err
+			}
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "UNLISTEN *")
+	}
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: d.readOnly})
 	if err != nil {
 		return wire.DBResponse{}, err
 	}
@@ -173,6 +242,11 @@ func (d *FixtureDB) do(ctx context.Context, req wire.DBRequest, args []any) (wir
 		if err := rows.Close(); err != nil {
 			return resp, err
 		}
+	}
+	if d.readOnly {
+		// As the runtime's read capability does: a read-only transaction
+		// may still NOTIFY, which only a commit would send.
+		return resp, nil
 	}
 	return resp, tx.Commit()
 }

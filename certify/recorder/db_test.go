@@ -13,11 +13,14 @@ import (
 func str(s string) wire.Value { return wire.Value{String: &s} }
 
 // TestFixtureDBCountsChangesAndGrantsNothing: a statement is an effect
-// exactly when it changes a row or a large object; the connector's SQL runs as a role that
+// exactly when it changes a row or a large object, or notifies; the connector's SQL runs as a role that
 // cannot reach beyond its schema; closing leaves nothing behind.
 func TestFixtureDBCountsChangesAndGrantsNothing(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenFixtureDB(ctx, pgtest.DatabaseURL(), `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL)`, false)
+	db, err := OpenFixtureDB(ctx, pgtest.DatabaseURL(), `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL);
+		CREATE TABLE shipments (id text PRIMARY KEY);
+		CREATE FUNCTION announce() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('shipped', NEW.id); RETURN NULL; END $$;
+		CREATE TRIGGER announce AFTER INSERT OR UPDATE ON shipments FOR EACH ROW EXECUTE FUNCTION announce()`, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +37,19 @@ func TestFixtureDBCountsChangesAndGrantsNothing(t *testing.T) {
 	for _, q := range []string{`SELECT lo_from_bytea(0, 'receipt')`, `SELECT lo_put((SELECT max(oid) FROM pg_largeobject_metadata WHERE lomowner = current_user::regrole), 0, 'R')`} {
 		if resp, changed := db.Do(ctx, wire.DBRequest{Query: q}); resp.Error != "" || !changed {
 			t.Fatalf("%s: %+v changed %v", q, resp, changed)
+		}
+	}
+	// A notification is an effect, however it is sent: NOTIFY, pg_notify
+	// with the channel as an argument, a trigger of the setup's that
+	// changes no row the statement names.
+	for _, req := range []wire.DBRequest{
+		{Exec: true, Query: `NOTIFY order_paid, 'o1'`},
+		{Query: `SELECT pg_notify($1, $2)`, Args: []wire.Value{str("Order-Paid"), str("o1")}},
+		{Exec: true, Query: `INSERT INTO shipments VALUES ($1) ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id`, Args: []wire.Value{str("s1")}},
+		{Exec: true, Query: `INSERT INTO shipments VALUES ($1) ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id`, Args: []wire.Value{str("s1")}},
+	} {
+		if resp, changed := db.Do(ctx, req); resp.Error != "" || !changed {
+			t.Errorf("%s: %+v changed %v", req.Query, resp, changed)
 		}
 	}
 	resp, changed := db.Do(ctx, wire.DBRequest{Query: `SELECT id, status FROM orders`})

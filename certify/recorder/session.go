@@ -265,7 +265,9 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	// A live provider answers a read with what earlier writes left.
 	if s.Mode == Provider && !req.Write && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
 		if body, ok := s.World.held(req.URL); ok {
-			return wire.HTTPResponse{Status: http.StatusOK, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: body}
+			resp := wire.HTTPResponse{Status: http.StatusOK, Header: map[string][]string{}, Body: body}
+			s.World.liveHeaders(resp.Header, resp.Body)
+			return resp
 		}
 	}
 	s.mu.Lock()
@@ -286,6 +288,7 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	for k, v := range ex.Response.Headers {
 		resp.Header[http.CanonicalHeaderKey(k)] = []string{v}
 	}
+	s.World.liveHeaders(resp.Header, resp.Body)
 	return resp
 }
 

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -269,4 +270,23 @@ func (w *World) held(url string) ([]byte, bool) {
 	defer w.mu.Unlock()
 	b, ok := w.resources[url]
 	return b, ok
+}
+
+// liveHeaders adds what every live provider's answer carries and a
+// recording may leave out (Date at the world's clock, Content-Length,
+// a JSON body's Content-Type), so that an answer's headers do not tell
+// the recorder from a provider.
+func (w *World) liveHeaders(h map[string][]string, body []byte) {
+	w.mu.Lock()
+	now := w.now
+	w.mu.Unlock()
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = []string{now.UTC().Format(http.TimeFormat)}
+	}
+	if _, ok := h["Content-Length"]; !ok {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
+	if _, ok := h["Content-Type"]; !ok && len(body) > 0 && json.Valid(body) {
+		h["Content-Type"] = []string{"application/json"}
+	}
 }

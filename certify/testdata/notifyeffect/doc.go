@@ -1,0 +1,2 @@
+// Package notifyeffect is a connector of the certification corpus.
+package notifyeffect
