@@ -295,6 +295,7 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 		if c.failedGate != "" && def.name != "signature" {
 			ch.Outcome, ch.Summary = Skip, fmt.Sprintf("skipped: the %s check failed", c.failedGate)
 		} else {
+			c.check = def.name
 			def.do(c, &ch)
 		}
 		if def.gate && ch.Outcome == Fail && c.failedGate == "" {
@@ -316,17 +317,22 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 }
 
 type run struct {
-	ctx        context.Context
-	dir        string
-	spec       *connectorspec.Spec
-	specDiags  diag.List
-	manifest   *httpfixture.Manifest
-	opts       Options
-	report     *Report
-	world      *drawn
-	sbomPath   string
-	failedGate CheckName
-	importPath string
+	ctx       context.Context
+	dir       string
+	spec      *connectorspec.Spec
+	specDiags diag.List
+	manifest  *httpfixture.Manifest
+	opts      Options
+	report    *Report
+	world     *drawn
+	// check is the check running now, and secretLeaks what any run of
+	// any check showed of a secret (data-classes reports them).
+	check       CheckName
+	leaksMu     sync.Mutex
+	secretLeaks []string
+	sbomPath    string
+	failedGate  CheckName
+	importPath  string
 	// generatedFiles are the absolute paths of files equal to what flowgen
 	// gen writes for the spec.
 	generatedFiles []string

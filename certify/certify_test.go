@@ -242,6 +242,7 @@ var corpus = []struct {
 	{"readmodifywrite", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"sharedkey", "duplicate-delivery", "fixture first item and fixture second item have different inputs but one key", true},
 	{"notifyeffect", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"lateleak", "data-classes", "the secret value from secret crm/api-key was written to stderr (hex-encoded) (logs)", true},
 	{"numberleak", "data-classes", "a financial.account value from input /account appears in output /check, classified public", true},
 	{"base64secret", "data-classes", "the secret value from secret crm/api-key was written to stderr (base64-encoded) (logs)", true},
 }
@@ -250,9 +251,10 @@ var corpus = []struct {
 // that deduplicates on a body field (Square) and a token whose prefix the
 // connector checks, sorted map keys, an effect that an enum value turns
 // off (a preview), a read before an idempotent write (a provider that
-// remembers it), a library whose initializer reads crypto/rand, two
+// remembers it), a library whose initializer reads crypto/rand, an
+// output stamped with the activation's time (run at a drawn one), two
 // fixtures posting to one URL, a KV record, a waiver.
-var goodControls = []string{"goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid"}
+var goodControls = []string{"goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp"}
 
 // contained lists connectors of the corpus that depend on the host or
 // reach for it natively, but that confinement makes harmless: in their

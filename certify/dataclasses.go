@@ -107,10 +107,22 @@ func (c *run) dataClasses(ch *Check) {
 	}
 	for i, where := range p.Logged {
 		if where != "" {
-			leaks = append(leaks, fmt.Sprintf("the %s value from %s was written to %s (logs)", all[i].class, originName(all[i]), where))
+			leaks = append(leaks, secretLogged(all[i], where))
 		}
 	}
 	leaks = append(leaks, c.requestLeaks(world, all)...)
+	// Secrets are the same in every run: what any other check's runs
+	// showed of one counts too (an error on the fourth attempt, a log
+	// line in a burst, a request in the storm).
+	secrets := c.secretCanaries()
+	for _, w := range c.worlds {
+		if w != world {
+			leaks = append(leaks, c.requestLeaks(w, secrets)...)
+		}
+	}
+	c.leaksMu.Lock()
+	leaks = append(leaks, c.secretLeaks...)
+	c.leaksMu.Unlock()
 	leaks = append(leaks, p.Protocol...)
 	slices.Sort(leaks)
 	leaks = slices.Compact(leaks)

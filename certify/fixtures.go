@@ -22,7 +22,7 @@ import (
 // fixture starting from an empty state, answered strictly from its own
 // recording.
 func (c *run) fixtureSession(v variant) (*recorder.Session, *recorder.World, processRun, error) {
-	world, err := c.newWorld(fixtureNow)
+	world, err := c.newWorld(c.world.fixtureNow)
 	if err != nil {
 		return nil, nil, processRun{}, err
 	}
@@ -34,7 +34,7 @@ func (c *run) fixtureSession(v variant) (*recorder.Session, *recorder.World, pro
 	}
 	for _, first := range rounds {
 		for i, fx := range c.manifest.Fixtures {
-			p, err := c.plan(first+i, fx, 1, fixtureNow)
+			p, err := c.plan(first+i, fx, 1, c.world.fixtureNow)
 			if err != nil {
 				return nil, nil, processRun{}, err
 			}
@@ -71,7 +71,7 @@ func (c *run) fixtures(ch *Check) {
 // secret placeholders rewritten to the world's values, as its delivery's
 // were).
 func (c *run) judgeFixture(p processRun, i int, fx httpfixture.Fixture) []string {
-	fx = substitute(fx, c.world.secretSubs)
+	fx = substitute(fx, c.world.subs)
 	var out []string
 	res, ok := p.Results[i]
 	if !ok {
@@ -295,7 +295,7 @@ func (c *run) determinism(ch *Check) {
 		runs = append(runs, v.name+": "+describe(v))
 	}
 	ch.Evidence = append(ch.Evidence, "processes: "+strings.Join(runs, "; "),
-		fmt.Sprintf("pins: clock fixed at %s; random sources seeded from each activation's key; HTTP answered from each fixture's recording; state fresh per fixture", fixtureNow.Format(time.RFC3339)))
+		fmt.Sprintf("pins: clock fixed at %s; random sources seeded from each activation's key; HTTP answered from each fixture's recording; state fresh per fixture", c.world.fixtureNow.Format(time.RFC3339)))
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures %s across %d sandboxed processes; replay hash %s", len(c.manifest.Fixtures), what, len(variants), c.report.ReplayHash)
 }
 

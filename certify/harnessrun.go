@@ -103,7 +103,41 @@ func (c *run) runSession(s *recorder.Session, v variant, canaries ...canary) pro
 			}
 		}
 	}
+	c.traceSecrets(out, logged)
 	return processRun{Outcome: out, Stdout: stdout.String(), Stderr: stderr.String(), Exit: res, Err: err, Logged: logged}
+}
+
+// traceSecrets notes where a session showed a secret, whichever check
+// ran it: in the process's output (logged, in the order runSession
+// watches, secrets first), an error or an output.
+func (c *run) traceSecrets(out recorder.Outcome, logged []string) {
+	if c.check == "data-classes" {
+		return // it judges its own runs, fixture by fixture
+	}
+	var found []string
+	for i, cn := range c.secretCanaries() {
+		if logged[i] != "" {
+			found = append(found, secretLogged(cn, logged[i]))
+		}
+		for _, res := range out.Results {
+			if res.Error != nil {
+				if form := cn.look.Find(res.Error.Message); form != "" {
+					found = append(found, fmt.Sprintf("in the %s check, the value of secret %s appears in an error message (%s), which reaches job state and logs", c.check, cn.origin, form))
+				}
+			}
+			if form := cn.look.Find(string(res.Output)); form != "" {
+				found = append(found, fmt.Sprintf("in the %s check, the value of secret %s appears in an output (%s)", c.check, cn.origin, form))
+			}
+		}
+	}
+	c.leaksMu.Lock()
+	c.secretLeaks = append(c.secretLeaks, found...)
+	c.leaksMu.Unlock()
+}
+
+// secretLogged says that a secret was written to the process's output.
+func secretLogged(cn canary, where string) string {
+	return fmt.Sprintf("the %s value from %s was written to %s (logs)", cn.class, originName(cn), where)
 }
 
 // sessionWall bounds a harness process: the deliveries' own timeouts, in

@@ -18,7 +18,6 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/leak"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
 // deliveryTimeout bounds one delivery in the harness.
@@ -44,7 +43,7 @@ func (c *run) plan(id int, fx httpfixture.Fixture, attempt int, now time.Time) (
 	if err != nil {
 		return recorder.Planned{}, fmt.Errorf("fixture %q: %w", fx.Name, err)
 	}
-	fx = substitute(fx, c.world.secretSubs)
+	fx = substitute(fx, c.world.subs)
 	return recorder.Planned{
 		Delivery: wire.Delivery{ID: id, Params: fx.Params, Input: fx.Input, Key: key, Attempt: attempt,
 			Now: now, Secrets: maps.Clone(c.world.secrets), Timeout: deliveryTimeout},
@@ -356,6 +355,3 @@ func (c *run) canaryVariant(fx httpfixture.Fixture) (httpfixture.Fixture, []cana
 	v.Name = fx.Name + " (canaries)"
 	return v, canaries
 }
-
-// fixtureNow is the clock reading fixtures run at.
-var fixtureNow = fixturetest.Now

@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
 // World is what a run drew at random, recorded in the report so that a
@@ -22,8 +24,9 @@ type World struct {
 	// Seed draws everything else.
 	Seed uint64 `json:"seed"`
 	// Now is the logical time of the activations of the checks that
-	// judge behaviour (duplicate-delivery, data-classes). The fixtures
-	// check runs at fixturetest.Now, the time fixtures record outputs at.
+	// judge behaviour (duplicate-delivery, data-classes); the fixtures
+	// and determinism checks run at it in whole seconds, with what the
+	// fixtures record at fixturetest.Now rewritten to that.
 	Now time.Time `json:"now"`
 }
 
@@ -34,10 +37,15 @@ type drawn struct {
 	// node is the flow node name keys are computed under, as an engine
 	// computes them under the node's name in its flow.
 	node string
-	// secrets are the values each declared handle resolves to, and
-	// secretSubs rewrite the fixtures' placeholders into them.
-	secrets    map[string]string
-	secretSubs []substitution
+	// secrets are the values each declared handle resolves to; subs
+	// rewrite the fixtures' placeholders into them, and fixturetest.Now,
+	// in the forms outputs write it, into fixtureNow.
+	secrets map[string]string
+	subs    []substitution
+	// fixtureNow is the logical time of the fixtures and determinism
+	// checks: Now in whole seconds, as fixturetest.Now is, so that what
+	// a fixture records at fixturetest.Now can be rewritten to it.
+	fixtureNow time.Time
 
 	mu   sync.Mutex
 	rng  *rand.Rand
@@ -58,6 +66,8 @@ func newDrawn(spec *connectorspec.Spec, m *httpfixture.Manifest, seed uint64, st
 	d := &drawn{World: World{Seed: seed}, rng: rand.New(rand.NewPCG(seed, seed^0x636572746966790a)), secrets: map[string]string{}}
 	// With nanoseconds, as a published activation's time has.
 	d.Now = started.UTC().Add(time.Duration(d.rng.Int64N(int64(30 * 24 * time.Hour))))
+	d.fixtureNow = d.Now.Truncate(time.Second)
+	d.subs = timeSubstitutions(fixturetest.Now, d.fixtureNow)
 	d.node = d.word() + "-" + d.word()
 	for _, s := range spec.Secrets {
 		var v string
@@ -68,9 +78,23 @@ func newDrawn(spec *connectorspec.Spec, m *httpfixture.Manifest, seed uint64, st
 			v = d.like(m.Secret(s.Handle), true)
 		}
 		d.secrets[s.Handle] = v
-		d.secretSubs = append(d.secretSubs, substitution{old: m.Secret(s.Handle), new: v})
+		d.subs = append(d.subs, substitution{old: m.Secret(s.Handle), new: v})
 	}
 	return d
+}
+
+// timeSubstitutions rewrite from, in the forms a connector commonly
+// writes a time (RFC 3339, with a space, a date; Unix milliseconds and
+// seconds), into to: longer forms first, so that a date is rewritten on
+// its own only where it stands alone.
+func timeSubstitutions(from, to time.Time) []substitution {
+	var subs []substitution
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05", time.DateOnly} {
+		subs = append(subs, substitution{old: from.UTC().Format(layout), new: to.UTC().Format(layout)})
+	}
+	return append(subs,
+		substitution{old: strconv.FormatInt(from.UnixMilli(), 10), new: strconv.FormatInt(to.UnixMilli(), 10), number: true},
+		substitution{old: strconv.FormatInt(from.Unix(), 10), new: strconv.FormatInt(to.Unix(), 10), number: true})
 }
 
 // word is a pronounceable lowercase word of 4 to 7 letters.

@@ -277,6 +277,18 @@ func (d *FixtureDB) stateDigest(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("fixture database: %w", err)
 	}
 	fmt.Fprintf(h, "large objects %s\n", objects.String)
+	// A sequence of its own (a counter: invoice numbers issued) is state;
+	// one a column owns (serial, identity) advances on every insert
+	// attempt, a conflicting upsert's too, and shows in its rows.
+	var sequences sql.NullString
+	if err := d.admin.QueryRowContext(ctx, `SELECT string_agg(s.sequencename || '=' || coalesce(s.last_value::text, ''), ',' ORDER BY s.sequencename)
+		FROM pg_sequences s WHERE s.schemaname = $1 AND NOT EXISTS (
+			SELECT 1 FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+			WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+			  AND c.relname = s.sequencename AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = s.schemaname))`, d.name).Scan(&sequences); err != nil {
+		return "", fmt.Errorf("fixture database: %w", err)
+	}
+	fmt.Fprintf(h, "sequences %s\n", sequences.String)
 	for _, t := range tables {
 		var sum sql.NullString
 		q := fmt.Sprintf(`SELECT md5(string_agg(t::text, E'\n' ORDER BY t::text)) FROM %s.%s t`, d.name, quoteIdent(t))

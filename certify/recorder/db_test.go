@@ -13,12 +13,15 @@ import (
 func str(s string) wire.Value { return wire.Value{String: &s} }
 
 // TestFixtureDBCountsChangesAndGrantsNothing: a statement is an effect
-// exactly when it changes a row or a large object, or notifies; the connector's SQL runs as a role that
+// exactly when it changes a row, a large object or a counter sequence, or
+// notifies; the connector's SQL runs as a role that
 // cannot reach beyond its schema; closing leaves nothing behind.
 func TestFixtureDBCountsChangesAndGrantsNothing(t *testing.T) {
 	ctx := context.Background()
 	db, err := OpenFixtureDB(ctx, pgtest.DatabaseURL(), `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL);
 		CREATE TABLE shipments (id text PRIMARY KEY);
+		CREATE TABLE invoices (n serial PRIMARY KEY, order_id text UNIQUE);
+		CREATE SEQUENCE issued;
 		CREATE FUNCTION announce() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('shipped', NEW.id); RETURN NULL; END $$;
 		CREATE TRIGGER announce AFTER INSERT OR UPDATE ON shipments FOR EACH ROW EXECUTE FUNCTION announce()`, false)
 	if err != nil {
@@ -38,6 +41,18 @@ func TestFixtureDBCountsChangesAndGrantsNothing(t *testing.T) {
 		if resp, changed := db.Do(ctx, wire.DBRequest{Query: q}); resp.Error != "" || !changed {
 			t.Fatalf("%s: %+v changed %v", q, resp, changed)
 		}
+	}
+	// A counter sequence of its own is state; the sequence a serial
+	// column owns, advanced by a conflicting upsert, is not.
+	if resp, changed := db.Do(ctx, wire.DBRequest{Query: `SELECT nextval('issued')`}); resp.Error != "" || !changed {
+		t.Errorf("nextval of a counter: %+v changed %v", resp, changed)
+	}
+	upsertInvoice := wire.DBRequest{Exec: true, Query: `INSERT INTO invoices (order_id) VALUES ($1) ON CONFLICT (order_id) DO NOTHING`, Args: []wire.Value{str("o1")}}
+	if resp, changed := db.Do(ctx, upsertInvoice); resp.Error != "" || !changed {
+		t.Errorf("first invoice: %+v changed %v", resp, changed)
+	}
+	if resp, changed := db.Do(ctx, upsertInvoice); resp.Error != "" || changed {
+		t.Errorf("a conflicting upsert that only advanced its serial: %+v changed %v", resp, changed)
 	}
 	// A notification is an effect, however it is sent: NOTIFY, pg_notify
 	// with the channel as an argument, a trigger of the setup's that

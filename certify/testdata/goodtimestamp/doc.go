@@ -1,0 +1,2 @@
+// Package goodtimestamp is a connector of the certification corpus.
+package goodtimestamp

@@ -1,0 +1,2 @@
+// Package lateleak is a connector of the certification corpus.
+package lateleak
