@@ -3,6 +3,7 @@ package certify
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/flowgen-dev/flowgen/certify/recorder"
@@ -108,6 +109,40 @@ func (c *run) dataClasses(ch *Check) {
 	for i, where := range p.Logged {
 		if where != "" {
 			leaks = append(leaks, secretLogged(all[i], where))
+		}
+	}
+	leaks = append(leaks, c.requestLeaks(world, all)...)
+	// The paths no fixture records: every request answered as a provider
+	// refuses or fails (401, 403, 429, 503, a timeout). What the connector
+	// does then, in its errors, logs and requests, must not leak either.
+	rs := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
+	refusals := []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable, recorder.RefuseTimeout}
+	for i, refusal := range refusals {
+		for _, d := range s.Deliveries {
+			d.ID += (i + 1) * 100000
+			d.Refuse = refusal
+			rs.Deliveries = append(rs.Deliveries, d)
+		}
+	}
+	rp := c.runSession(rs, variants[0], canaries...)
+	for _, d := range rs.Deliveries {
+		res, ok := rp.Results[d.ID]
+		if !ok || res.Error == nil {
+			continue
+		}
+		what := fmt.Sprintf("answered %d", d.Refuse)
+		if d.Refuse == recorder.RefuseTimeout {
+			what = "never answered"
+		}
+		for _, cn := range all {
+			if form := cn.look.Find(res.Error.Message); form != "" {
+				leaks = append(leaks, fmt.Sprintf("fixture %q, every request %s: the %s value from %s appears in the error message (%s), which reaches job state and logs", fixtures[d.ID%100000].Name, what, cn.class, originName(cn), form))
+			}
+		}
+	}
+	for i, where := range rp.Logged {
+		if where != "" {
+			leaks = append(leaks, "with every request refused or failing: "+secretLogged(all[i], where))
 		}
 	}
 	leaks = append(leaks, c.requestLeaks(world, all)...)

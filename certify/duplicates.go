@@ -284,41 +284,53 @@ func (c *run) duplicates(ch *Check) {
 	failures = append(failures, c.violations(storm)...)
 
 	// Lost answers: the provider acts, the connector hears nothing, and
-	// the broker delivers again.
-	lostWorld, err := c.newWorld(now)
-	if err != nil {
-		ch.Outcome, ch.Summary = Fail, err.Error()
-		return
-	}
-	lost := &recorder.Session{World: lostWorld, Mode: recorder.Provider, Concurrency: 1, LoseAnswers: true}
-	again := &recorder.Session{World: lostWorld, Mode: recorder.Provider, Concurrency: 1}
-	for _, in := range order {
-		if pl, err := c.plan(id, in.fx, 1, now); err == nil {
-			lost.Deliveries = append(lost.Deliveries, pl)
-		}
-		if pl, err := c.plan(id+1, in.fx, 2, now); err == nil {
-			again.Deliveries = append(again.Deliveries, pl)
-		}
-		id += 2
-	}
-	deliveries += len(lost.Deliveries) + len(again.Deliveries)
-	p = c.runSession(lost, variants[0])
-	for _, d := range lost.Deliveries {
-		if _, ok := p.Results[d.ID]; !ok {
-			failures = append(failures, fmt.Sprintf("after a lost answer: no result: %s", p.failure()))
-			break
-		}
-	}
-	p = c.runSession(again, variants[1])
-	// A connector that cannot tell whether the provider acted may refuse
-	// for now (a retryable kind), as long as it does not act again.
-	for _, f := range c.judgeDeliveries(p, again, order, true) {
-		failures = append(failures, "delivered again after a lost answer: "+f)
-	}
-	afterLoss := lostWorld.Effects()
+	// the broker delivers again; for the answer to each effect of a
+	// delivery in turn (the capture after the authorization, too).
+	positions := 1
 	for _, in := range inputs {
-		if want, got := baseline[in.key], afterLoss[in.key]; got > want {
-			failures = append(failures, fmt.Sprintf("%s (key %s): %d effect(s) when the provider's answer was lost and the input delivered again, but one delivery has %d (a retry under a new key, or a write that does not carry the key)", in.name, short(in.key), got, want))
+		positions = max(positions, min(baseline[in.key], limit))
+	}
+	for k := 1; k <= positions; k++ {
+		lostWorld, err := c.newWorld(now)
+		if err != nil {
+			ch.Outcome, ch.Summary = Fail, err.Error()
+			return
+		}
+		lost := &recorder.Session{World: lostWorld, Mode: recorder.Provider, Concurrency: 1, LoseEffect: k}
+		again := &recorder.Session{World: lostWorld, Mode: recorder.Provider, Concurrency: 1}
+		for _, in := range order {
+			if pl, err := c.plan(id, in.fx, 1, now); err == nil {
+				lost.Deliveries = append(lost.Deliveries, pl)
+			}
+			if pl, err := c.plan(id+1, in.fx, 2, now); err == nil {
+				again.Deliveries = append(again.Deliveries, pl)
+			}
+			id += 2
+		}
+		deliveries += len(lost.Deliveries) + len(again.Deliveries)
+		what := "the provider's answer to the first effect"
+		if k > 1 {
+			what = fmt.Sprintf("the provider's answer to effect %d of a delivery", k)
+		}
+		p = c.runSession(lost, variants[0])
+		for _, d := range lost.Deliveries {
+			if _, ok := p.Results[d.ID]; !ok {
+				failures = append(failures, fmt.Sprintf("after losing %s: no result: %s", what, p.failure()))
+				break
+			}
+		}
+		// A connector that cannot tell whether the provider acted may
+		// refuse for now (a retryable kind), as long as it does not act
+		// again.
+		p = c.runSession(again, variants[1])
+		for _, f := range c.judgeDeliveries(p, again, order, true) {
+			failures = append(failures, "delivered again after losing "+what+": "+f)
+		}
+		afterLoss := lostWorld.Effects()
+		for _, in := range inputs {
+			if want, got := baseline[in.key], afterLoss[in.key]; got > want {
+				failures = append(failures, fmt.Sprintf("%s (key %s): %d effect(s) when %s was lost and the input delivered again, but one delivery has %d (a retry under a new key, or a write that does not carry the key)", in.name, short(in.key), got, what, want))
+			}
 		}
 	}
 

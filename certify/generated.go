@@ -15,7 +15,7 @@ import (
 )
 
 // maxGenerated bounds the inputs generated from the schemas per run.
-const maxGenerated = 32
+const maxGenerated = 48
 
 // alteration is one change the schemas allow to a fixture's input or
 // params: a field set to another enum value, a bound, its default or the
@@ -23,14 +23,19 @@ const maxGenerated = 32
 type alteration struct {
 	what  string
 	apply func(obj map[string]any)
+	// field is the dotted path it changes; flag is set for an enum value
+	// or a boolean, which generatedInputs also combines in pairs.
+	field string
+	flag  bool
 }
 
 // generatedInputs derives inputs from the success fixtures and the
 // schemas, so that what no fixture uses still runs: every other enum
 // value of each field, each optional field absent (and present, at its
 // default, when the fixture leaves it out), numbers at their bounds,
-// strings at their shortest and longest, booleans flipped, and the same
-// for params. Each has its key fields
+// integers at each power of ten between, strings at their shortest and
+// longest, booleans flipped, enum values and booleans in pairs, and the
+// same for params. Each has its key fields
 // redrawn, so that it has a key of its own, and validates against the
 // schemas; at most maxGenerated are returned.
 func (c *run) generatedInputs() []dupInput {
@@ -64,7 +69,22 @@ func (c *run) generatedInputs() []dupInput {
 			if len(raw) == 0 {
 				raw = json.RawMessage("{}")
 			}
-			for _, alt := range alterations(part.schema, raw, "", keyFields, part.name == "input") {
+			alts := alterations(part.schema, raw, "", keyFields, part.name == "input")
+			// Flags in pairs: an effect behind two options at once.
+			var flags []alteration
+			for _, a := range alts {
+				if a.flag {
+					flags = append(flags, a)
+				}
+			}
+			for i, a := range flags {
+				for _, b := range flags[i+1:] {
+					if a.field != b.field {
+						alts = append(alts, alteration{what: a.what + " and " + b.what, apply: func(m map[string]any) { a.apply(m); b.apply(m) }})
+					}
+				}
+			}
+			for _, alt := range alts {
 				obj, err := decodeJSON(raw)
 				m, ok := obj.(map[string]any)
 				if err != nil || !ok {
@@ -113,19 +133,32 @@ func alterations(schema *jsonschema.Schema, raw json.RawMessage, prefix string, 
 			continue
 		}
 		cur, present := obj[name]
-		setTo := func(what string, value any) {
-			out = append(out, alteration{what: fmt.Sprintf("%s %s", path, what), apply: func(m map[string]any) { setPath(m, path, value) }})
+		set := func(what string, value any, flag bool) {
+			out = append(out, alteration{what: fmt.Sprintf("%s %s", path, what), apply: func(m map[string]any) { setPath(m, path, value) }, field: path, flag: flag})
 		}
+		setTo := func(what string, value any) { set(what, value, false) }
 		if ps.Enum != nil {
 			for _, e := range ps.Enum.Values {
 				if !present || fmt.Sprint(e) != fmt.Sprint(cur) {
-					setTo(fmt.Sprintf("= %v (enum)", e), e)
+					set(fmt.Sprintf("= %v (enum)", e), e, true)
 				}
 			}
 		}
 		if ps.Types != nil && slices.Contains(ps.Types.ToStrings(), "boolean") {
 			b, _ := cur.(bool)
-			setTo(fmt.Sprintf("= %v", !b), !b)
+			set(fmt.Sprintf("= %v", !b), !b, true)
+		}
+		// Integers at each power of ten between their bounds: a branch on
+		// a range inside the bounds shows.
+		if ps.Minimum != nil && ps.Maximum != nil && ps.Types != nil && slices.Contains(ps.Types.ToStrings(), "integer") {
+			for v := big.NewRat(1, 1); v.Cmp(ps.Maximum) <= 0; v.Mul(v, big.NewRat(10, 1)) {
+				if v.Cmp(ps.Minimum) > 0 && v.Cmp(ps.Maximum) < 0 {
+					n := ratNumber(v)
+					if fmt.Sprint(cur) != n.String() {
+						setTo(fmt.Sprintf("= %s (a magnitude)", n), n)
+					}
+				}
+			}
 		}
 		for _, bound := range []struct {
 			name string

@@ -83,6 +83,9 @@ func Run(ctx context.Context, socket string) error {
 	}
 	host, err := wasmhost.New(ctx, wasmhost.Options{
 		CacheDir: work.Module.Cache,
+		// The module's clocks read the same; a connector's own backoff
+		// costs no time.
+		VirtualSleep: true,
 		Report: func(ev wasmhost.Event) {
 			c.call(ctx, http.MethodPost, wire.PathEvent, wire.Event{Kind: string(ev.Kind), Detail: ev.Detail, InActivation: ev.InActivation, Key: ev.Key}, nil)
 		},

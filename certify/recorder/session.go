@@ -29,10 +29,18 @@ const (
 	Provider
 )
 
+// RefuseTimeout is Planned.Refuse for a provider that never answers.
+const RefuseTimeout = -1
+
 // Planned is one delivery and what the provider recorded for it.
 type Planned struct {
 	wire.Delivery
 	Exchanges []httpfixture.Exchange
+	// Refuse, when not 0, answers every HTTP request of the delivery
+	// with that status (RefuseTimeout: never), as a provider that
+	// refuses or fails; the request is recorded as sent, and changes
+	// nothing.
+	Refuse int
 }
 
 // Session is what one harness process runs against a world.
@@ -46,10 +54,11 @@ type Session struct {
 	Fresh bool
 	// Module is the module the harness runs and how (wire.Module).
 	Module wire.Module
-	// LoseAnswers loses the answer to each delivery's first request that
-	// took effect: the provider applied it, and the connector sees a
-	// timeout, as when a connection drops after the provider acted.
-	LoseAnswers bool
+	// LoseEffect, when not 0, loses the answer to each delivery's
+	// LoseEffect-th request that took effect (1 for the first): the
+	// provider applied it, and the connector sees a timeout, as when a
+	// connection drops after the provider acted.
+	LoseEffect int
 
 	mu       sync.Mutex
 	results  map[int]wire.Result
@@ -60,7 +69,7 @@ type Session struct {
 	protocol []string
 	resetErr error
 	events   []wire.Event
-	lost     map[int]bool
+	effected map[int]int // requests that took effect, per delivery
 }
 
 // Outcome is what a session observed.
@@ -85,7 +94,7 @@ type Outcome struct {
 func (s *Session) init() {
 	if s.results == nil {
 		s.results, s.cursor, s.problems, s.repeats = map[int]wire.Result{}, map[int]int{}, map[int][]string{}, map[int]int{}
-		s.lost = map[int]bool{}
+		s.effected = map[int]int{}
 	}
 }
 
@@ -259,6 +268,20 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 		header[ck] = append(header[ck], vs...)
 	}
 	req := &Request{Method: in.Method, URL: in.URL, Header: header, Body: in.Body}
+	if d.Refuse != 0 {
+		if !s.World.record(d.ID, d.Key, req) {
+			return wire.HTTPResponse{Refused: fmt.Sprintf("egress to %s is not allowed", req.Host)}
+		}
+		if d.Refuse == RefuseTimeout {
+			return wire.HTTPResponse{Timeout: true}
+		}
+		resp := wire.HTTPResponse{Status: d.Refuse, Header: map[string][]string{}, Body: []byte(`{"error":{"message":"` + http.StatusText(d.Refuse) + `"}}`)}
+		if d.Refuse == http.StatusTooManyRequests || d.Refuse == http.StatusServiceUnavailable {
+			resp.Header["Retry-After"] = []string{"1"}
+		}
+		s.World.liveHeaders(resp.Header, resp.Body)
+		return resp
+	}
 	if !s.World.http(d.ID, d.Key, req) {
 		return wire.HTTPResponse{Refused: fmt.Sprintf("egress to %s is not allowed", req.Host)}
 	}
@@ -280,9 +303,10 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	if ex.Response.Timeout {
 		return wire.HTTPResponse{Timeout: true}
 	}
-	if s.LoseAnswers && req.Effect && !s.lost[d.ID] {
-		s.lost[d.ID] = true
-		return wire.HTTPResponse{Timeout: true}
+	if req.Effect {
+		if s.effected[d.ID]++; s.effected[d.ID] == s.LoseEffect {
+			return wire.HTTPResponse{Timeout: true}
+		}
 	}
 	resp := wire.HTTPResponse{Status: ex.Response.Status, Header: map[string][]string{}, Body: ex.ResponseBody()}
 	for k, v := range ex.Response.Headers {

@@ -133,16 +133,24 @@ func (w *World) violate(msg string) {
 
 func (w *World) effect(key string) { w.effects[key]++ }
 
-// http records a request attributed to delivery (key) and reports whether
-// it may be answered: false for egress violations.
-func (w *World) http(delivery int, key string, req *Request) bool {
+// record records a request attributed to delivery (key) that the
+// provider refuses, so changes nothing, and reports whether it may be
+// answered: false for egress violations.
+func (w *World) record(delivery int, key string, req *Request) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	allowed := w.check(delivery, key, req)
+	w.requests = append(w.requests, *req)
+	return allowed
+}
+
+// check judges a request, noting the violations it is; the caller holds
+// w.mu and records it.
+func (w *World) check(delivery int, key string, req *Request) bool {
 	req.Delivery, req.Key = delivery, key
 	u, err := url.Parse(req.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		w.violate("request to an invalid URL " + req.URL)
-		w.requests = append(w.requests, *req)
 		return false
 	}
 	req.Host = flowtype.TargetOf(u)
@@ -154,6 +162,16 @@ func (w *World) http(delivery int, key string, req *Request) bool {
 	if req.Write && w.ReadOnly {
 		w.violate("a write (" + httpfixture.Method(req.Method, req.Header) + " " + req.URL + ") from a connector that may only read")
 	}
+	return allowed
+}
+
+// http records a request attributed to delivery (key), applies it to the
+// provider, and reports whether it may be answered: false for egress
+// violations.
+func (w *World) http(delivery int, key string, req *Request) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	allowed := w.check(delivery, key, req)
 	if allowed {
 		w.provider.Contract = w.Contract
 		req.Effect = w.provider.Apply(req.Method, req.URL, req.Header, req.Body)

@@ -412,6 +412,9 @@ func (inst *instance) nanosleep(ns int64) {
 		}
 		return
 	}
+	if inst.m.host.opts.VirtualSleep && inst.act != nil {
+		return
+	}
 	// Sleep until the call's deadline at most: the activation's, or
 	// the initialization's (a module that sleeps in a package init cannot
 	// hold its start past startupTimeout, nor an activation that waits for

@@ -1,0 +1,2 @@
+// Package authleak is a connector of the certification corpus.
+package authleak

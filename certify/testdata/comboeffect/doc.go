@@ -1,0 +1,2 @@
+// Package comboeffect is a connector of the certification corpus.
+package comboeffect

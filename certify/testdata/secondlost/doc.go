@@ -1,0 +1,2 @@
+// Package secondlost is a connector of the certification corpus.
+package secondlost
