@@ -244,6 +244,8 @@ var corpus = []struct {
 	{"readmodifywrite", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"sharedkey", "duplicate-delivery", "fixture first item and fixture second item have different inputs but one key", true},
 	{"notifyeffect", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"secretshuffle", "data-classes", "the value of secret crm/api-key changes what the connector writes to its logs", true},
+	{"chunkleak", "data-classes", "the value of secret pay/key changes requests to hosts other than [api.pay.example]", true},
 	{"authleak", "data-classes", "every request answered 401: the secret value from secret notify/token appears in the error message", true},
 	{"lateleak", "data-classes", "the secret value from secret crm/api-key was written to stderr (hex-encoded) (logs)", true},
 	{"numberleak", "data-classes", "a financial.account value from input /account appears in output /check, classified public", true},

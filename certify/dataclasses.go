@@ -1,8 +1,10 @@
 package certify
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 
@@ -26,7 +28,10 @@ import (
 // in a request to a host the spec does not send it to. And it fails when
 // a fixture ends otherwise than it records (another error kind, an error
 // for a success): a connector that behaves only in the world its author
-// recorded would behave otherwise in production.
+// recorded would behave otherwise in production. The fixtures run again
+// with every request refused or failing (secretFlow's twin for the paths
+// no fixture records), and once per secret with only its value redrawn
+// (secretFlow).
 func (c *run) dataClasses(ch *Check) {
 	world, err := c.newWorld(c.world.Now)
 	if err != nil {
@@ -112,6 +117,7 @@ func (c *run) dataClasses(ch *Check) {
 		}
 	}
 	leaks = append(leaks, c.requestLeaks(world, all)...)
+	leaks = append(leaks, c.secretFlow(s, p, canaries)...)
 	// The paths no fixture records: every request answered as a provider
 	// refuses or fails (401, 403, 429, 503, a timeout). What the connector
 	// does then, in its errors, logs and requests, must not leak either.
@@ -216,4 +222,78 @@ func originName(cn canary) string {
 		return "secret " + cn.origin
 	}
 	return "input " + cn.origin
+}
+
+// secretFlow runs the session's deliveries again, once per secret, with
+// only that secret's value drawn anew, and compares everything the
+// connector lets out: whatever changes with the value carries it, in
+// whatever form (reversed, split, every other character), so it may
+// change only the requests to the hosts the spec sends the secret to.
+func (c *run) secretFlow(s *recorder.Session, p processRun, canaries []canary) []string {
+	var out []string
+	for _, sec := range c.spec.Secrets {
+		other := c.world.like(c.world.secrets[sec.Handle], false)
+		if prefix, alphabet, length := sec.Format.Shape(); sec.Format != nil {
+			other = prefix + c.world.chars(alphabet.Chars(), length)
+		}
+		sub := []substitution{{old: c.world.secrets[sec.Handle], new: other}}
+		world, err := c.newWorld(c.world.Now)
+		if err != nil {
+			return append(out, err.Error())
+		}
+		again := &recorder.Session{World: world, Mode: s.Mode, Fresh: s.Fresh, Concurrency: 1}
+		for _, d := range s.Deliveries {
+			d.Secrets = maps.Clone(d.Secrets)
+			d.Secrets[sec.Handle] = other
+			d.Exchanges = substitute(httpfixture.Fixture{HTTP: d.Exchanges}, sub).HTTP
+			again.Deliveries = append(again.Deliveries, d)
+		}
+		q := c.runSession(again, variants[0], canaries...)
+		hosts := c.spec.SecretHosts(sec)
+		where := func(what string) string {
+			return fmt.Sprintf("the value of secret %s changes %s: the secret flows there, in some form", sec.Handle, what)
+		}
+		for _, d := range s.Deliveries {
+			a, b := p.Results[d.ID], q.Results[d.ID]
+			switch {
+			case !bytes.Equal(a.Output, b.Output):
+				out = append(out, where(fmt.Sprintf("the output of fixture %d", d.ID)))
+			case (a.Error == nil) != (b.Error == nil) || a.Error != nil && a.Error.Message != b.Error.Message:
+				out = append(out, where(fmt.Sprintf("the outcome or error message of fixture %d", d.ID)))
+			}
+		}
+		if p.Stdout != q.Stdout || p.Stderr != q.Stderr {
+			out = append(out, where("what the connector writes to its logs"))
+		}
+		if !slices.Equal(elsewhere(c.worldRequests(s.World, s), hosts), elsewhere(c.worldRequests(world, again), hosts)) {
+			out = append(out, where(fmt.Sprintf("requests to hosts other than %v", hosts)))
+		}
+	}
+	return out
+}
+
+// worldRequests are the requests of a session's deliveries, in order.
+func (c *run) worldRequests(w *recorder.World, s *recorder.Session) []recorder.Request {
+	ids := map[int]bool{}
+	for _, d := range s.Deliveries {
+		ids[d.ID] = true
+	}
+	var out []recorder.Request
+	for _, r := range w.Requests() {
+		if ids[r.Delivery] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// elsewhere renders the requests to hosts outside hosts, for comparing.
+func elsewhere(reqs []recorder.Request, hosts []string) []string {
+	var out []string
+	for _, r := range reqs {
+		if !flowtype.EgressAllows(hosts, r.Host) {
+			out = append(out, fmt.Sprintf("%d %s %s %v %x", r.Delivery, r.Method, r.URL, r.Header, r.Body))
+		}
+	}
+	return out
 }

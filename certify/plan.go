@@ -46,7 +46,7 @@ func (c *run) plan(id int, fx httpfixture.Fixture, attempt int, now time.Time) (
 	fx = substitute(fx, c.world.subs)
 	return recorder.Planned{
 		Delivery: wire.Delivery{ID: id, Params: fx.Params, Input: fx.Input, Key: key, Attempt: attempt,
-			Now: now, Secrets: maps.Clone(c.world.secrets), Timeout: deliveryTimeout},
+			Now: now, Seed: c.world.Seed ^ uint64(id)*0x9e3779b97f4a7c15, Secrets: maps.Clone(c.world.secrets), Timeout: deliveryTimeout},
 		Exchanges: fx.HTTP,
 	}, nil
 }

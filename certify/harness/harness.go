@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -158,7 +159,7 @@ func deliver(ctx context.Context, m *wasmhost.Module, c *client, db dbHandle, d 
 	res.ID = d.ID
 	grants := engine.Grants{
 		Transport: c, KV: kvClient{c}, Dedupe: dedupeClient{c}, Blobs: blobClient{c}, DB: db.DB,
-		Secrets: secrets(d.Secrets), Clock: fixedClock(d.Now),
+		Secrets: secrets(d.Secrets), Clock: fixedClock(d.Now), RNG: seededRNG{rand.New(rand.NewPCG(d.Seed, d.Seed^0x72616e64))},
 	}
 	timeout := d.Timeout
 	if timeout <= 0 {
@@ -180,6 +181,12 @@ func deliver(ctx context.Context, m *wasmhost.Module, c *client, db dbHandle, d 
 	res.Output = out
 	return res
 }
+
+// seededRNG is a delivery's unseeded rng: a generator of its own, which
+// a module cannot tell from the system's.
+type seededRNG struct{ r *rand.Rand }
+
+func (s seededRNG) Uint64() uint64 { return s.r.Uint64() }
 
 // client talks to the recorder; it is also the HTTP capability's
 // transport, so every request the node sends goes to the recorder.

@@ -80,6 +80,10 @@ type Delivery struct {
 	// Now is the activation's logical time, which the module's clock
 	// reads, and what the clock capability reads.
 	Now time.Time `json:"now"`
+	// Seed seeds the unseeded rng capability for this delivery: numbers
+	// differ between deliveries, as production's do, and repeat when a
+	// delivery is run again to compare.
+	Seed uint64 `json:"seed"`
 	// Secrets maps each declared handle to the value it resolves to.
 	Secrets map[string]string `json:"secrets,omitempty"`
 	// Timeout bounds the delivery.

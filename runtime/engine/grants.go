@@ -56,6 +56,10 @@ type Grants struct {
 	DB *sql.DB
 	// Clock backs clock; SystemClock when nil.
 	Clock runtime.Clock
+	// RNG backs rng (unseeded); SystemRNG when nil. Certification gives
+	// each delivery a generator of its own, so that two runs of one
+	// delivery draw alike and can be compared.
+	RNG runtime.RNG
 	// Seed seeds rng.seeded per activation (mixed with nothing else, so a
 	// replay with the same seed draws the same numbers).
 	Seed uint64
@@ -132,7 +136,10 @@ func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 		}
 	}
 	if has(flowtype.RNG) {
-		caps.RNG = SystemRNG{}
+		caps.RNG = g.RNG
+		if g.RNG == nil {
+			caps.RNG = SystemRNG{}
+		}
 	}
 	if has(flowtype.RNGSeeded) {
 		caps.RNG = NewSeededRNG(g.Seed)

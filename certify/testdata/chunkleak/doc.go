@@ -1,0 +1,2 @@
+// Package chunkleak is a connector of the certification corpus.
+package chunkleak

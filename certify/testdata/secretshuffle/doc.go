@@ -1,0 +1,2 @@
+// Package secretshuffle is a connector of the certification corpus.
+package secretshuffle
