@@ -67,11 +67,7 @@ func (c *run) dataClasses(ch *Check) {
 			leaks = append(leaks, fmt.Sprintf("fixture %q with canaries: no result: %s", fx.Name, p.failure()))
 			continue
 		case res.Error != nil:
-			for _, cn := range all {
-				if form := cn.look.Find(res.Error.Message); form != "" {
-					leaks = append(leaks, fmt.Sprintf("fixture %q: the %s value from %s appears in the error message (%s), which reaches job state and logs", fx.Name, cn.class, originName(cn), form))
-				}
-			}
+			leaks = append(leaks, errorLeaks(fmt.Sprintf("fixture %q", fx.Name), res.Error.Message, all)...)
 		}
 		if problem := otherOutcome(fx, res.Error); problem != "" {
 			leaks = append(leaks, fmt.Sprintf("fixture %q, run with drawn secrets, keys, clock and canaries: %s", fx.Name, problem))
@@ -140,11 +136,7 @@ func (c *run) dataClasses(ch *Check) {
 		if d.Refuse == recorder.RefuseTimeout {
 			what = "never answered"
 		}
-		for _, cn := range all {
-			if form := cn.look.Find(res.Error.Message); form != "" {
-				leaks = append(leaks, fmt.Sprintf("fixture %q, every request %s: the %s value from %s appears in the error message (%s), which reaches job state and logs", fixtures[d.ID%100000].Name, what, cn.class, originName(cn), form))
-			}
-		}
+		leaks = append(leaks, errorLeaks(fmt.Sprintf("fixture %q, every request %s", fixtures[d.ID%100000].Name, what), res.Error.Message, all)...)
 	}
 	for i, where := range rp.Logged {
 		if where != "" {
@@ -212,6 +204,18 @@ func (c *run) requestLeaks(world *recorder.World, all []canary) []string {
 			case cn.class == "secret" && !flowtype.EgressAllows(hosts[cn.origin], req.Host):
 				out = append(out, fmt.Sprintf("the value of secret %s was sent (%s) to %s, but the spec sends it only to %v", cn.origin, form, req.Host, hosts[cn.origin]))
 			}
+		}
+	}
+	return out
+}
+
+// errorLeaks names each canary that an error message, which reaches job
+// state and logs, carries; where says which run it came from.
+func errorLeaks(where, message string, all []canary) []string {
+	var out []string
+	for _, cn := range all {
+		if form := cn.look.Find(message); form != "" {
+			out = append(out, fmt.Sprintf("%s: the %s value from %s appears in the error message (%s), which reaches job state and logs", where, cn.class, originName(cn), form))
 		}
 	}
 	return out

@@ -165,7 +165,7 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 					nv = bumpLast(x)
 				}
 				if nv != x && x != "" {
-					set(obj, field, nv)
+					setPath(obj, field, nv)
 					subs = append(subs, substitution{old: x, new: nv})
 				}
 			case json.Number:
@@ -177,7 +177,7 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 				if attempt == 2 {
 					nv = strconv.FormatInt(n+1, 10)
 				}
-				set(obj, field, json.Number(nv))
+				setPath(obj, field, json.Number(nv))
 				subs = append(subs, substitution{old: x.String(), new: nv, number: true})
 			}
 		}
@@ -261,19 +261,6 @@ func lookup(obj map[string]any, path string) (any, bool) {
 	return cur, true
 }
 
-func set(obj map[string]any, path string, v any) {
-	segs := strings.Split(path, ".")
-	cur := obj
-	for _, seg := range segs[:len(segs)-1] {
-		next, ok := cur[seg].(map[string]any)
-		if !ok {
-			return
-		}
-		cur = next
-	}
-	cur[segs[len(segs)-1]] = v
-}
-
 // canary is a value certification draws for a classified input field or
 // a secret, to find where the connector lets it go.
 type canary struct {
@@ -289,12 +276,13 @@ const canaryParts = 12
 
 // secretCanaries are the world's secret values, sorted by handle.
 func (c *run) secretCanaries() []canary {
-	var out []canary
-	for _, s := range c.spec.Secrets {
-		v := c.world.secrets[s.Handle]
-		out = append(out, canary{value: v, class: "secret", origin: s.Handle, look: leak.NewValue(v).WithParts(canaryParts)})
-	}
-	return out
+	c.world.secretsOnce.Do(func() {
+		for _, s := range c.spec.Secrets {
+			v := c.world.secrets[s.Handle]
+			c.world.secretLooks = append(c.world.secretLooks, canary{value: v, class: "secret", origin: s.Handle, look: leak.NewValue(v).WithParts(canaryParts)})
+		}
+	})
+	return c.world.secretLooks
 }
 
 // canaryVariant returns fx with every leaf of its input whose class ranks

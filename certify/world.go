@@ -42,6 +42,10 @@ type drawn struct {
 	// in the forms outputs write it, into fixtureNow.
 	secrets map[string]string
 	subs    []substitution
+	// secretLooks are the secrets as canaries, worked out once
+	// (secretCanaries).
+	secretsOnce sync.Once
+	secretLooks []canary
 	// fixtureNow is the logical time of the fixtures and determinism
 	// checks: Now in whole seconds, as fixturetest.Now is, so that what
 	// a fixture records at fixturetest.Now can be rewritten to it.
