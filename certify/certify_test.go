@@ -250,6 +250,7 @@ var corpus = []struct {
 	{"lateleak", "data-classes", "the secret value from secret crm/api-key was written to stderr (hex-encoded) (logs)", true},
 	{"numberleak", "data-classes", "a financial.account value from input /account appears in output /check, classified public", true},
 	{"base64secret", "data-classes", "the secret value from secret crm/api-key was written to stderr (base64-encoded) (logs)", true},
+	{"shortkey", "duplicate-delivery", "a write to api.pay.example:443/charges is deduplicated on its Idempotency-Key header, a 6-character value that carries neither the activation's key nor its key fields", true},
 }
 
 // goodControls are legitimate connectors that must certify: a provider
@@ -258,8 +259,9 @@ var corpus = []struct {
 // off (a preview), a read before an idempotent write (a provider that
 // remembers it), a library whose initializer reads crypto/rand, an
 // output stamped with the activation's time (run at a drawn one), two
-// fixtures posting to one URL, a KV record, a waiver.
-var goodControls = []string{"goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp"}
+// fixtures posting to one URL, a KV record, a waiver, the order id as the
+// Idempotency-Key.
+var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp"}
 
 // contained lists connectors of the corpus that depend on the host or
 // reach for it natively, but that confinement makes harmless: in their

@@ -82,6 +82,36 @@ func TestEffectsAreCountedByTheRecorder(t *testing.T) {
 	}
 }
 
+// TestDedupeValueMustCarryTheKey: a write the provider deduplicates on a
+// value the world's CarriesKey does not bind to the delivery's key is a
+// violation, named by endpoint and header, never by the value.
+func TestDedupeValueMustCarryTheKey(t *testing.T) {
+	w := NewWorld(t0, allow("api.example.com"))
+	var asked []string
+	w.CarriesKey = func(key string, input []byte, value string) bool {
+		asked = append(asked, key+" "+string(input)+" "+value)
+		return strings.Contains(value, key)
+	}
+	rec := exchanges(t, `[{"request": {"method": "POST", "url": "https://api.example.com/charges"}, "response": {"status": 200}}]`)
+	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{
+		{Delivery: wire.Delivery{ID: 1, Key: "key-one", Input: json.RawMessage(`{"o":1}`)}, Exchanges: rec},
+	}}
+	for _, idem := range []string{"x-key-one", "key"} {
+		post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "POST", URL: "https://api.example.com/charges?x=1",
+			Header: map[string][]string{"Idempotency-Key": {idem}}})
+	}
+	// A read carries no effect, whatever its headers.
+	post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://api.example.com/charges",
+		Header: map[string][]string{"Idempotency-Key": {"k"}}})
+	if want := []string{`key-one {"o":1} x-key-one`, `key-one {"o":1} key`}; strings.Join(asked, "|") != strings.Join(want, "|") {
+		t.Fatalf("CarriesKey asked %q, want %q", asked, want)
+	}
+	v := w.Violations()
+	if len(v) != 1 || !strings.Contains(v[0], "a write to api.example.com:443/charges is deduplicated on its Idempotency-Key header, a 3-character value") {
+		t.Fatalf("violations %q", v)
+	}
+}
+
 // TestCassetteRefusesWhatTheFixtureDidNotRecord: in order, byte for
 // byte; a mismatch and an unused exchange are each a problem.
 func TestCassetteRefusesWhatTheFixtureDidNotRecord(t *testing.T) {

@@ -282,7 +282,7 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 		s.World.liveHeaders(resp.Header, resp.Body)
 		return resp
 	}
-	if !s.World.http(d.ID, d.Key, req) {
+	if !s.World.http(d.ID, d.Key, d.Input, req) {
 		return wire.HTTPResponse{Refused: fmt.Sprintf("egress to %s is not allowed", req.Host)}
 	}
 	// A live provider answers a read with what earlier writes left.

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -59,6 +60,12 @@ type World struct {
 	// Contract is where the provider deduplicates writes (the spec's
 	// idempotency.providerDedupe); nil is httpfixture.DefaultContract.
 	Contract []httpfixture.Dedupe
+	// CarriesKey reports whether a dedupe value a delivery's write
+	// carries (httpfixture.Provider.DedupeValue) is bound to the
+	// delivery's key and input; a write whose value is not is a
+	// violation: two keys could share it, and the provider would take one
+	// key's effect for the other's duplicate. Nil accepts any value.
+	CarriesKey func(key string, input []byte, value string) bool
 
 	mu         sync.Mutex
 	provider   httpfixture.Provider
@@ -168,12 +175,16 @@ func (w *World) check(delivery int, key string, req *Request) bool {
 // http records a request attributed to delivery (key), applies it to the
 // provider, and reports whether it may be answered: false for egress
 // violations.
-func (w *World) http(delivery int, key string, req *Request) bool {
+func (w *World) http(delivery int, key string, input []byte, req *Request) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	allowed := w.check(delivery, key, req)
 	if allowed {
 		w.provider.Contract = w.Contract
+		if v, on := w.provider.DedupeValue(req.Method, req.URL, req.Header, req.Body); req.Write && v != "" && w.CarriesKey != nil && !w.CarriesKey(key, input, v) {
+			u, _ := url.Parse(req.URL)
+			w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a %d-character value that carries neither the activation's key nor its key fields: inputs with different keys can share it, and the provider would take one's effect for a duplicate of the other's; send ctx.IdempotencyKey() (whole, or at least 32 of its characters)", req.Host, u.Path, on, len(v)))
+		}
 		req.Effect = w.provider.Apply(req.Method, req.URL, req.Header, req.Body)
 		if req.Effect {
 			w.effect(key)

@@ -338,6 +338,43 @@ type Provider struct {
 	state    map[string]string
 }
 
+// DedupeValue is what the provider deduplicates a write on, by its
+// contract: the value of the first matching endpoint's header or body
+// field, and the name of that header or field; "" when the request
+// carries none (every copy of it is a new effect).
+func (p *Provider) DedupeValue(method, rawURL string, header http.Header, body []byte) (value, on string) {
+	i, v := p.dedupe(method, rawURL, header, body)
+	if v == "" {
+		return "", ""
+	}
+	d := p.contract()[i]
+	if d.Header != "" {
+		return v, d.Header + " header"
+	}
+	return v, d.BodyField + " body field"
+}
+
+func (p *Provider) contract() []Dedupe {
+	if p.Contract == nil {
+		return DefaultContract
+	}
+	return p.Contract
+}
+
+// dedupe finds the contract's endpoint that deduplicates a write and the
+// value it does so on ("" for none).
+func (p *Provider) dedupe(method, rawURL string, header http.Header, body []byte) (int, string) {
+	for i, d := range p.contract() {
+		if !d.matches(method, rawURL) {
+			continue
+		}
+		if v := d.value(header, body); v != "" {
+			return i, v
+		}
+	}
+	return -1, ""
+}
+
 // Apply records a request and reports whether it changed the provider.
 func (p *Provider) Apply(method, rawURL string, header http.Header, body []byte) bool {
 	if Safe(method, header) {
@@ -346,22 +383,13 @@ func (p *Provider) Apply(method, rawURL string, header http.Header, body []byte)
 	if p.keys == nil {
 		p.keys, p.state = map[string]bool{}, map[string]string{}
 	}
-	contract := p.Contract
-	if contract == nil {
-		contract = DefaultContract
-	}
-	for i, d := range contract {
-		if !d.matches(method, rawURL) {
-			continue
+	if i, v := p.dedupe(method, rawURL, header, body); v != "" {
+		k := fmt.Sprintf("%d\x00%s", i, v)
+		if p.keys[k] {
+			return false
 		}
-		if v := d.value(header, body); v != "" {
-			k := fmt.Sprintf("%d\x00%s", i, v)
-			if p.keys[k] {
-				return false
-			}
-			p.keys[k] = true
-			return true
-		}
+		p.keys[k] = true
+		return true
 	}
 	// A request whose method is overridden is a new effect: the provider
 	// may take it as any method.

@@ -1,0 +1,79 @@
+package certify
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/flowgen-dev/flowgen/internal/leak"
+)
+
+// keyHexChars and keyBase64Chars are how much of an activation's key a
+// provider's dedupe value must carry, so that distinct keys never share
+// one by chance: 32 hex characters (128 bits), or 20 base64 characters
+// of the key's bytes (15 whole bytes, 120 bits).
+const (
+	keyHexChars    = 32
+	keyBase64Chars = 20
+)
+
+// carriesKey reports whether value, what the provider deduplicates one
+// of the delivery's writes on, is bound to the activation: it carries at
+// least keyBits of the key (hex in any case, the key's bytes in base64,
+// the whole key encoded or digested as internal/leak knows), or every key
+// field's value as it is (an order id used as the Idempotency-Key, as
+// providers' own documentation suggests). A value that carries neither (a
+// few characters of the key, a hash cut short, a constant, the customer
+// when the key is the order) lets two keys share one provider effect.
+func (c *run) carriesKey(key string, input []byte, value string) bool {
+	if key == "" {
+		return true // no key fields: nothing to bind to
+	}
+	if leak.NewValue(key).WithParts(keyHexChars).Find(value) != "" {
+		return true
+	}
+	if raw, err := hex.DecodeString(key); err == nil {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			text := enc.EncodeToString(raw)
+			for i := 0; i+keyBase64Chars <= len(text); i += 4 {
+				if strings.Contains(value, text[i:i+keyBase64Chars]) {
+					return true
+				}
+			}
+		}
+	}
+	return c.carriesKeyFields(input, value)
+}
+
+// carriesKeyFields reports whether value holds every key field of input
+// as it is (strings) or as its JSON text (numbers, booleans).
+func (c *run) carriesKeyFields(input []byte, value string) bool {
+	if c.spec.Idempotency == nil || len(c.spec.Idempotency.Key) == 0 {
+		return false
+	}
+	doc, err := decodeJSON(input)
+	obj, ok := doc.(map[string]any)
+	if err != nil || !ok {
+		return false
+	}
+	for _, f := range c.spec.Idempotency.Key {
+		v, ok := lookup(obj, f)
+		if !ok {
+			return false
+		}
+		var text string
+		switch v := v.(type) {
+		case string:
+			text = v
+		case nil, map[string]any, []any:
+			return false
+		default:
+			text = fmt.Sprint(v)
+		}
+		if text == "" || !strings.Contains(value, text) {
+			return false
+		}
+	}
+	return true
+}

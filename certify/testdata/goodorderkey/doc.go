@@ -1,0 +1,2 @@
+// Package goodorderkey is a connector of the certification corpus.
+package goodorderkey

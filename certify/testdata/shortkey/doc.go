@@ -1,0 +1,2 @@
+// Package shortkey is a connector of the certification corpus.
+package shortkey
