@@ -209,7 +209,21 @@ type Options struct {
 	// Seed draws the run's world (World); 0 draws a seed from the
 	// operating system. A report's world.seed repeats its run.
 	Seed uint64
+	// MaxFixtures bounds the fixtures a spec may carry (default
+	// DefaultMaxFixtures): the spec check fails above it.
+	MaxFixtures int
+	// SandboxBudget bounds the time the connector's code may run in the
+	// sandbox over the whole run, every check included (default
+	// DefaultSandboxBudget); a check that needs the sandbox after it is
+	// spent fails, saying so.
+	SandboxBudget time.Duration
 }
+
+// Defaults of Options' bounds on what one certification may cost.
+const (
+	DefaultMaxFixtures   = 64
+	DefaultSandboxBudget = 10 * time.Minute
+)
 
 // The files a run with Out writes (each with FILE.sig when signed).
 const (
@@ -252,6 +266,12 @@ var checks = []checkDef{
 func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.MaxFixtures <= 0 {
+		opts.MaxFixtures = DefaultMaxFixtures
+	}
+	if opts.SandboxBudget <= 0 {
+		opts.SandboxBudget = DefaultSandboxBudget
 	}
 	if opts.Tool == "" {
 		opts.Tool = "flowgen"
@@ -339,6 +359,10 @@ type run struct {
 
 	ws       *sandbox.Workspace
 	sessions atomic.Int64
+	// sandboxUsed is the time harness processes have run so far, against
+	// Options.SandboxBudget.
+	sandboxMu   sync.Mutex
+	sandboxUsed time.Duration
 	// module is the connector's module, built by the build gate, and node
 	// its declaration from the spec, which the harness loads it with.
 	module *wasmbuild.Module
@@ -387,6 +411,9 @@ func (c *run) specCheck(ch *Check) {
 	}
 	if placeholder := strings.Contains(c.spec.Summary, "TODO") || c.spec.Provider == "TODO"; placeholder {
 		ch.Evidence = append(ch.Evidence, "summary or provider is still a TODO placeholder")
+	}
+	if n := len(c.spec.Fixtures); n > c.opts.MaxFixtures {
+		ch.Evidence = append(ch.Evidence, fmt.Sprintf("%d fixtures: certification runs at most %d per connector (each is delivered many times); keep the ones that cover distinct paths", n, c.opts.MaxFixtures))
 	}
 	switch {
 	case all.HasErrors() || len(ch.Evidence) > len(all):

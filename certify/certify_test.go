@@ -3,6 +3,8 @@ package certify
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,6 +177,28 @@ func verifyCertification(t *testing.T, out string, pub []byte) {
 		t.Errorf("a changed artifact: problems %q, want each of %q", v.Problems, want)
 	}
 	os.WriteFile(zipPath, orig, 0o644)
+	// The manifest is unsigned: a changed file list, module or spec in it
+	// is caught against the signed zip and report.
+	manifestPath := filepath.Join(out, ArtifactManifestFile)
+	manifestOrig, _ := os.ReadFile(manifestPath)
+	for name, change := range map[string]func(*artifact.Manifest){
+		"files":  func(m *artifact.Manifest) { m.Files = m.Files[1:] },
+		"module": func(m *artifact.Manifest) { m.Module += "x" },
+		"spec":   func(m *artifact.Manifest) { m.Spec = json.RawMessage(`{"id":"other.connector"}`) },
+	} {
+		var m artifact.Manifest
+		json.Unmarshal(manifestOrig, &m)
+		change(&m)
+		changed, _ := json.Marshal(m)
+		os.WriteFile(manifestPath, changed, 0o644)
+		if v, _ = Verify(out, pub); v.OK() || !containsAll(v.Problems, []string{"artifact.json"}) {
+			t.Errorf("a manifest with other %s: problems %q", name, v.Problems)
+		}
+	}
+	os.WriteFile(manifestPath, manifestOrig, 0o644)
+	if v, _ = Verify(out, pub); !v.OK() {
+		t.Fatalf("the manifest restored: %q", v.Problems)
+	}
 	os.Remove(filepath.Join(out, ReportFile+".sig"))
 	if v, _ = Verify(out, pub); v.OK() || !containsAll(v.Problems, []string{"report.json: no signature"}) {
 		t.Errorf("an unsigned report: %q", v.Problems)
@@ -429,6 +453,51 @@ func TestUnloadableSpecGetsAReport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "out", ReportFile)); err != nil {
 		t.Errorf("no report written: %v", err)
 	}
+}
+
+// TestSandboxBudgetBoundsASpinningConnector: a connector whose Run never
+// returns costs its deliveries' timeouts only until the run's sandbox
+// budget is spent; every check after that fails at once, saying so.
+func TestSandboxBudgetBoundsASpinningConnector(t *testing.T) {
+	t.Parallel()
+	r, err := Run(context.Background(), filepath.Join("testdata", "spin"), Options{SandboxBudget: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Passed() {
+		t.Fatal("a connector that never returns certified")
+	}
+	budget := 0
+	for _, c := range r.Checks {
+		if strings.Contains(c.Summary+strings.Join(c.Evidence, "\n"), "used the run's whole sandbox budget (10s)") {
+			budget++
+		}
+	}
+	if ch := outcomes(r)["fixtures"]; ch.Outcome != Fail || budget < 2 {
+		t.Fatalf("fixtures %s; %d checks name the spent budget:\n%s", ch.Outcome, budget, reportText(r))
+	}
+}
+
+// TestFixtureCap: a spec with more fixtures than the cap fails the spec
+// check, naming the cap.
+func TestFixtureCap(t *testing.T) {
+	t.Parallel()
+	r, err := Run(context.Background(), filepath.Join("testdata", "spin"), Options{MaxFixtures: 3, SandboxBudget: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := outcomes(r)["spec"]; ch.Outcome != Fail || !strings.Contains(strings.Join(ch.Evidence, "\n"), "4 fixtures: certification runs at most 3 per connector") {
+		t.Fatalf("spec: %s %v", ch.Outcome, ch.Evidence)
+	}
+}
+
+// reportText is a report's checks in words, for failure messages.
+func reportText(r *Report) string {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "%s %s: %s\n  %s\n", c.Name, c.Outcome, c.Summary, strings.Join(c.Evidence, "\n  "))
+	}
+	return b.String()
 }
 
 // TestDocumentedChecks: docs/certification.md lists every check, in order,

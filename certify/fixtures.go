@@ -261,6 +261,16 @@ func (c *run) determinism(ch *Check) {
 	}
 	base := c.replayRecords(c.fixtureRun, c.fixtureWorld)
 	var diverged []string
+	// A run with no result proves nothing: runs that all fail alike are
+	// not the same behaviour.
+	unfinished := func(run string, p processRun, records map[int]replayRecord) {
+		for i, fx := range c.manifest.Fixtures {
+			if records[i].result == "no result" {
+				diverged = append(diverged, fmt.Sprintf("fixture %q, run %s: no result: %s", fx.Name, run, p.failure()))
+			}
+		}
+	}
+	unfinished(variants[0].name, c.fixtureRun, base)
 	for _, v := range variants[1:] {
 		_, world, p, err := c.fixtureSession(v)
 		if err != nil {
@@ -268,6 +278,7 @@ func (c *run) determinism(ch *Check) {
 			return
 		}
 		other := c.replayRecords(p, world)
+		unfinished(v.name, p, other)
 		for i, fx := range c.manifest.Fixtures {
 			if a, b := base[i], other[i]; a.hash() != b.hash() {
 				diverged = append(diverged, fmt.Sprintf("fixture %q, run %s against run %s (%s): %s", fx.Name, variants[0].name, v.name, describe(v), a.diff(b)))

@@ -65,6 +65,18 @@ const maxLog = 1 << 20
 // runSession runs one harness process against s in the sandbox, and
 // searches its output for the world's secrets and the canaries given.
 func (c *run) runSession(s *recorder.Session, v variant, canaries ...canary) processRun {
+	c.sandboxMu.Lock()
+	left := c.opts.SandboxBudget - c.sandboxUsed
+	c.sandboxMu.Unlock()
+	if left <= 0 {
+		return processRun{Err: budgetSpent(c.opts.SandboxBudget)}
+	}
+	started := time.Now()
+	defer func() {
+		c.sandboxMu.Lock()
+		c.sandboxUsed += time.Since(started)
+		c.sandboxMu.Unlock()
+	}()
 	n := c.sessions.Add(1)
 	ln, addr, err := c.ws.Listen(fmt.Sprintf("r%d.sock", n))
 	if err != nil {
@@ -85,9 +97,12 @@ func (c *run) runSession(s *recorder.Session, v variant, canaries ...canary) pro
 	res, err := c.ws.Run(c.ctx, sandbox.Command{
 		Program: harnessFile, Args: []string{"run", addr}, Env: v.env, Hostname: v.hostname, AsPID1: v.asPID1,
 		Stdout: io.MultiWriter(&stdout, outWatch), Stderr: io.MultiWriter(&stderr, errWatch),
-		Limits: sandbox.Limits{Wall: sessionWall(s)},
+		Limits: sandbox.Limits{Wall: min(sessionWall(s), left)},
 	})
 	stop()
+	if err == nil && res.TimedOut && left < sessionWall(s) {
+		err = budgetSpent(c.opts.SandboxBudget)
+	}
 	out := s.Outcome()
 	c.eventsMu.Lock()
 	c.events = append(c.events, out.Events...)
@@ -151,6 +166,12 @@ func sessionWall(s *recorder.Session) time.Duration {
 		total /= time.Duration(s.Concurrency)
 	}
 	return total + 30*time.Second
+}
+
+// budgetSpent is the failure of a harness process that the run's sandbox
+// budget stopped or never let start.
+func budgetSpent(budget time.Duration) error {
+	return fmt.Errorf("the connector's code has used the run's whole sandbox budget (%s): a connector that blocks or spins costs every check its deliveries' timeouts", budget)
 }
 
 // failure explains a process that did not report every result.

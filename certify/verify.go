@@ -77,6 +77,12 @@ func Verify(dir string, pub []byte) (*Verification, error) {
 		digest = artifact.Digest(zipData)
 		if v.Manifest.Digest != "" && v.Manifest.Digest != digest {
 			v.problem("%s is %s but %s says %s", ArtifactFile, digest, ArtifactManifestFile, v.Manifest.Digest)
+		} else if manifestData != nil {
+			// The manifest is not signed itself: every field of it must
+			// be what the signed zip holds (files, module, version).
+			if _, err := artifact.Check(&artifact.Artifact{Zip: zipData, Manifest: v.Manifest}); err != nil {
+				v.problem("%s does not describe the signed %s: %v", ArtifactManifestFile, ArtifactFile, err)
+			}
 		}
 	}
 	if reportData != nil {
@@ -87,6 +93,12 @@ func Verify(dir string, pub []byte) (*Verification, error) {
 			v.Report = &r
 			if digest != "" && r.ArtifactDigest != digest {
 				v.problem("%s certifies artifact %q, but %s is %s", ReportFile, r.ArtifactDigest, ArtifactFile, digest)
+			}
+			// The manifest's spec is the one the signed report certified.
+			if len(v.Manifest.Spec) > 0 {
+				if d, err := v.Manifest.SpecDigest(); err != nil || d != r.ManifestDigest {
+					v.problem("%s carries a spec other than the one %s certifies", ArtifactManifestFile, ReportFile)
+				}
 			}
 			for _, c := range r.Checks {
 				if c.Outcome == Fail {

@@ -1,0 +1,2 @@
+// Package spin is a connector of the certification corpus.
+package spin
