@@ -136,16 +136,18 @@ func placeFlowgen(ctx context.Context, c *client.Client, dir string, gomod, pub 
 	if err != nil {
 		return "", err
 	}
-	modData, err := c.GoProxyFile(ctx, base+".mod")
-	if err != nil {
-		return "", err
-	}
 	sum := sha256.Sum256(zipData)
 	if hex.EncodeToString(sum[:]) != info.ZipSHA256 {
 		return "", fmt.Errorf("the %s zip does not match the registry's record", flowgenmod.Path)
 	}
 	if err := signing.Verify(pub, zipData, []byte(info.Signature)); err != nil {
 		return "", fmt.Errorf("the %s zip is not signed by the registry's key: %w", flowgenmod.Path, err)
+	}
+	// The .mod is the signed zip's own go.mod, never a download of its
+	// own: every byte placed is covered by the signature checked above.
+	modData, err := artifact.ZipFile(zipData, flowgenmod.Path+"@"+want+"/go.mod")
+	if err != nil {
+		return "", fmt.Errorf("the signed %s zip: %w", flowgenmod.Path, err)
 	}
 	if _, err := placeProxyVersion(dir, flowgenmod.Path, want, zipData, modData, time.Time{}); err != nil {
 		return "", err

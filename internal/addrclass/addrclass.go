@@ -66,6 +66,23 @@ func Special(ip netip.Addr) string {
 	return ""
 }
 
+// globalIPv6 is IPv6's global unicast allocation: every other IPv6
+// address (the IPv4-compatible ::/96 among them) is no public host.
+var globalIPv6 = netip.MustParsePrefix("2000::/3")
+
+// Public reports whether ip is a public unicast address, by allowlist:
+// global unicast (IPv6 within 2000::/3) and in none of the special-purpose
+// ranges, so that forms that embed an IPv4 address (mapped, translated,
+// 6to4) are judged by what they reach, and any range this package does
+// not know is refused rather than allowed.
+func Public(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsValid() || !ip.IsGlobalUnicast() || Special(ip) != "" {
+		return false
+	}
+	return ip.Is4() || globalIPv6.Contains(ip)
+}
+
 // SpecialName says what a host name reaches by convention when that is
 // this machine or its cloud's instance metadata ("" otherwise): localhost
 // and the names below it, and the metadata names of the major clouds. The

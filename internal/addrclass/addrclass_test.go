@@ -40,3 +40,21 @@ func TestLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestPublic: an allowlist: public unicast in, every special-purpose
+// range and every IPv6 outside global unicast out, embedded IPv4 forms
+// judged by the IPv4 address.
+func TestPublic(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"93.184.215.14": true, "2606:2800:21f:cb07:6820:80da:af6b:8b2c": true, "::ffff:93.184.215.14": true,
+		"100.64.0.1": false, "100.100.100.200": false, "192.0.0.192": false, "198.18.0.1": false, "240.0.0.1": false,
+		"255.255.255.255": false, "0.0.0.0": false, "10.1.2.3": false, "169.254.169.254": false, "224.0.0.1": false,
+		"::ffff:169.254.169.254": false, "::a9fe:a9fe": false, "64:ff9b::a9fe:a9fe": false, "2002:a9fe:a9fe::1": false,
+		"fd00:ec2::254": false, "100::1": false, "2001:db8::1": false, "::1": false, "::": false, "fe80::1": false,
+		"4000::1": false,
+	} {
+		if got := Public(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Public(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}

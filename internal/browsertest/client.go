@@ -83,3 +83,22 @@ func FormToken(t testing.TB, page string) string {
 	}
 	return m[1]
 }
+
+// Cookies are the cookies the client would send to path.
+func (b *Client) Cookies(path string) []*http.Cookie {
+	u, err := url.Parse(b.base + path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return b.c.Jar.Cookies(u)
+}
+
+// SetCookies makes the client send cookies to path, as a browser that
+// kept them (or an attacker who copied them) would.
+func (b *Client) SetCookies(path string, cookies []*http.Cookie) {
+	u, err := url.Parse(b.base + path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.c.Jar.SetCookies(u, cookies)
+}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 //go:embed static templates
@@ -29,6 +30,12 @@ func Static() http.Handler {
 	sub, _ := fs.Sub(files, "static")
 	fsrv := http.StripPrefix(StaticPrefix, http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A path no file can have (not UTF-8, say) is not found, not a
+		// server error.
+		if !utf8.ValidString(r.URL.Path) {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		fsrv.ServeHTTP(w, r)
 	})
