@@ -29,57 +29,6 @@ func (s *Server) Wake() {
 	}
 }
 
-// RunCertifier certifies uploaded versions until ctx is done. It starts
-// with every version a previous run left pending or certifying, so a
-// registry stopped mid-certification finishes the job when it starts
-// again. A storage error leaves the version where it was, to be tried again
-// after Config.RetryInterval.
-func (s *Server) RunCertifier(ctx context.Context) error {
-	retry := time.NewTimer(0)
-	defer retry.Stop()
-	for {
-		failed := s.certifyWaiting(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if failed {
-			retry.Reset(s.cfg.RetryInterval)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.wake:
-		case <-retry.C:
-		}
-	}
-}
-
-// certifyWaiting certifies every waiting version, oldest first, and
-// reports whether any has to be tried again.
-func (s *Server) certifyWaiting(ctx context.Context) (failed bool) {
-	waiting, err := s.meta.Search(ctx, meta.Query{States: []meta.State{meta.Pending, meta.Certifying}})
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("certifier: listing waiting versions", slog.Any("error", err))
-		}
-		return true
-	}
-	s.metrics.queue.Set(float64(len(waiting)))
-	for i, v := range waiting {
-		if ctx.Err() != nil {
-			return false
-		}
-		if err := s.certify(ctx, v.Key()); err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("certifier: will retry", slog.String("version", v.Key().String()), slog.Any("error", err))
-			}
-			failed = true
-		}
-		s.metrics.queue.Set(float64(len(waiting) - i - 1))
-	}
-	return failed
-}
-
 // certify runs certification on one version. It returns an error only for
 // failures worth retrying (storage); a connector that fails a check is
 // Rejected and that is not an error.
@@ -122,7 +71,12 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 		return s.finish(ctx, k, nil, s.scrubber(root, work).Replace(err.Error()))
 	}
 	out := filepath.Join(work, "out")
-	err = s.runWorker(ctx, WorkerRequest{Dir: dir, Out: out, Module: m.Module, FixtureDatabase: s.cfg.FixtureDatabase, Now: s.now()},
+	// The whole certification has a deadline: a connector that hangs
+	// costs one worker CertifyTimeout at most, and is rejected for it.
+	runCtx, cancel := context.WithTimeout(ctx, s.cfg.CertifyTimeout)
+	defer cancel()
+	err = s.runWorker(runCtx, WorkerRequest{Dir: dir, Out: out, Module: m.Module, FixtureDatabase: s.cfg.FixtureDatabase, Now: s.now(),
+		MaxFixtures: s.cfg.MaxFixtures, SandboxBudget: s.cfg.SandboxBudget},
 		func(p workerProgress) {
 			line := fmt.Sprintf("%d/%d %s: %s", p.Index, p.Total, p.Check, p.Outcome)
 			s.meta.UpdateVersion(ctx, k, func(v *meta.Version) error {
@@ -134,6 +88,9 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 		return ctx.Err() // stopped: resumed at the next start
 	}
 	scrub := s.scrubber(dir, work)
+	if runCtx.Err() != nil {
+		return s.finish(ctx, k, nil, fmt.Sprintf("certification did not finish within %s, this registry's deadline for one certification (a connector whose Run blocks or spins uses its whole time)", s.cfg.CertifyTimeout))
+	}
 	if err != nil {
 		return s.finish(ctx, k, nil, scrub.Replace("certification could not run: "+err.Error()))
 	}
@@ -161,12 +118,16 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	if err := s.sign(out, zipData); err != nil {
 		return err
 	}
-	evidence, err := s.storeEvidence(ctx, out)
+	st := &staging{s: s}
+	evidence, err := s.storeEvidence(ctx, st, out)
 	if err != nil {
+		st.end(false)
 		return err
 	}
 	s.metrics.certifyDuration.Observe(time.Since(start).Seconds())
-	return s.finish(ctx, k, evidence, reason)
+	err = s.finish(ctx, k, evidence, reason)
+	st.end(err == nil)
+	return err
 }
 
 // checkModule says why the module the worker built is not the one its
@@ -270,9 +231,10 @@ var certifierActor = &principal{token: meta.Token{ID: "certifier", Name: "regist
 
 var errAlreadyDone = errors.New("already certified or rejected")
 
-// storeEvidence puts the signed evidence in the blob store and returns
+// storeEvidence puts the signed evidence in the blob store, each blob
+// pinned by st until the version that names it is committed, and returns
 // the name→digest map.
-func (s *Server) storeEvidence(ctx context.Context, out string) (map[string]string, error) {
+func (s *Server) storeEvidence(ctx context.Context, st *staging, out string) (map[string]string, error) {
 	names := []string{api.FileReport, api.FileReport + api.SignatureSuffix, api.FileSBOM, api.FileSBOM + api.SignatureSuffix, api.FileArtifact + api.SignatureSuffix,
 		api.FileModule, api.FileModule + api.SignatureSuffix}
 	evidence := map[string]string{}
@@ -284,7 +246,7 @@ func (s *Server) storeEvidence(ctx context.Context, out string) (map[string]stri
 		if err != nil {
 			return nil, err
 		}
-		d, err := s.blobs.Put(ctx, bytes.NewReader(data), sha256Digest(data), int64(len(data)))
+		d, err := st.put(ctx, bytes.NewReader(data), sha256Digest(data), int64(len(data)))
 		if err != nil {
 			return nil, fmt.Errorf("store %s: %w", name, err)
 		}

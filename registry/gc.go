@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry/api"
@@ -15,18 +15,13 @@ import (
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
-// Blob ownership. A blob belongs to the versions whose records name it
-// (meta.Version.Blobs); an upload never deletes one, even one it stored
-// itself, because another upload of the same bytes may be relying on it.
-// What failed uploads leave is garbage: CollectGarbage removes a blob when
-// no version refers to it and it has not been stored for the grace period.
-// Storing existing bytes refreshes their age (blobstore.Store.Put), an
-// upload holds gcMu's read lock from its first store until its version is
-// committed, and each candidate is checked again just before it is
-// removed, so a blob an upload is about to commit is never collected.
-
-// DefaultGCGrace is how long an unreferenced blob is kept.
+// DefaultGCGrace is how long an unreferenced blob is kept: what a killed
+// process left half-way (a failed upload removes its own bytes at once).
 const DefaultGCGrace = 24 * time.Hour
+
+// gcBatch is how many blobs a collection removes per turn of the gate, so
+// that an upload waits to pin for at most one batch.
+const gcBatch = 64
 
 // GCOptions steer a collection.
 type GCOptions struct {
@@ -37,14 +32,14 @@ type GCOptions struct {
 	DryRun bool
 }
 
-// CollectGarbage removes blobs that no version refers to and that are
-// older than the grace period (with DryRun, only reports them), holding
-// uploads off while it decides.
+// CollectGarbage removes blobs that no version refers to, that no upload
+// or certification has pinned (pins.go), and that are older than the
+// grace period (with DryRun, only reports them).
 func (s *Server) CollectGarbage(ctx context.Context, opts GCOptions) (api.GCReport, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = s.cfg.GCGrace
 	}
-	rep, err := CollectGarbage(ctx, s.meta, s.blobs, s.now(), opts, &s.gcMu)
+	rep, err := collect(ctx, s.meta, s.blobs, s.now(), opts, &s.pins)
 	if err == nil && !opts.DryRun && len(rep.Removed) > 0 {
 		s.log.Info("garbage collected", slog.Int("blobs", len(rep.Removed)), slog.Int64("bytes", rep.RemovedBytes))
 	}
@@ -52,9 +47,13 @@ func (s *Server) CollectGarbage(ctx context.Context, opts GCOptions) (api.GCRepo
 }
 
 // CollectGarbage is garbage collection on the stores themselves, for
-// registryd gc when no server runs; uploads, when lock is not nil, hold its
-// read side (Server.CollectGarbage passes its own).
-func CollectGarbage(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, now time.Time, opts GCOptions, lock sync.Locker) (api.GCReport, error) {
+// registryd gc when no server runs (a running server's pins are its own:
+// collect through Server.CollectGarbage, POST /v1/admin/gc).
+func CollectGarbage(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, now time.Time, opts GCOptions) (api.GCReport, error) {
+	return collect(ctx, metaStore, blobs, now, opts, &pins{})
+}
+
+func collect(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, now time.Time, opts GCOptions, p *pins) (api.GCReport, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGCGrace
 	}
@@ -73,27 +72,24 @@ func CollectGarbage(ctx context.Context, metaStore meta.Store, blobs blobstore.S
 	if err != nil {
 		return rep, err
 	}
-	if len(candidates) == 0 {
-		return rep, nil
-	}
-	// With uploads held off, read what is referenced now and remove the
-	// rest, each checked again for a store that made it young.
-	if lock != nil {
-		lock.Lock()
-		defer lock.Unlock()
-	}
-	versions, err := metaStore.Search(ctx, meta.Query{States: allStates})
-	if err != nil {
-		return rep, err
-	}
-	referenced := map[string]bool{}
-	for _, v := range versions {
-		for _, d := range v.Blobs {
-			referenced[d] = true
+	for batch := range slices.Chunk(candidates, gcBatch) {
+		if err := collectBatch(ctx, metaStore, blobs, cutoff, batch, p, &rep); err != nil {
+			return rep, err
 		}
 	}
-	for _, d := range candidates {
-		if referenced[d.Digest] {
+	return rep, nil
+}
+
+// collectBatch removes the candidates that, with pins held off, neither a
+// version nor a pin names and no store made young again.
+func collectBatch(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, cutoff time.Time, batch []blobstore.Descriptor, p *pins, rep *api.GCReport) error {
+	defer p.removal()()
+	referenced, err := referencedBlobs(ctx, metaStore)
+	if err != nil {
+		return err
+	}
+	for _, d := range batch {
+		if referenced[d.Digest] || p.pinned(d.Digest) {
 			rep.Referenced++
 			continue
 		}
@@ -102,15 +98,54 @@ func CollectGarbage(ctx context.Context, metaStore meta.Store, blobs blobstore.S
 			rep.Young++
 			continue
 		}
-		if !opts.DryRun {
+		if !rep.DryRun {
 			if err := blobs.Delete(ctx, d.Digest); err != nil {
-				return rep, err
+				return err
 			}
 		}
 		rep.Removed = append(rep.Removed, d.Digest)
 		rep.RemovedBytes += d.Size
 	}
-	return rep, nil
+	return nil
+}
+
+// referencedBlobs is every digest a version's record names.
+func referencedBlobs(ctx context.Context, metaStore meta.Store) (map[string]bool, error) {
+	versions, err := metaStore.Search(ctx, meta.Query{States: allStates})
+	if err != nil {
+		return nil, err
+	}
+	referenced := map[string]bool{}
+	for _, v := range versions {
+		for _, d := range v.Blobs {
+			referenced[d] = true
+		}
+	}
+	return referenced, nil
+}
+
+// discard removes blobs that a failed upload or certification stored
+// and released, unless a version names them or another pin holds them
+// (the same bytes uploaded at once): what fails leaves nothing behind,
+// without waiting for garbage collection. It runs on a context of its
+// own, as the request's may be what failed.
+func (s *Server) discard(digests ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	defer s.pins.removal()()
+	referenced, err := referencedBlobs(ctx, s.meta)
+	if err != nil {
+		s.log.Warn("a failed upload's bytes are left to garbage collection", slog.Any("error", err))
+		return
+	}
+	for _, d := range digests {
+		if referenced[d] || s.pins.pinned(d) {
+			continue
+		}
+		if err := s.blobs.Delete(ctx, d); err != nil {
+			s.log.Warn("a failed upload's bytes are left to garbage collection", slog.String("digest", d), slog.Any("error", err))
+		}
+	}
 }
 
 // staleAfter is how old a staged upload or a work directory must be before

@@ -260,14 +260,11 @@ func (h *harness) waitFor(ns, connector, version string) meta.Version {
 
 // snapshot is everything a request could change: stored blobs (as files on
 // disk or objects listed by digest), every version, tokens and the audit log.
-// Blobs no version refers to are garbage collected first: what a failed
-// upload stores is the collector's to remove, never the upload's.
+// No garbage is collected first: a failed request must leave nothing
+// behind by itself, at once.
 func (h *harness) snapshot() string {
 	h.t.Helper()
 	ctx := context.Background()
-	if _, err := h.srv.CollectGarbage(ctx, registry.GCOptions{Grace: time.Nanosecond}); err != nil {
-		h.t.Fatal(err)
-	}
 	var b strings.Builder
 	if h.blobDir != "" {
 		filepath.WalkDir(h.blobDir, func(p string, d fs.DirEntry, err error) error {
@@ -277,6 +274,16 @@ func (h *harness) snapshot() string {
 			}
 			return nil
 		})
+	} else {
+		var digests []string
+		if err := h.blobs.List(ctx, func(d blobstore.Descriptor) error {
+			digests = append(digests, d.Digest)
+			return nil
+		}); err != nil {
+			h.t.Fatal(err)
+		}
+		slices.Sort(digests)
+		b.WriteString(strings.Join(digests, "\n") + "\n")
 	}
 	vs, err := h.meta.Search(ctx, meta.Query{States: []meta.State{meta.Pending, meta.Certifying, meta.Certified, meta.Rejected}})
 	if err != nil {
@@ -315,6 +322,12 @@ func craft(t testing.TB, connector, version string, entries ...entry) *artifact.
 	if major := strings.Split(version, ".")[0]; major != "0" && major != "1" {
 		mod += "/v" + major
 	}
+	return craftModule(t, mod, connector, version, entries...)
+}
+
+// craftModule is craft with the module path given.
+func craftModule(t testing.TB, mod, connector, version string, entries ...entry) *artifact.Artifact {
+	t.Helper()
 	m := artifact.Manifest{
 		Format: artifact.Format, Module: mod, Version: "v" + version, Connector: connector, ConnectorVersion: version,
 		Dir: "connector", Spec: json.RawMessage(`{"id":"` + connector + `","provider":"test","effects":"Pure","determinism":"Strict"}`),

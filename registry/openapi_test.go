@@ -3,11 +3,13 @@ package registry
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 	"github.com/flowgen-dev/flowgen/signing"
@@ -64,5 +66,38 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 	for p := range documented {
 		t.Errorf("docs/registry-openapi.yaml documents %s, which the server does not serve", p)
+	}
+}
+
+// TestOpenAPIListsEveryErrorCode: the Error schema's code enum is the
+// code table of registry/api, no more and no less.
+func TestOpenAPIListsEveryErrorCode(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../docs/registry-openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Properties map[string]struct {
+						Enum []string `yaml:"enum"`
+					} `yaml:"properties"`
+				} `yaml:"properties"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range api.Codes() {
+		want = append(want, string(c))
+	}
+	got := doc.Components.Schemas["Error"].Properties["error"].Properties["code"].Enum
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("the OpenAPI Error codes are\n%v\nregistry/api has\n%v", got, want)
 	}
 }

@@ -42,13 +42,12 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	if !p.canPublish(k.Namespace) {
 		return &authError{http.StatusForbidden, fmt.Sprintf("token %s may not publish to namespace %q", p.token.ID, k.Namespace)}
 	}
-	select {
-	case s.uploads <- struct{}{}:
-		defer func() { <-s.uploads }()
-	default:
+	release, err := s.uploads.admit(p.token.ID, k.Namespace)
+	if err != nil {
 		w.Header().Set("Retry-After", "5")
-		return api.CodeBusy.Errorf("%d uploads are being received; try again shortly", cap(s.uploads))
+		return err
 	}
+	defer release()
 	defer func() { s.metrics.publishes.WithLabelValues(outcome(err)).Inc() }()
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" || params["boundary"] == "" {
@@ -57,7 +56,9 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	}
 	rc := http.NewResponseController(w)
 	defer rc.SetReadDeadline(time.Time{})
-	body := &idleReader{r: http.MaxBytesReader(w, r.Body, s.cfg.MaxArtifactSize+maxManifestSize+1<<20), rc: rc, timeout: s.cfg.BodyReadTimeout}
+	// The answer may come as late as the upload's deadline allows.
+	rc.SetWriteDeadline(time.Now().Add(s.cfg.UploadDeadline + s.cfg.WriteTimeout))
+	body := newUploadReader(http.MaxBytesReader(w, r.Body, s.cfg.MaxArtifactSize+maxManifestSize+1<<20), rc, s.cfg)
 	mr := multipart.NewReader(body, params["boundary"])
 
 	m, err := s.readManifestPart(mr, k)
@@ -78,6 +79,9 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	case !errors.Is(err, meta.ErrNotFound):
 		return storageErr(err)
 	default:
+		if err := s.checkModulePrefix(k.Namespace, m.Module); err != nil {
+			return err
+		}
 		if err := s.checkModuleOwner(ctx, k, m.Module); err != nil {
 			return err
 		}
@@ -90,13 +94,14 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	if part.FormName() != api.PartArtifact {
 		return api.CodeBadUpload.Errorf("second part is %q, want %q (the zip)", part.FormName(), api.PartArtifact)
 	}
-	// An upload never deletes a blob, even one it added itself: another
-	// upload of the same bytes may rely on it. What a failed upload leaves
-	// is garbage collected once unreferenced for the grace period; the
-	// read lock keeps the collector out until this version is committed.
-	s.gcMu.RLock()
-	defer s.gcMu.RUnlock()
-	zd, err := s.blobs.Put(ctx, part, m.Digest, m.Size)
+	// Each blob is pinned before it is stored, so garbage collection keeps
+	// it until the version that names it is committed; no lock is held
+	// while the client sends. A failed upload removes what it stored at
+	// once, unless another upload of the same bytes holds it.
+	st := &staging{s: s}
+	committed := false
+	defer func() { st.end(committed) }()
+	zd, err := st.put(ctx, part, m.Digest, m.Size)
 	switch {
 	case errors.Is(err, blobstore.ErrTooLarge):
 		return api.CodeTooLarge.Errorf("the artifact part is larger than the manifest's size, %d bytes", m.Size)
@@ -136,11 +141,12 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	if err != nil {
 		return err
 	}
-	md, err := s.blobs.Put(ctx, bytes.NewReader(mj), sha256Digest(mj), int64(len(mj)))
+	md, err := st.put(ctx, bytes.NewReader(mj), sha256Digest(mj), int64(len(mj)))
 	if err != nil {
 		return storageErr(err)
 	}
 	if replay {
+		committed = true // the version's record already names them
 		return writeJSON(w, http.StatusOK, existing)
 	}
 	now := s.now()
@@ -153,6 +159,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	}
 	labels(&v, m.Spec)
 	stored, created, err := s.meta.CreateVersion(ctx, v)
+	committed = err == nil
 	if err != nil {
 		var conflict *meta.ConflictError
 		if errors.As(err, &conflict) {
@@ -277,8 +284,12 @@ func labels(v *meta.Version, spec json.RawMessage) {
 
 func partErr(err error, want string) error {
 	var maxBytes *http.MaxBytesError
+	var limit *api.Error // the upload's limits (uploadReader)
 	if errors.As(err, &maxBytes) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
+	}
+	if errors.As(err, &limit) {
+		return limit
 	}
 	return api.CodeBadUpload.Errorf("reading the %q part: %v", want, err)
 }
@@ -304,18 +315,6 @@ func outcome(err error) string {
 		return "rejected"
 	}
 	return "error"
-}
-
-// idleReader cuts off a request body that sends nothing for timeout.
-type idleReader struct {
-	r       io.Reader
-	rc      *http.ResponseController
-	timeout time.Duration
-}
-
-func (i *idleReader) Read(p []byte) (int, error) {
-	i.rc.SetReadDeadline(time.Now().Add(i.timeout))
-	return i.r.Read(p)
 }
 
 func (s *Server) auditf(ctx context.Context, p *principal, action string, k meta.Key, format string, args ...any) {

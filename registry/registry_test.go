@@ -224,7 +224,9 @@ func TestConcurrentPublishesOfOneVersion(t *testing.T) {
 	t.Parallel()
 	for name, stores := range storeKinds {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, withConfig(stores(t), func(c *registry.Config) { c.MaxConcurrentUploads = 32 }))
+			h := newHarness(t, withConfig(stores(t), func(c *registry.Config) {
+				c.MaxConcurrentUploads, c.MaxUploadsPerNamespace, c.MaxUploadsPerToken = 32, 24, 24
+			}))
 			var wg sync.WaitGroup
 			codes := make([]int, 20)
 			for i := range codes {

@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -100,7 +101,18 @@ type Config struct {
 	WriteTimeout time.Duration
 	// MaxConcurrentUploads bounds the uploads received at once (default
 	// DefaultMaxConcurrentUploads); one more is refused with 503 busy.
-	MaxConcurrentUploads int
+	// MaxUploadsPerNamespace (default half of it) and MaxUploadsPerToken
+	// (default half of that) bound one tenant's, below it, so that no
+	// tenant holds every slot; one more is refused with 429
+	// too_many_uploads. New refuses caps that would let one namespace take
+	// every slot.
+	MaxConcurrentUploads, MaxUploadsPerNamespace, MaxUploadsPerToken int
+	// UploadDeadline is how long one upload may take in all (default
+	// DefaultUploadDeadline); MinUploadRate the bytes a second it must
+	// average once BodyReadTimeout has passed (default
+	// DefaultMinUploadRate). An upload over either is cut off with 408.
+	UploadDeadline time.Duration
+	MinUploadRate  int64
 	// GCGrace is how long a blob no version refers to is kept (default
 	// DefaultGCGrace); JanitorInterval how often RunJanitor sweeps and
 	// collects garbage (0: only the sweep at start).
@@ -109,12 +121,32 @@ type Config struct {
 	// RetryInterval is how long the certifier waits after a storage error
 	// before trying a version again (default 10s).
 	RetryInterval time.Duration
+	// ModulePrefixes gives namespaces module path prefixes beyond the
+	// artifact.ModulePrefix/NAMESPACE each owns (prefixes.go): only a
+	// namespace that owns a module path may publish under it. New refuses
+	// prefixes that overlap another namespace's.
+	ModulePrefixes map[string][]string
+	// CertifyWorkers is how many versions are certified at once (default
+	// the processors, at most DefaultMaxCertifyWorkers; New refuses more
+	// than the processors). Versions are taken fairly across namespaces
+	// (scheduler.go).
+	CertifyWorkers int
+	// CertifyTimeout bounds one certification, start to end (default
+	// DefaultCertifyTimeout): past it the version is rejected.
+	CertifyTimeout time.Duration
+	// MaxFixtures and SandboxBudget bound one certification's fixtures and
+	// the time its connector's code runs (defaults certify's).
+	MaxFixtures   int
+	SandboxBudget time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
-// DefaultMaxConcurrentUploads is the default of Config.MaxConcurrentUploads.
-const DefaultMaxConcurrentUploads = 16
+// Defaults of the certifier (Config).
+const (
+	DefaultMaxCertifyWorkers = 4
+	DefaultCertifyTimeout    = 20 * time.Minute
+)
 
 // DefaultMaxArtifactSize is the default bound on an uploaded artifact zip.
 const DefaultMaxArtifactSize = 64 << 20
@@ -141,14 +173,18 @@ type Server struct {
 	site *webui.Site
 	// policyCache holds policy verdicts by policy and evidence digests.
 	policyCache sync.Map
-	// gcMu: uploads hold it for reading from their first blob store until
-	// their version is committed; garbage collection holds it to decide.
-	gcMu sync.RWMutex
+	// pins are the blobs uploads and certifications are about to commit
+	// (pins.go); garbage collection never removes them.
+	pins pins
 	// work lists the certification work directories in use.
 	workMu sync.Mutex
 	work   map[string]bool
-	// uploads holds one token per upload being received.
-	uploads chan struct{}
+	// uploads admits the uploads being received (admission.go).
+	uploads *admission
+	// sched hands waiting versions to certification workers.
+	sched *scheduler
+	// uiSessions are the catalogue's signed-in browsers.
+	uiSessions uiSessions
 	// webhookWake tells idle webhook deliverers that an event was added.
 	webhookWake chan struct{}
 	// patterns lists the routes, for the API documentation test.
@@ -196,11 +232,23 @@ func New(cfg Config) (*Server, error) {
 	case cfg.WebhookSettle == 0:
 		cfg.WebhookSettle = 2 * time.Second
 	}
-	if cfg.MaxConcurrentUploads <= 0 {
-		cfg.MaxConcurrentUploads = DefaultMaxConcurrentUploads
+	if err := checkUploadLimits(&cfg); err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	if err := checkModulePrefixes(cfg.ModulePrefixes); err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
 	}
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = 10 * time.Second
+	}
+	switch cpus := runtime.NumCPU(); {
+	case cfg.CertifyWorkers <= 0:
+		cfg.CertifyWorkers = min(cpus, DefaultMaxCertifyWorkers)
+	case cfg.CertifyWorkers > cpus:
+		return nil, fmt.Errorf("registry: CertifyWorkers %d exceeds the %d processors: certification is CPU-bound, and more workers only slow each one", cfg.CertifyWorkers, cpus)
+	}
+	if cfg.CertifyTimeout <= 0 {
+		cfg.CertifyTimeout = DefaultCertifyTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -212,7 +260,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, meta: cfg.Meta, blobs: cfg.Blobs, log: cfg.Logger, pubKey: pub,
 		wake: make(chan struct{}, 1), metrics: newMetrics(), work: map[string]bool{},
-		uploads: make(chan struct{}, cfg.MaxConcurrentUploads), webhookWake: make(chan struct{}, 1),
+		uploads: newAdmission(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerToken, cfg.MaxUploadsPerNamespace), webhookWake: make(chan struct{}, 1),
+		sched: newScheduler(),
 	}
 	if cfg.FlowgenModule != "" {
 		if s.flowgen, err = flowgenmod.Build(context.Background(), cfg.FlowgenModule); err != nil {
@@ -232,7 +281,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
 
 // UploadsInFlight is the number of uploads being received now.
-func (s *Server) UploadsInFlight() int { return len(s.uploads) }
+func (s *Server) UploadsInFlight() int { return s.uploads.inFlight() }
 
 // Handler serves the API, the Go module proxy, the catalogue pages (/ui/),
 // health and metrics.

@@ -18,8 +18,9 @@ import (
 // each connector's versions, each version's certification evidence,
 // signature and SBOM status, and whether it would pass a pull policy the
 // reader pastes or uploads. They answer to the same tokens as the API: a
-// reader signs in by pasting a token, which the browser keeps in an
-// HttpOnly, SameSite=Strict cookie scoped to /ui/; pages need a token
+// reader signs in by pasting a token, which the server keeps in a session
+// (uisession.go) whose random id the browser holds in an HttpOnly,
+// SameSite=Strict cookie scoped to /ui/; pages need a token
 // that may pull, and see what that token may see (its pull policy
 // included); deprecating and yanking need the namespace's publish scope,
 // ask for confirmation and are audited like the API's. Forms are guarded
@@ -29,8 +30,16 @@ import (
 //go:embed uitemplates
 var uiTemplates embed.FS
 
-// uiCookie holds a signed-in reader's token.
-const uiCookie = "flowgen_registry_token"
+// uiCookie holds a signed-in reader's session id.
+const uiCookie = "flowgen_registry_session"
+
+// loginReasons are what the sign-in page may say, by the code in its
+// query: it never shows text a link carries.
+var loginReasons = map[string]string{
+	"signin":    "Sign in with a registry token to read the catalogue.",
+	"ended":     "Your session ended (signed out, unused for 12 hours, or its token expired or was revoked): sign in again.",
+	"signedout": "Signed out.",
+}
 
 // uiRoutes adds the catalogue pages to m.
 func (s *Server) uiRoutes(m *http.ServeMux) error {
@@ -84,13 +93,19 @@ type uiHandler func(w http.ResponseWriter, r *http.Request, p *principal)
 // may pull, else the sign-in page.
 func (s *Server) signedIn(next uiHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		secret := ""
-		if c, err := r.Cookie(uiCookie); err == nil {
-			secret = c.Value
+		why := "signin"
+		var p *principal
+		var err error
+		if c, cerr := r.Cookie(uiCookie); cerr == nil {
+			why = "ended"
+			if secret, ok := s.uiSessions.secret(c.Value, time.Now()); ok {
+				if p, err = s.principalOf(r.Context(), secret); err != nil || p == nil {
+					s.uiSessions.end(c.Value) // the token no longer signs anyone in
+				}
+			}
 		}
-		p, err := s.principalOf(r.Context(), secret)
 		if err == nil && p == nil {
-			err = &authError{http.StatusUnauthorized, "sign in with a registry token to read the catalogue"}
+			err = &authError{http.StatusUnauthorized, loginReasons[why]}
 		}
 		if err == nil {
 			err = needPull(p)
@@ -98,7 +113,7 @@ func (s *Server) signedIn(next uiHandler) http.HandlerFunc {
 		if err != nil {
 			var ae *authError
 			if errors.As(err, &ae) && ae.status == http.StatusUnauthorized {
-				http.Redirect(w, r, "/ui/login?why="+url.QueryEscape(ae.msg)+"&next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				http.Redirect(w, r, "/ui/login?why="+why+"&next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			} else {
 				s.uiFail(w, r, err)
 			}
@@ -130,7 +145,7 @@ type loginPage struct {
 }
 
 func (s *Server) uiLoginPage(w http.ResponseWriter, r *http.Request) {
-	s.site.Render(w, r, http.StatusOK, "login", "Sign in", "Sign in", loginPage{Why: r.URL.Query().Get("why"), Next: safeNext(r.URL.Query().Get("next"))})
+	s.site.Render(w, r, http.StatusOK, "login", "Sign in", "Sign in", loginPage{Why: loginReasons[r.URL.Query().Get("why")], Next: safeNext(r.URL.Query().Get("next"))})
 }
 
 // uiLogin checks the pasted token and keeps it in the browser's cookie.
@@ -148,14 +163,18 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 		s.site.Render(w, r, http.StatusUnauthorized, "login", "Sign in", "Sign in", loginPage{Why: err.Error(), Next: safeNext(r.PostFormValue("next"))})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: secret, Path: "/ui/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	id := s.uiSessions.start(secret, time.Now())
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: id, Path: "/ui/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	s.log.Info("ui sign-in", "caller", p.name(), "remote", r.RemoteAddr)
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
 }
 
 func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(uiCookie); err == nil {
+		s.uiSessions.end(c.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/ui/login?why="+url.QueryEscape("Signed out."), http.StatusSeeOther)
+	http.Redirect(w, r, "/ui/login?why=signedout", http.StatusSeeOther)
 }
 
 // safeNext keeps a return address on this site's pages: an address

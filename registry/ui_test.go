@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/internal/browsertest"
+	"github.com/flowgen-dev/flowgen/registry"
 )
 
 // pageReader reads the catalogue pages as a browser would.
@@ -104,6 +105,17 @@ func cataloguePages(t *testing.T, h *harness) {
 	broken := reader.checkPolicy(t, page, "apiVersion: flowgen.dev/v1\nkind: PullPolicy\nmaxEfects: Effectful\n", true)
 	if !strings.Contains(broken, "team-policy.yaml:3:") {
 		t.Errorf("a broken policy is not reported with file:line:\n%s", broken)
+	}
+
+	// A reader whose token carries a pull policy the version fails sees
+	// neither it in lists nor its page.
+	strict := h.pageReader(t)
+	strict.signIn(t, h.token("strict-reader", []string{registry.ScopePull}, "apiVersion: flowgen.dev/v1\nkind: PullPolicy\nmaxEffects: ReadOnly\n"))
+	if code, body := strict.Get(page); code != http.StatusForbidden || !strings.Contains(body, "does not satisfy the pull policy") {
+		t.Errorf("a version page the reader's policy refuses: %d\n%s", code, body)
+	}
+	if _, body := strict.Get("/ui/?q=charge"); strings.Contains(body, page) {
+		t.Error("a search lists a version the reader's policy refuses")
 	}
 
 	publisher := h.pageReader(t)

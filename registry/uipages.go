@@ -137,6 +137,13 @@ func (s *Server) versionPage(w http.ResponseWriter, r *http.Request, p *principa
 		s.uiFail(w, r, notFoundOr(err, k))
 		return nil, false
 	}
+	// The page shows what a pull downloads: a version the reader's pull
+	// policy refuses is refused here too, naming the rules, as the API
+	// refuses its files.
+	if err := s.checkPullable(r, p, v); err != nil {
+		s.uiFail(w, r, err)
+		return nil, false
+	}
 	page := &versionPage{V: v, Path: uiPath(k), SBOMPackages: -1, CanMark: p.canPublish(k.Namespace)}
 	contents := map[string][]byte{}
 	for _, name := range []string{api.FileArtifact, api.FileReport, api.FileSBOM} {

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/addrclass"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 )
 
@@ -31,10 +32,11 @@ import (
 // X-Flowgen-Signature is "sha256=" and the hex HMAC-SHA256, keyed by
 // Secret, of the X-Flowgen-Timestamp value, a dot, and the body.
 //
-// Targets cannot be turned against the network the registry sits in: the
-// connection is refused to loopback, link-local, private, multicast and
-// unspecified addresses, checked on the address actually dialled (so a name
-// that resolves there is refused too), unless AllowPrivate is set; and
+// Targets cannot be turned against the network the registry sits in: a
+// connection goes only to a public unicast address (addrclass.Public, an
+// allowlist), checked at configuration and on the address actually
+// dialled (so a name that resolves elsewhere is refused too), unless
+// AllowPrivate is set; and
 // redirects are never followed (a 3xx is a failed delivery).
 type Webhook struct {
 	// Name identifies the target (its cursor); letters, digits, dashes.
@@ -90,15 +92,15 @@ func checkWebhook(h Webhook) error {
 	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !h.AllowPrivate && !publicAddr(ip) {
 		return fmt.Errorf("webhook %s: %s is not a public address", h.Name, ip)
 	}
+	if what := addrclass.SpecialName(u.Hostname()); what != "" && !h.AllowPrivate {
+		return fmt.Errorf("webhook %s: %s names %s", h.Name, u.Hostname(), what)
+	}
 	return nil
 }
 
-// publicAddr reports whether a webhook may connect to ip.
-func publicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsValid() && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsLinkLocalMulticast() && !ip.IsPrivate() &&
-		!ip.IsUnspecified() && !ip.IsMulticast() && !ip.IsInterfaceLocalMulticast()
-}
+// publicAddr reports whether a webhook may connect to ip: a public
+// unicast address, by allowlist (addrclass.Public).
+func publicAddr(ip netip.Addr) bool { return addrclass.Public(ip) }
 
 // webhookClient connects only where h may, follows no redirect and gives
 // each delivery 30 s.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,7 +137,12 @@ func TestWebhookTargetsStayOutside(t *testing.T) {
 	t.Parallel()
 	signer, _ := signing.LoadSigner(testKey, nil)
 	o := diskStores(t)
-	for _, url := range []string{"https://127.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://10.0.0.8/hook", "http://hooks.example.com/x"} {
+	for _, url := range []string{"https://127.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://10.0.0.8/hook", "http://hooks.example.com/x",
+		// Special-purpose ranges beyond loopback and private, and IPv6
+		// forms that embed an IPv4 address.
+		"https://100.100.100.200/latest", "https://192.0.0.192/opc", "https://198.18.0.1/hook", "https://240.0.0.1/hook", "https://255.255.255.255/hook",
+		"https://[64:ff9b::a9fe:a9fe]/latest", "https://[::a9fe:a9fe]/latest", "https://[::ffff:169.254.169.254]/latest", "https://[2002:a9fe:a9fe::1]/hook",
+		"https://[fd00:ec2::254]/latest", "https://[100::1]/hook", "https://[2001:db8::1]/hook", "https://metadata.google.internal/computeMetadata/v1/"} {
 		cfg := registry.Config{Meta: o.meta, Blobs: o.blobs, Signer: signer, Worker: []string{"unused"}}
 		hookConfig(url, false)(&cfg)
 		if _, err := registry.New(cfg); err == nil {
@@ -144,8 +150,17 @@ func TestWebhookTargetsStayOutside(t *testing.T) {
 		}
 	}
 
-	// A name that resolves to loopback: no connection is ever made.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A name that resolves to this machine (its host name, which names
+	// no special range by itself): no connection is ever made.
+	name, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := net.LookupHost(name)
+	if err != nil || len(addrs) == 0 {
+		t.Fatalf("this machine's name %s does not resolve: %v", name, err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(addrs[0], "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +176,7 @@ func TestWebhookTargetsStayOutside(t *testing.T) {
 			c.Close()
 		}
 	}()
-	viaName := "https://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/hook"
+	viaName := "https://" + net.JoinHostPort(name, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)) + "/hook"
 	h := newHarness(t, withConfig(diskStores(t), hookConfig(viaName, false)))
 	runHooks(t, h.srv)
 	h.publish(h.publisher, "payments", craft(t, "payments.ssrf", "1.0.0", validFiles("")...))

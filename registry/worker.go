@@ -30,6 +30,10 @@ type WorkerRequest struct {
 	Module          string    `json:"module"`
 	FixtureDatabase string    `json:"fixture_database,omitempty"`
 	Now             time.Time `json:"now"`
+	// MaxFixtures and SandboxBudget bound what the certification may
+	// cost (certify.Options; zero for certify's defaults).
+	MaxFixtures   int           `json:"max_fixtures,omitempty"`
+	SandboxBudget time.Duration `json:"sandbox_budget,omitempty"`
 }
 
 // workerProgress is one line the worker prints on stdout as a check ends.
@@ -64,7 +68,7 @@ func WorkerMain(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 	}
 	_, err := certify.Run(ctx, req.Dir, certify.Options{
 		Out: req.Out, Module: req.Module, Tool: "registryd", FixtureDatabase: req.FixtureDatabase,
-		SignedBy: "registryd", Now: now,
+		SignedBy: "registryd", Now: now, MaxFixtures: req.MaxFixtures, SandboxBudget: req.SandboxBudget,
 		Progress: func(i, n int, c certify.Check, done bool) {
 			if done {
 				line, _ := json.Marshal(workerProgress{Index: i, Total: n, Check: c.Name, Outcome: string(c.Outcome)})

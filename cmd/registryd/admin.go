@@ -106,7 +106,7 @@ func (l *localAdmin) CollectGarbage(ctx context.Context, req api.GCRequest) (api
 		}
 		opts.Grace = d
 	}
-	return registry.CollectGarbage(ctx, l.meta, l.blobs, time.Now(), opts, nil)
+	return registry.CollectGarbage(ctx, l.meta, l.blobs, time.Now(), opts)
 }
 
 func (l *localAdmin) Close() error { return l.meta.Close() }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/registry"
 	"github.com/flowgen-dev/flowgen/signing"
@@ -44,6 +45,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	gcGrace := fs.Duration("gc-grace", registry.DefaultGCGrace, "keep a blob that no version refers to (what a failed upload stored) for this long before collecting it")
 	janitor := fs.Duration("janitor-interval", time.Hour, "how often to collect garbage and sweep what interrupted uploads and certifications left (0: only at start)")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long a stop waits for requests in flight")
+	var prefixes repeated
+	fs.Var(&prefixes, "module-prefix", "NAMESPACE=PREFIX: let the namespace also publish modules under PREFIX (each owns "+artifact.ModulePrefix+"/NAMESPACE); repeat for several")
+	workers := fs.Int("certify-workers", 0, "versions certified at once, taken fairly across namespaces (default: the processors, at most 4)")
+	certifyTimeout := fs.Duration("certify-timeout", registry.DefaultCertifyTimeout, "reject a version whose certification takes longer (a connector that hangs)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: registryd serve [flags]\n\nServes the registry API, the Go module proxy (/go/), /metrics, /healthz and /readyz,\nand certifies uploads in the background. SIGINT or SIGTERM stops it gracefully:\nrequests in flight finish; a certification in progress resumes at the next start.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -68,6 +73,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	modulePrefixes := map[string][]string{}
+	for _, p := range prefixes {
+		ns, prefix, ok := strings.Cut(p, "=")
+		if !ok || ns == "" || prefix == "" {
+			return fmt.Errorf("--module-prefix %q: want NAMESPACE=PREFIX", p)
+		}
+		modulePrefixes[ns] = append(modulePrefixes[ns], strings.TrimSuffix(prefix, "/"))
+	}
 	metaStore, err := st.openMeta(ctx)
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)
@@ -88,6 +101,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		Meta:            metaStore, Blobs: blobs, Signer: signer, Logger: log, MaxArtifactSize: *maxSize,
 		Worker: worker, Webhooks: webhooks, GCGrace: *gcGrace, JanitorInterval: *janitor,
 		FlowgenModule: *flowgenModule, FixtureDatabase: *fixtureDB, BodyReadTimeout: *bodyTimeout, WorkDir: filepath.Join(st.dataDir, "work"),
+		CertifyWorkers: *workers, CertifyTimeout: *certifyTimeout, ModulePrefixes: modulePrefixes,
 	})
 	if err != nil {
 		return err

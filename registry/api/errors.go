@@ -38,6 +38,7 @@ const (
 	CodeInternal           ErrorCode = "internal"
 	CodeTampered           ErrorCode = "tampered"
 	CodeBusy               ErrorCode = "busy"
+	CodeTooManyUploads     ErrorCode = "too_many_uploads"
 	CodeStorageUnavailable ErrorCode = "storage_unavailable"
 	// CodeHTTP is the client's code for an answer that carried no error
 	// body of the registry's (a proxy's error page, say); it has no fixed
@@ -69,7 +70,7 @@ var codes = map[ErrorCode]codeInfo{
 	CodeForbidden:          {http.StatusForbidden, "the token lacks the scope or namespace"},
 	CodePolicy:             {http.StatusForbidden, "the token's pull policy refuses the version"},
 	CodeNotFound:           {http.StatusNotFound, "no such version (or one the token may not see), file or route"},
-	CodeTimeout:            {http.StatusRequestTimeout, "the request body stalled"},
+	CodeTimeout:            {http.StatusRequestTimeout, "the request body stalled, was too slow or outlasted the upload deadline"},
 	CodeConflict:           {http.StatusConflict, "the version exists with other bytes (versions are write-once)"},
 	CodeModuleTaken:        {http.StatusConflict, "another namespace owns the Go module path"},
 	CodeTooLarge:           {http.StatusRequestEntityTooLarge, "the body is over its limit (the artifact size, 64 KiB for JSON)"},
@@ -77,6 +78,7 @@ var codes = map[ErrorCode]codeInfo{
 	CodeInternal:           {http.StatusInternalServerError, "the server failed; its log has the details"},
 	CodeTampered:           {http.StatusInternalServerError, "stored evidence does not match its digest"},
 	CodeBusy:               {http.StatusServiceUnavailable, "too many uploads at once; retry later"},
+	CodeTooManyUploads:     {http.StatusTooManyRequests, "the token or its namespace has as many uploads in flight as it may"},
 	CodeStorageUnavailable: {http.StatusServiceUnavailable, "blob or metadata storage is unreachable"},
 }
 
