@@ -14,8 +14,10 @@ import (
 
 // Upload admission. The registry receives at most MaxConcurrentUploads
 // bodies at once; one token at most MaxUploadsPerToken of them and one
-// namespace at most MaxUploadsPerNamespace, both below the global cap, so
-// no tenant can hold every slot. And a slot is never held for long: an
+// namespace at most MaxUploadsPerNamespace, both below the global cap,
+// and the last quarter of the slots only for namespaces with no upload in
+// flight, so no tenant, whatever namespaces it may publish to, can hold
+// every slot. And a slot is never held for long: an
 // upload must keep sending (BodyReadTimeout), average at least
 // MinUploadRate once BodyReadTimeout has passed, and end within
 // UploadDeadline, however it paces its bytes.
@@ -55,6 +57,11 @@ func (a *admission) admit(token, namespace string) (release func(), err error) {
 		return nil, api.CodeTooManyUploads.Errorf("namespace %q has %d uploads in flight, as many as one namespace may; send the next when one ends", namespace, a.perNamespace)
 	case a.total >= a.max:
 		return nil, api.CodeBusy.Errorf("%d uploads are being received; try again shortly", a.max)
+	case a.byNamespace[namespace] > 0 && a.total >= a.max-a.reserve():
+		// The last slots are kept for namespaces with nothing in flight:
+		// one tenant publishing to several namespaces (or with a token
+		// that may) cannot take them all.
+		return nil, api.CodeBusy.Errorf("the last %d of %d upload slots are kept for namespaces with no upload in flight; namespace %q has %d", a.reserve(), a.max, namespace, a.byNamespace[namespace])
 	}
 	a.total++
 	a.byToken[token]++
@@ -74,6 +81,10 @@ func (a *admission) admit(token, namespace string) (release func(), err error) {
 		})
 	}, nil
 }
+
+// reserve is how many slots only a namespace with no upload in flight
+// may take: a quarter of them.
+func (a *admission) reserve() int { return a.max / 4 }
 
 // inFlight is the number of uploads being received.
 func (a *admission) inFlight() int {

@@ -15,8 +15,10 @@ import (
 
 // TestUploadCapsPerTokenAndNamespace: with 8 slots (4 a namespace, 2 a
 // token), one token's third stalled upload and a namespace's fifth are
-// refused with 429 naming the cap, while another namespace publishes;
-// caps that would let one namespace take every slot are refused.
+// refused with 429 naming the cap, while another namespace publishes; a
+// tenant with a second namespace cannot take the last quarter of the
+// slots, which a namespace with nothing in flight can; caps that would
+// let one namespace take every slot are refused.
 func TestUploadCapsPerTokenAndNamespace(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, withConfig(diskStores(t), func(c *registry.Config) {
@@ -51,6 +53,33 @@ func TestUploadCapsPerTokenAndNamespace(t *testing.T) {
 	refused(third, `namespace "payments" has 4 uploads in flight, as many as one namespace may`)
 	if code, body := h.publish(h.other, "catalog", craft(t, "catalog.meanwhile", "1.0.0", validFiles("")...)); code != http.StatusAccepted {
 		t.Fatalf("another namespace while payments is at its cap: %d %s", code, body)
+	}
+	// A tenant with a second namespace takes 2 more slots (6 of 8); the
+	// last 2 are kept for namespaces with nothing in flight.
+	alpha1 := h.token("ci-alpha-1", []string{"publish:alpha"}, "")
+	alpha2 := h.token("ci-alpha-2", []string{"publish:alpha"}, "")
+	stallIn := func(token, ns, version string) net.Conn {
+		a := craft(t, ns+".capped", version, validFiles(ns+version)...)
+		ctype, body := multipartBody(t, manifestPart(t, a.Manifest), zipPart(a.Zip))
+		return rawUpload(t, h.url, versionPath(ns, a.Manifest.Connector, version), token, ctype, body, 200)
+	}
+	for i, version := range []string{"1.0.0", "1.0.1"} {
+		stallIn(alpha1, "alpha", version)
+		waitUntil(t, "alpha's upload admitted", func() bool { return h.srv.UploadsInFlight() == 5+i })
+	}
+	c := stallIn(alpha2, "alpha", "1.0.2")
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy bytes.Buffer
+	busy.ReadFrom(resp.Body)
+	if e := apiError(t, busy.Bytes()); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(e.Message, "kept for namespaces with no upload in flight") {
+		t.Errorf("a namespace with uploads in flight reaching for the reserved slots: %s %s", resp.Status, busy.String())
+	}
+	if code, body := h.publish(h.other, "catalog", craft(t, "catalog.reserved", "1.0.0", validFiles("")...)); code != http.StatusAccepted {
+		t.Fatalf("a namespace with nothing in flight, into a reserved slot: %d %s", code, body)
 	}
 
 	for _, bad := range []func(*registry.Config){

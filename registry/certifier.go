@@ -113,6 +113,9 @@ func (s *Server) certify(ctx context.Context, k meta.Key) error {
 	default:
 		reason = checkModule(out, report)
 	}
+	// A reason is read by clients: it names no server path (the module
+	// check's file errors carried the work directory).
+	reason = scrub.Replace(reason)
 	// Only now, the report checked, does the key sign: the upload's own
 	// bytes, and the SBOM and report the worker wrote.
 	if err := s.sign(out, zipData); err != nil {
@@ -139,7 +142,7 @@ func checkModule(out string, report *certify.Report) string {
 	case report.ModuleDigest == "":
 		return "the report names no module: nothing that production would run was certified"
 	case err != nil:
-		return "the certification worker wrote no module: " + err.Error()
+		return "the certification worker wrote no readable " + api.FileModule
 	case artifact.Digest(wasm) != report.ModuleDigest:
 		return fmt.Sprintf("the module is %s, but the report certifies %s", artifact.Digest(wasm), report.ModuleDigest)
 	}

@@ -84,12 +84,15 @@ func collect(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, n
 // version nor a pin names and no store made young again.
 func collectBatch(ctx context.Context, metaStore meta.Store, blobs blobstore.Store, cutoff time.Time, batch []blobstore.Descriptor, p *pins, rep *api.GCReport) error {
 	defer p.removal()()
+	// Pins first, references after: a pin released since was released
+	// after its version committed, which the references then show.
+	held := p.held(digests(batch)...)
 	referenced, err := referencedBlobs(ctx, metaStore)
 	if err != nil {
 		return err
 	}
 	for _, d := range batch {
-		if referenced[d.Digest] || p.pinned(d.Digest) {
+		if referenced[d.Digest] || held[d.Digest] {
 			rep.Referenced++
 			continue
 		}
@@ -107,6 +110,15 @@ func collectBatch(ctx context.Context, metaStore meta.Store, blobs blobstore.Sto
 		rep.RemovedBytes += d.Size
 	}
 	return nil
+}
+
+// digests lists the descriptors' digests.
+func digests(ds []blobstore.Descriptor) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Digest
+	}
+	return out
 }
 
 // referencedBlobs is every digest a version's record names.
@@ -133,13 +145,14 @@ func (s *Server) discard(digests ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	defer s.pins.removal()()
+	held := s.pins.held(digests...) // before the references: see collectBatch
 	referenced, err := referencedBlobs(ctx, s.meta)
 	if err != nil {
 		s.log.Warn("a failed upload's bytes are left to garbage collection", slog.Any("error", err))
 		return
 	}
 	for _, d := range digests {
-		if referenced[d] || s.pins.pinned(d) {
+		if referenced[d] || held[d] {
 			continue
 		}
 		if err := s.blobs.Delete(ctx, d); err != nil {

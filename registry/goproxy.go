@@ -55,8 +55,16 @@ func (s *Server) goProxy(w http.ResponseWriter, r *http.Request, p *principal) e
 		if len(listed) == 0 {
 			return goNotFound("no certified version of %s", mod)
 		}
-		best := listed[len(listed)-1] // semver order
-		for _, v := range slices.Backward(listed) {
+		// As the go command picks: the highest release, else the highest
+		// pre-release; and among versions not deprecated first, so that
+		// go get @latest moves off a deprecated version when there is
+		// another.
+		current := slices.DeleteFunc(slices.Clone(listed), func(v meta.Version) bool { return v.Deprecated != "" })
+		if len(current) == 0 {
+			current = listed
+		}
+		best := current[len(current)-1] // semver order
+		for _, v := range slices.Backward(current) {
 			if semver.Prerelease(v.ModuleVersion) == "" {
 				best = v
 				break

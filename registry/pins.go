@@ -19,12 +19,12 @@ import (
 // The gate orders pins against removals, never against client I/O: a pin
 // takes its read side for as long as it takes to count the digest, and a
 // removal (a collection's batch, a failed upload's discard) holds its
-// write side while it reads what is referenced and removes what is not.
-// A pin therefore either happens before the removal decides (and is
-// seen) or after it removed the blob (and the store that follows the pin
-// writes it again); a pin released after its version committed is
-// replaced by the committed reference, which a removal reads under the
-// gate too.
+// write side while it reads the pins, then what versions reference, and
+// removes the rest. A pin therefore either happens before the removal
+// decides (and is seen) or after it removed the blob (and the store that
+// follows the pin writes it again); a pin seen held protects the blob; a
+// pin released before the removal read the pins was released after its
+// version committed, so the references read next name the blob.
 
 // pins counts the pending references per digest.
 type pins struct {
@@ -61,11 +61,20 @@ func (p *pins) pin(digests ...string) (release func()) {
 	}
 }
 
-// pinned reports whether any pending reference names digest.
-func (p *pins) pinned(digest string) bool {
+// held reports which of digests a pending reference names now. A
+// removal asks before it reads the committed references: a pin released
+// after that moment was released after its version committed (release
+// follows commit), so those references show the blob.
+func (p *pins) held(digests ...string) map[string]bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.n[digest] > 0
+	out := make(map[string]bool, len(digests))
+	for _, d := range digests {
+		if p.n[d] > 0 {
+			out[d] = true
+		}
+	}
+	return out
 }
 
 // removal holds pins off while the caller decides what is referenced and

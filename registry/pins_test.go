@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -205,4 +207,75 @@ func (c *collectingStore) Put(ctx context.Context, r io.Reader, want string, lim
 	case <-time.After(5 * time.Second):
 	}
 	return d, err
+}
+
+// TestGarbageCollectionRacesUploadsAndCertification: collections with no
+// grace run back to back while, round after round, versions are
+// uploaded at once (one of them twice, the same bytes) and certified by
+// two workers; after each round every blob a version names exists, and
+// every version was certified exactly once. On both backends.
+func TestGarbageCollectionRacesUploadsAndCertification(t *testing.T) {
+	t.Parallel()
+	for name, stores := range storeKinds {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, withConfig(stores(t), func(c *registry.Config) { c.CertifyWorkers = min(2, runtime.NumCPU()) }))
+			ctx, stop := context.WithCancel(context.Background())
+			collections := make(chan int)
+			go func() {
+				n := 0
+				for ctx.Err() == nil {
+					if _, err := h.srv.CollectGarbage(ctx, registry.GCOptions{Grace: time.Nanosecond}); err == nil {
+						n++
+					}
+				}
+				collections <- n
+			}()
+			h.startCertifier()
+			var keys []meta.Key
+			for round := range 3 {
+				var wg sync.WaitGroup
+				for i := range 3 {
+					a := craft(t, "payments.raced", fmt.Sprintf("%d.0.%d", round+1, i), validFiles(fmt.Sprint(round, i))...)
+					keys = append(keys, meta.Key{Namespace: "payments", Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion})
+					copies := 1
+					if i == 0 {
+						copies = 2 // the same bytes twice at once: one wins, one replays
+					}
+					for range copies {
+						wg.Go(func() {
+							if code, body := h.publish(h.publisher, "payments", a); code != http.StatusAccepted && code != http.StatusOK {
+								t.Errorf("publish %s: %d %s", a.Manifest.ConnectorVersion, code, body)
+							}
+						})
+					}
+				}
+				wg.Wait()
+				for _, k := range keys {
+					h.waitFor(k.Namespace, k.Connector, k.Version)
+				}
+				if missing := missingBlobs(t, h); len(missing) > 0 {
+					t.Fatalf("round %d: committed versions name missing blobs: %v", round, missing)
+				}
+			}
+			stop()
+			if n := <-collections; n == 0 {
+				t.Fatal("no collection ran")
+			}
+			events, err := h.meta.Audit(context.Background(), 10000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished := map[string]int{}
+			for _, e := range events {
+				if e.Action == string(meta.Certified) || e.Action == string(meta.Rejected) {
+					finished[e.Subject]++
+				}
+			}
+			for _, k := range keys {
+				if finished[k.String()] != 1 {
+					t.Errorf("%s finished certification %d times", k, finished[k.String()])
+				}
+			}
+		})
+	}
 }

@@ -59,11 +59,13 @@ func checkModulePrefixes(prefixes map[string][]string) error {
 			if err := module.CheckImportPath(p); err != nil {
 				return fmt.Errorf("module prefix %s=%s: %w", ns, p, err)
 			}
-			// A prefix above the default ones would take every namespace's.
-			if underPrefix(artifact.ModulePrefix, p) {
+			// A prefix above the default ones would take every namespace's
+			// (compared without case, as below).
+			lp := strings.ToLower(p)
+			if underPrefix(artifact.ModulePrefix, lp) {
 				return fmt.Errorf("module prefix %s=%s covers every namespace's %s/NAMESPACE", ns, p, artifact.ModulePrefix)
 			}
-			if rest, ok := strings.CutPrefix(p, artifact.ModulePrefix+"/"); ok && strings.SplitN(rest, "/", 2)[0] != ns {
+			if rest, ok := strings.CutPrefix(lp, artifact.ModulePrefix+"/"); ok && strings.SplitN(rest, "/", 2)[0] != ns {
 				return fmt.Errorf("module prefix %s=%s lies in namespace %q's %s", ns, p, strings.SplitN(rest, "/", 2)[0], defaultPrefix(strings.SplitN(rest, "/", 2)[0]))
 			}
 			all = append(all, owned{ns, p})
@@ -71,7 +73,10 @@ func checkModulePrefixes(prefixes map[string][]string) error {
 	}
 	for i, a := range all {
 		for _, b := range all[i+1:] {
-			if a.namespace != b.namespace && (underPrefix(a.prefix, b.prefix) || underPrefix(b.prefix, a.prefix)) {
+			// Compared without case: paths that differ only in case are
+			// one owner's to a reader, and to case-folding file systems.
+			la, lb := strings.ToLower(a.prefix), strings.ToLower(b.prefix)
+			if a.namespace != b.namespace && (underPrefix(la, lb) || underPrefix(lb, la)) {
 				return fmt.Errorf("module prefixes %s=%s and %s=%s overlap: a module path has one owner", a.namespace, a.prefix, b.namespace, b.prefix)
 			}
 		}

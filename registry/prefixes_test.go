@@ -53,6 +53,7 @@ func TestNamespacesOwnTheirModulePaths(t *testing.T) {
 	}
 	for _, prefixes := range []map[string][]string{
 		{"a": {"github.com/x"}, "b": {"github.com/x/y"}},
+		{"a": {"github.com/Acme"}, "b": {"github.com/acme"}},
 		{"a": {"flowgen.dev/connectors/b/z"}},
 		{"a": {"flowgen.dev"}},
 		{"a": {"not a path"}},

@@ -33,14 +33,18 @@ func newScheduler() *scheduler {
 }
 
 // next picks a version among waiting (any order) for a worker, or
-// reports none; the worker calls done when it is finished with it.
-func (q *scheduler) next(waiting []meta.Version, now time.Time) (meta.Key, bool) {
+// reports none and when a version held for a retry may next be tried
+// (zero for none); the worker calls done when it is finished with it.
+func (q *scheduler) next(waiting []meta.Version, now time.Time) (k meta.Key, ok bool, retry time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var best *meta.Version
 	for i := range waiting {
 		v := &waiting[i]
 		k := v.Key()
+		if at := q.retryAt[k]; !q.taken[k] && now.Before(at) && (retry.IsZero() || at.Before(retry)) {
+			retry = at
+		}
 		if q.taken[k] || now.Before(q.retryAt[k]) {
 			continue
 		}
@@ -49,14 +53,14 @@ func (q *scheduler) next(waiting []meta.Version, now time.Time) (meta.Key, bool)
 		}
 	}
 	if best == nil {
-		return meta.Key{}, false
+		return meta.Key{}, false, retry
 	}
-	k := best.Key()
+	k = best.Key()
 	q.taken[k] = true
 	q.running[k.Namespace]++
 	q.turn++
 	q.served[k.Namespace] = q.turn
-	return k, true
+	return k, true, time.Time{}
 }
 
 // before orders candidates: fewer running in the namespace, then the
@@ -115,16 +119,22 @@ func (s *Server) certifyLoop(ctx context.Context) {
 			retry.Reset(s.cfg.RetryInterval)
 		} else {
 			s.metrics.queue.Set(float64(len(waiting)))
-			if k, ok := s.sched.next(waiting, time.Now()); ok {
+			k, ok, retryAt := s.sched.next(waiting, time.Now())
+			if ok {
 				s.Wake() // another idle worker may take the next one
-				var retryAt time.Time
+				var again time.Time
 				if err := s.certify(ctx, k); err != nil && ctx.Err() == nil {
 					s.log.Error("certifier: will retry", slog.String("version", k.String()), slog.Any("error", err))
-					retryAt = time.Now().Add(s.cfg.RetryInterval)
-					retry.Reset(s.cfg.RetryInterval)
+					again = time.Now().Add(s.cfg.RetryInterval)
 				}
-				s.sched.done(k, retryAt)
+				s.sched.done(k, again)
+				if !again.IsZero() {
+					s.Wake() // an idle worker arms its timer for it
+				}
 				continue
+			}
+			if !retryAt.IsZero() {
+				retry.Reset(time.Until(retryAt))
 			}
 		}
 		select {

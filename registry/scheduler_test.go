@@ -25,7 +25,7 @@ func TestSchedulerIsFairAcrossNamespaces(t *testing.T) {
 	q := newScheduler()
 	take := func(want string) meta.Key {
 		t.Helper()
-		k, ok := q.next(waiting, t0)
+		k, ok, _ := q.next(waiting, t0)
 		if got := k.Namespace + "@" + k.Version; !ok || got != want {
 			t.Fatalf("next: %s (%v), want %s", got, ok, want)
 		}
@@ -39,10 +39,10 @@ func TestSchedulerIsFairAcrossNamespaces(t *testing.T) {
 	waiting = waiting[1:] // certified: no longer waiting
 	take("flood@1.0.2")   // flood has one running again, the others one each: served longest ago
 	q.done(second, t0.Add(time.Minute))
-	if k, ok := q.next(waiting[:2], t0); ok {
-		t.Fatalf("a version held for a retry, or one another worker has, was handed out: %s", k)
+	if k, ok, retry := q.next(waiting[:2], t0); ok || !retry.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("a version held for a retry, or one another worker has, was handed out: %s, or its retry time is not told (%s)", k, retry)
 	}
-	if k, ok := q.next(waiting[:2], t0.Add(time.Minute)); !ok || k != second {
+	if k, ok, _ := q.next(waiting[:2], t0.Add(time.Minute)); !ok || k != second {
 		t.Fatalf("after its retry time: %v %v, want %s", k, ok, second)
 	}
 }

@@ -99,7 +99,9 @@ func (s *Server) signedIn(next uiHandler) http.HandlerFunc {
 		if c, cerr := r.Cookie(uiCookie); cerr == nil {
 			why = "ended"
 			if secret, ok := s.uiSessions.secret(c.Value, time.Now()); ok {
-				if p, err = s.principalOf(r.Context(), secret); err != nil || p == nil {
+				p, err = s.principalOf(r.Context(), secret)
+				var ae *authError
+				if p == nil && (err == nil || errors.As(err, &ae)) {
 					s.uiSessions.end(c.Value) // the token no longer signs anyone in
 				}
 			}
@@ -160,7 +162,12 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.log.Info("ui sign-in refused", "err", err, "remote", r.RemoteAddr)
-		s.site.Render(w, r, http.StatusUnauthorized, "login", "Sign in", "Sign in", loginPage{Why: err.Error(), Next: safeNext(r.PostFormValue("next"))})
+		why, status := "The registry could not check the token; try again shortly.", http.StatusServiceUnavailable
+		var ae *authError
+		if errors.As(err, &ae) {
+			why, status = ae.msg, http.StatusUnauthorized // what the registry says of the token
+		}
+		s.site.Render(w, r, status, "login", "Sign in", "Sign in", loginPage{Why: why, Next: safeNext(r.PostFormValue("next"))})
 		return
 	}
 	id := s.uiSessions.start(secret, time.Now())

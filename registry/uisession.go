@@ -12,19 +12,28 @@ import (
 // token itself. Signing out ends the session at once; a revoked or
 // expired token ends every session made with it on its next use (each
 // page resolves the token again); a session unused for uiSessionIdle
-// ends by itself.
+// ends by itself, and any after uiSessionLife.
 
-// uiSessionIdle is how long an unused session lasts; maxUISessions bounds
-// how many the server keeps (the least recently used go first).
+// uiSessionIdle is how long an unused session lasts and uiSessionLife how
+// long any does; maxUISessions bounds how many the server keeps, and
+// maxUISessionsPerToken how many one token has (signing in once more
+// ends that token's least recently used one, never another token's).
 const (
-	uiSessionIdle = 12 * time.Hour
-	maxUISessions = 10000
+	uiSessionIdle         = 12 * time.Hour
+	uiSessionLife         = 7 * 24 * time.Hour
+	maxUISessions         = 10000
+	maxUISessionsPerToken = 16
 )
 
 // uiSession is one signed-in browser.
 type uiSession struct {
-	secret   string
-	lastUsed time.Time
+	secret            string
+	started, lastUsed time.Time
+}
+
+// live reports whether the session may still be used at now.
+func (s *uiSession) live(now time.Time) bool {
+	return now.Sub(s.lastUsed) <= uiSessionIdle && now.Sub(s.started) <= uiSessionLife
 }
 
 // uiSessions are the signed-in browsers. They live in the server's memory:
@@ -44,27 +53,37 @@ func (u *uiSessions) start(secret string, now time.Time) string {
 	if u.m == nil {
 		u.m = map[string]*uiSession{}
 	}
-	if len(u.m) >= maxUISessions {
-		u.evict(now)
-	}
-	u.m[id] = &uiSession{secret: secret, lastUsed: now}
+	u.evict(now, secret)
+	u.m[id] = &uiSession{secret: secret, started: now, lastUsed: now}
 	return id
 }
 
-// evict drops expired sessions, and the least recently used one if none
-// has expired; the caller holds mu.
-func (u *uiSessions) evict(now time.Time) {
-	var oldest string
+// evict makes room for a session of secret: it drops expired sessions,
+// the token's least recently used one when it has its share, and, when
+// the server is full, the least recently used of all; the caller holds
+// mu.
+func (u *uiSessions) evict(now time.Time, secret string) {
+	var oldest, oldestMine string
+	mine := 0
 	for id, s := range u.m {
-		if now.Sub(s.lastUsed) > uiSessionIdle {
+		if !s.live(now) {
 			delete(u.m, id)
 			continue
+		}
+		if s.secret == secret {
+			mine++
+			if oldestMine == "" || s.lastUsed.Before(u.m[oldestMine].lastUsed) {
+				oldestMine = id
+			}
 		}
 		if oldest == "" || s.lastUsed.Before(u.m[oldest].lastUsed) {
 			oldest = id
 		}
 	}
-	if len(u.m) >= maxUISessions && oldest != "" {
+	switch {
+	case mine >= maxUISessionsPerToken:
+		delete(u.m, oldestMine)
+	case len(u.m) >= maxUISessions:
 		delete(u.m, oldest)
 	}
 }
@@ -77,7 +96,7 @@ func (u *uiSessions) secret(id string, now time.Time) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if now.Sub(s.lastUsed) > uiSessionIdle {
+	if !s.live(now) {
 		delete(u.m, id)
 		return "", false
 	}
