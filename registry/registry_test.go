@@ -1,11 +1,18 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"io/fs"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,9 +23,11 @@ import (
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/pull"
 	"github.com/flowgen-dev/flowgen/registry"
 	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
+	"github.com/flowgen-dev/flowgen/registry/client"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 	"github.com/flowgen-dev/flowgen/runtime/s3blobs/s3test"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
@@ -90,6 +99,7 @@ func publishCertifyPull(t *testing.T, o harnessOptions) {
 	if ver.Report.Tools["flowgen"] != "registryd" {
 		t.Errorf("the report was not made by the registry: %v", ver.Report.Tools)
 	}
+	pullThroughTamperingProxy(t, h, pub)
 
 	// Search and list see it now.
 	for _, q := range []string{"/v1/connectors?q=charge", "/v1/connectors?effects=Effectful&provider=stripe", "/v1/connectors?capability=http.write",
@@ -280,4 +290,47 @@ func countBlobs(t *testing.T, h *harness) int {
 		}
 	}
 	return n
+}
+
+// pullThroughTamperingProxy: flowgen pull through a man in the middle
+// that appends a require to every .mod the Go proxy serves places only
+// what the registry's key signed: the flowgen module's go.mod is the one
+// in its signed zip.
+func pullThroughTamperingProxy(t *testing.T, h *harness, pub []byte) {
+	t.Helper()
+	target, _ := url.Parse(h.url)
+	mitm := httputil.NewSingleHostReverseProxy(target)
+	mitm.ModifyResponse = func(resp *http.Response) error {
+		if strings.HasSuffix(resp.Request.URL.Path, ".mod") {
+			body, _ := io.ReadAll(resp.Body)
+			body = append(body, "require evil.example/backdoor v1.0.0\n"...)
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			resp.ContentLength = int64(len(body))
+			resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		return nil
+	}
+	proxy := httptest.NewServer(mitm)
+	defer proxy.Close()
+	dir := t.TempDir()
+	res, err := pull.Pull(context.Background(), client.New(proxy.URL, h.puller), api.Key{Namespace: "payments", Connector: "payments.charge", Version: "2.1.0"}, pull.Options{Dir: dir, Key: pub})
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if res.FlowgenVersion == "" {
+		t.Fatal("the pull placed no flowgen module: nothing was tested")
+	}
+	var placed []string
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".mod") {
+			placed = append(placed, path)
+			if data, _ := os.ReadFile(path); bytes.Contains(data, []byte("evil.example")) {
+				t.Errorf("pull placed %s with the man in the middle's require", path)
+			}
+		}
+		return nil
+	})
+	if len(placed) < 2 {
+		t.Errorf("placed .mod files %v, want the connector's and flowgen's", placed)
+	}
 }
