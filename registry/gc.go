@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry/api"
@@ -139,9 +140,55 @@ func referencedBlobs(ctx context.Context, metaStore meta.Store) (map[string]bool
 // discard removes blobs that a failed upload or certification stored
 // and released, unless a version names them or another pin holds them
 // (the same bytes uploaded at once): what fails leaves nothing behind,
-// without waiting for garbage collection. It runs on a context of its
-// own, as the request's may be what failed.
+// without waiting for garbage collection. It returns once they are
+// removed (or left to garbage collection, logged, when storage fails).
+//
+// Discards that arrive together are removed together: one caller
+// removes every digest waiting, with one read of the references, while
+// the others wait for it, so a flood of failing uploads costs the gate
+// one turn per batch, not one per upload.
 func (s *Server) discard(digests ...string) {
+	done := make(chan struct{})
+	q := &s.discards
+	q.mu.Lock()
+	q.digests = append(q.digests, digests...)
+	q.waiters = append(q.waiters, done)
+	lead := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if !lead {
+		<-done
+		return
+	}
+	for {
+		q.mu.Lock()
+		batch, waiters := q.digests, q.waiters
+		q.digests, q.waiters = nil, nil
+		if len(waiters) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		s.removeUnreferenced(batch)
+		for _, w := range waiters {
+			close(w)
+		}
+	}
+}
+
+// discardQueue gathers the discards waiting for the one removing.
+type discardQueue struct {
+	mu      sync.Mutex
+	running bool
+	digests []string
+	waiters []chan struct{}
+}
+
+// removeUnreferenced removes those of digests that neither a pin nor a
+// version holds. It runs on a context of its own, as a request's may be
+// what failed.
+func (s *Server) removeUnreferenced(digests []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	defer s.pins.removal()()
@@ -151,7 +198,7 @@ func (s *Server) discard(digests ...string) {
 		s.log.Warn("a failed upload's bytes are left to garbage collection", slog.Any("error", err))
 		return
 	}
-	for _, d := range digests {
+	for _, d := range slices.Compact(slices.Sorted(slices.Values(digests))) {
 		if referenced[d] || held[d] {
 			continue
 		}

@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -77,5 +78,94 @@ func TestRemovalSeesACommitThatRacesIt(t *testing.T) {
 				t.Fatalf("a blob a committed version names was removed: %v", err)
 			}
 		})
+	}
+}
+
+// countingSearch counts Searches, and holds the first until released.
+type countingSearch struct {
+	meta.Store
+	mu       sync.Mutex
+	searches int
+	first    chan struct{}
+}
+
+func (c *countingSearch) Search(ctx context.Context, q meta.Query) ([]meta.Version, error) {
+	c.mu.Lock()
+	c.searches++
+	n := c.searches
+	c.mu.Unlock()
+	if n == 1 {
+		<-c.first
+	}
+	return c.Store.Search(ctx, q)
+}
+
+// TestDiscardsArriveTogetherAndGoTogether: 20 failed uploads discarding
+// at once while a removal runs cost one more read of the references, not
+// twenty, and every blob goes.
+func TestDiscardsArriveTogetherAndGoTogether(t *testing.T) {
+	dir := t.TempDir()
+	m, err := meta.OpenBolt(filepath.Join(dir, "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	blobs, err := blobstore.NewDisk(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := &countingSearch{Store: m, first: make(chan struct{})}
+	priv, _, _ := signing.GenerateKey(nil)
+	signer, _ := signing.LoadSigner(priv, nil)
+	s, err := New(Config{Meta: counting, Blobs: blobs, Signer: signer, Worker: []string{"unused"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var stored []string
+	for i := range 21 {
+		data := []byte(fmt.Sprintf("failed upload %d", i))
+		d, err := blobs.Put(ctx, bytes.NewReader(data), "", int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, d.Digest)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.discard(stored[0]) }) // the one removing, held in its Search
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		counting.mu.Lock()
+		started := counting.searches == 1
+		counting.mu.Unlock()
+		if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first discard never read the references")
+		}
+	}
+	for _, d := range stored[1:] {
+		wg.Go(func() { s.discard(d) })
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		s.discards.mu.Lock()
+		waiting := len(s.discards.waiters)
+		s.discards.mu.Unlock()
+		if waiting == 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d discards queued", waiting)
+		}
+	}
+	close(counting.first)
+	wg.Wait()
+	if counting.searches != 2 {
+		t.Errorf("%d reads of the references for 21 discards, want 2 (one per batch)", counting.searches)
+	}
+	for _, d := range stored {
+		if _, err := blobs.Stat(ctx, d); err == nil {
+			t.Errorf("%s was not removed", d)
+		}
 	}
 }

@@ -185,6 +185,8 @@ type Server struct {
 	sched *scheduler
 	// uiSessions are the catalogue's signed-in browsers.
 	uiSessions uiSessions
+	// discards are failed uploads' blobs waiting to be removed (gc.go).
+	discards discardQueue
 	// webhookWake tells idle webhook deliverers that an event was added.
 	webhookWake chan struct{}
 	// patterns lists the routes, for the API documentation test.
