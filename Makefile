@@ -29,7 +29,7 @@ test: services ## Everything CI runs: lint, race-enabled tests, fuzz smoke, chao
 	$(MAKE) lint unit fuzz chaos
 
 unit: ## Run the test suite with the race detector (and, without it, the confined-connector tests it would make too slow).
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(GO) test -count=1 ./runtime/wasmhost
 
 fuzz: ## Run each fuzz target briefly (FUZZTIME overrides the budget).

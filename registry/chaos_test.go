@@ -31,13 +31,13 @@ func TestChaosPostgresRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := meta.Key{Namespace: "payments", Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
+	k := meta.Key{Namespace: "orders", Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
 	path := versionPath(k.Namespace, k.Connector, k.Version)
 
 	// Down during publish.
 	objectsBefore := bucketObjects(t, h)
 	pgtest.Cluster(t, "stop")
-	code, body := h.publish(h.publisher, k.Namespace, a)
+	code, body := h.publish(h.orders, k.Namespace, a)
 	if code != http.StatusServiceUnavailable || apiError(t, body).Code != "storage_unavailable" {
 		t.Fatalf("publish with PostgreSQL down: %d %s", code, body)
 	}
@@ -53,7 +53,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 	// meet connections the server closed; a client retries a 503.
 	publishOnce := func() (int, []byte) {
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			code, body := h.publish(h.publisher, k.Namespace, a)
+			code, body := h.publish(h.orders, k.Namespace, a)
 			if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
 				return code, body
 			}

@@ -28,10 +28,10 @@ func TestRestartMidCertificationResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := h.publish(h.publisher, "payments", a); code != http.StatusAccepted {
+	if code, body := h.publish(h.orders, "orders", a); code != http.StatusAccepted {
 		t.Fatalf("publish: %d %s", code, body)
 	}
-	k := meta.Key{Namespace: "payments", Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
+	k := meta.Key{Namespace: "orders", Connector: a.Manifest.Connector, Version: a.Manifest.ConnectorVersion}
 	h.startCertifier()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		v, _ := h.meta.GetVersion(context.Background(), k)
@@ -47,13 +47,13 @@ func TestRestartMidCertificationResumes(t *testing.T) {
 	if v.State != meta.Certifying {
 		t.Fatalf("after the stop: %s", v.State)
 	}
-	path := versionPath("payments", k.Connector, k.Version)
+	path := versionPath(k.Namespace, k.Connector, k.Version)
 	if code, _ := h.do("GET", path+"/files/artifact.zip", h.puller, "", nil); code != http.StatusNotFound {
 		t.Fatalf("a half-certified version is served: %d", code)
 	}
 
 	restarted := newHarness(t, harnessOptions{meta: o.meta, blobs: o.blobs, blobDir: o.blobDir, certify: true})
-	if v := restarted.waitFor("payments", k.Connector, k.Version); v.State != meta.Certified {
+	if v := restarted.waitFor(k.Namespace, k.Connector, k.Version); v.State != meta.Certified {
 		t.Fatalf("after restart: %s %s", v.State, v.Reason)
 	}
 	if code, _ := restarted.do("GET", path+"/files/artifact.zip", restarted.puller, "", nil); code != http.StatusOK {

@@ -46,9 +46,9 @@ type harness struct {
 	s3     *minio.Client
 	bucket string
 	pub    []byte
-	// Secrets: admin; publish:payments; pull; publish:catalog.
-	admin, publisher, puller, other string
-	cancelCertifier                 context.CancelFunc
+	// Secrets: admin; publish:payments; pull; publish:catalog; publish:orders.
+	admin, publisher, puller, other, orders string
+	cancelCertifier                         context.CancelFunc
 }
 
 type harnessOptions struct {
@@ -143,6 +143,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	h.publisher = h.token("ci-payments", []string{"publish:payments"}, "")
 	h.puller = h.token("platform", []string{registry.ScopePull}, "")
 	h.other = h.token("ci-catalog", []string{"publish:catalog"}, "")
+	h.orders = h.token("ci-orders", []string{"publish:orders"}, "")
 	if o.certify {
 		h.startCertifier()
 	}

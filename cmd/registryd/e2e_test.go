@@ -28,8 +28,10 @@ type e2e struct {
 	repo, bin, dataDir string
 	addr, url          string
 	storage            []string
-	proc               *exec.Cmd
-	logs               *testutil.SyncBuffer
+	// serveArgs are extra flags for registryd serve.
+	serveArgs []string
+	proc      *exec.Cmd
+	logs      *testutil.SyncBuffer
 	// cert and key serve HTTPS; client trusts cert.
 	cert, key string
 	client    *http.Client
@@ -63,7 +65,7 @@ func (e *e2e) registryd(args ...string) *exec.Cmd {
 func (e *e2e) start() {
 	e.t.Helper()
 	e.logs = &testutil.SyncBuffer{}
-	e.proc = e.registryd("serve", "--addr", e.addr, "--flowgen-module", e.repo, "--fixture-database", pgtest.DatabaseURL(), "--shutdown-timeout", "5s", "--tls-cert", e.cert, "--tls-key", e.key)
+	e.proc = e.registryd(append([]string{"serve", "--addr", e.addr, "--flowgen-module", e.repo, "--fixture-database", pgtest.DatabaseURL(), "--shutdown-timeout", "5s", "--tls-cert", e.cert, "--tls-key", e.key}, e.serveArgs...)...)
 	e.proc.Stderr = e.logs
 	if err := e.proc.Start(); err != nil {
 		e.t.Fatal(err)

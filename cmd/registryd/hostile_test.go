@@ -43,6 +43,9 @@ func TestHostileUploadReachesNothing(t *testing.T) {
 	e.url = "https://" + e.addr
 	e.cert, e.key, e.client = selfSigned(t)
 	e.storage = []string{"--data-dir", e.dataDir}
+	// The hostile connectors' modules are example.com/hostile/...: the
+	// namespace is given that prefix (and exercises the flag).
+	e.serveArgs = []string{"--module-prefix", "hostile=example.com/hostile"}
 	canary := filepath.Join(e.dataDir, "canary-secret.txt")
 	if err := os.WriteFile(canary, []byte("canary"), 0o600); err != nil {
 		t.Fatal(err)
