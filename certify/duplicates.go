@@ -13,6 +13,7 @@ import (
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
+	"github.com/flowgen-dev/flowgen/runtime/wasmabi"
 )
 
 // dupInput is one input the duplicate-delivery check delivers again and
@@ -139,8 +140,9 @@ type phase struct {
 // provider's answer to its first effect is lost (a timeout after the
 // provider acted), delivered again. Every key must end with exactly its
 // baseline number of effects, and every delivery that succeeds must
-// return what the first one returned. A last copy after the TTL is
-// reported, not failed.
+// return what the first one returned. The inputs also go, in turn, to
+// one instance for its whole life (wasmabi.InstanceActivations). A last
+// copy after the TTL is reported, not failed.
 func (c *run) duplicates(ch *Check) {
 	if c.spec.Effects != flowtype.Effectful {
 		ch.Outcome, ch.Summary = Pass, fmt.Sprintf("not required: the connector is %s", c.spec.Effects)
@@ -256,6 +258,22 @@ func (c *run) duplicates(ch *Check) {
 			failures = append(failures, ph.name+": "+f)
 		}
 	}
+	// One instance's whole life: the inputs in turn, attempts 1 to 3, to
+	// one instance until the host retires it (wasmabi.InstanceActivations,
+	// as in production), so that a connector that counts its activations
+	// and drops its key after some is seen doing it.
+	s = &recorder.Session{World: storm, Mode: recorder.Provider, Concurrency: 1}
+	for k := range wasmabi.InstanceActivations {
+		if pl, err := c.plan(id, order[k%len(order)].fx, 1+k/len(order)%3, now); err == nil {
+			s.Deliveries = append(s.Deliveries, pl)
+			id++
+		}
+	}
+	deliveries += len(s.Deliveries)
+	p = c.runSession(s, variants[0])
+	for _, f := range c.judgeDeliveries(p, s, order, false) {
+		failures = append(failures, fmt.Sprintf("over one instance's %d activations: %s", wasmabi.InstanceActivations, f))
+	}
 	// Every attempt number the engine may deliver, in order.
 	storm.SetNow(now)
 	budget := engine.DeliveryBudget(c.node.Retry)
@@ -357,7 +375,7 @@ func (c *run) duplicates(ch *Check) {
 		ch.Evidence = append(failures, ch.Evidence...)
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs, %d generated from the schemas (bursts, concurrent, late, skewed, attempts 1-%d, lost answers): every key kept the effects of one delivery", deliveries, len(inputs), generated-unjudged, budget)
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs, %d generated from the schemas (bursts, concurrent, late, skewed, attempts 1-%d, one instance's life, lost answers): every key kept the effects of one delivery", deliveries, len(inputs), generated-unjudged, budget)
 }
 
 // dupWorld is a world of the duplicate schedule, which also reports as a

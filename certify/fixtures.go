@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/certify/recorder"
+	"github.com/flowgen-dev/flowgen/certify/wire"
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
+	"github.com/flowgen-dev/flowgen/runtime/wasmabi"
 )
 
 // fixtureSession runs every fixture in order in a fresh world, each
@@ -60,11 +62,80 @@ func (c *run) fixtures(ch *Check) {
 	}
 	ch.Evidence = append(ch.Evidence, p.Protocol...)
 	ch.Evidence = append(ch.Evidence, c.violations(world)...)
+	if len(ch.Evidence) == 0 {
+		ch.Evidence = append(ch.Evidence, c.instanceLifetime()...)
+	}
 	if len(ch.Evidence) > 0 {
 		ch.Outcome, ch.Summary = Fail, "a fixture's output, error or requests are not what it records"
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures pass in the sandbox, their requests answered by the recorder", len(c.manifest.Fixtures))
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures pass in the sandbox, their requests answered by the recorder, and end alike on each of the %d activations one instance serves", len(c.manifest.Fixtures), wasmabi.InstanceActivations)
+}
+
+// instanceLifetime delivers the fixtures in turn to one instance for its
+// whole life (wasmabi.InstanceActivations activations, as production's
+// pool gives it), against a provider played live, each in a world of its
+// own, beside a run where each fixture is delivered once: every
+// activation must end as the fixture's first delivery did, so that a connector that counts its
+// activations and answers otherwise after some is seen doing it (what it
+// keeps to save work, a cached token, changes nothing). The effects of
+// such a life are duplicate delivery's to judge. It reports the first
+// activation that differs.
+func (c *run) instanceLifetime() []string {
+	fixtures := c.manifest.Fixtures
+	deliver := func(n int) (processRun, error) {
+		world, err := c.newWorld(c.world.fixtureNow)
+		if err != nil {
+			return processRun{}, err
+		}
+		// Each delivery in a world of its own (Fresh): only the instance
+		// remembers the ones before.
+		s := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
+		for k := range n {
+			p, err := c.plan(k, fixtures[k%len(fixtures)], 1, c.world.fixtureNow)
+			if err != nil {
+				return processRun{}, err
+			}
+			s.Deliveries = append(s.Deliveries, p)
+		}
+		return c.runSession(s, variants[0]), nil
+	}
+	once, err := deliver(len(fixtures))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	life, err := deliver(wasmabi.InstanceActivations)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	for k := range wasmabi.InstanceActivations {
+		i := k % len(fixtures)
+		first, ok := once.Results[i]
+		if !ok {
+			return []string{fmt.Sprintf("fixture %q delivered once to a live provider: no result: %s", fixtures[i].Name, once.failure())}
+		}
+		got, ok := life.Results[k]
+		what := fmt.Sprintf("activation %d of one instance's %d (fixture %q)", k+1, wasmabi.InstanceActivations, fixtures[i].Name)
+		switch {
+		case !ok:
+			return []string{what + ": no result: " + life.failure()}
+		case (first.Error == nil) != (got.Error == nil) || first.Error != nil && first.Error.Kind != got.Error.Kind:
+			return []string{fmt.Sprintf("%s ended otherwise than its first delivery: %s, then %s", what, outcomeText(first), outcomeText(got))}
+		case first.Error == nil:
+			if d := httpfixture.JSONDiff(first.Output, got.Output); d != "" {
+				return []string{fmt.Sprintf("%s returned other output than its first delivery:\n%s", what, d)}
+			}
+		}
+	}
+	return nil
+}
+
+// outcomeText says in a few words how a delivery ended.
+func outcomeText(r wire.Result) string {
+	if r.Error != nil {
+		return "a " + r.Error.Kind + " error"
+	}
+	return "success"
 }
 
 // judgeFixture compares what fixture i did with what it records (its

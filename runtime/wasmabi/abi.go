@@ -87,6 +87,14 @@ const (
 	SettleWaits = 64
 )
 
+// InstanceActivations is how many activations one instance of a module
+// serves before the host closes it and starts another: whatever state a
+// module keeps in its memory lives at most that many activations, in
+// production as in certification, whose fixtures check delivers that
+// many to one instance and judges every one. A connector that counts its
+// activations cannot see more in production than certification showed.
+const InstanceActivations = 256
+
 // Imports returns the host functions a capability lets a module import;
 // nil for a name that is not a capability.
 func Imports(c flowtype.Capability) []string {

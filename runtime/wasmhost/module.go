@@ -75,6 +75,9 @@ type instance struct {
 	alloc api.Function
 	run   api.Function
 	dead  bool
+	// uses counts the activations the instance served; it is closed at
+	// wasmabi.InstanceActivations.
+	uses int
 	// rootOpened is set once the host opened the module's root directory
 	// for it (tripwire).
 	rootOpened bool
@@ -177,10 +180,10 @@ func (m *Module) acquire(ctx context.Context) (*instance, error) {
 }
 
 // release keeps inst for the next activation, or closes it when it is
-// dead, holds more memory than the pool keeps, the pool is full or the
-// module closed.
+// dead, has served wasmabi.InstanceActivations, holds more memory than
+// the pool keeps, the pool is full or the module closed.
 func (m *Module) release(ctx context.Context, inst *instance) {
-	if !inst.dead && uint64(inst.mod.Memory().Size()) <= m.host.opts.PoolMemoryLimit {
+	if !inst.dead && inst.uses < wasmabi.InstanceActivations && uint64(inst.mod.Memory().Size()) <= m.host.opts.PoolMemoryLimit {
 		m.mu.Lock()
 		keep := !m.shut && len(m.idle) < m.size
 		if keep {
@@ -256,6 +259,7 @@ func (m *Module) run(rc *runtime.Context, params, input []byte) (json.RawMessage
 	if err != nil {
 		return nil, runtime.Errorf(runtime.Transient, "confined %s: %v", m.info.ID, err)
 	}
+	inst.uses++
 	defer m.release(rc, inst)
 	seed := seedOf(m.info, rc.IdempotencyKey(), params, input)
 	q := wasmabi.RunRequest{Key: rc.IdempotencyKey(), Attempt: uint32(max(rc.Attempt(), 0)), Params: params, Input: input}

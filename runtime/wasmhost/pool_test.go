@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/wasmabi"
 	"github.com/flowgen-dev/flowgen/runtime/wasmhost/testdata/confined/spin"
 )
 
@@ -46,4 +47,38 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestInstanceServesAtMostItsActivations: one instance serves
+// wasmabi.InstanceActivations activations in turn, then the pool closes
+// it and the next activation starts another.
+func TestInstanceServesAtMostItsActivations(t *testing.T) {
+	t.Parallel()
+	node := spin.NewNode(&spin.Connector{})
+	wasm := mustBuild(t, "testdata/confined/spin", node.Info())
+	m, err := newHost(t, &events{}).Load(context.Background(), wasm, node.Info(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := func() {
+		t.Helper()
+		if got, err := runNode(m.Runner(), runtime.Capabilities{}, map[string]string{"do": "echo"}); err != nil || got != "fine" {
+			t.Fatalf("echo: %q %v", got, err)
+		}
+	}
+	// Load started the first instance; it serves all but the last.
+	for range wasmabi.InstanceActivations - 1 {
+		echo()
+	}
+	if n := m.Idle(); n != 1 {
+		t.Fatalf("%d idle instances after %d activations, want the one", n, wasmabi.InstanceActivations-1)
+	}
+	echo()
+	if n := m.Idle(); n != 0 {
+		t.Fatalf("the instance was kept after %d activations", wasmabi.InstanceActivations)
+	}
+	echo()
+	if n := m.Idle(); n != 1 {
+		t.Fatalf("no new instance served the next activation: %d idle", n)
+	}
 }

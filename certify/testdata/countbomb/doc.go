@@ -1,0 +1,2 @@
+// Package countbomb is a connector of the certification corpus.
+package countbomb
