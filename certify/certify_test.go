@@ -274,7 +274,8 @@ var corpus = []struct {
 	{"lateleak", "data-classes", "the secret value from secret crm/api-key was written to stderr (hex-encoded) (logs)", true},
 	{"numberleak", "data-classes", "a financial.account value from input /account appears in output /check, classified public", true},
 	{"base64secret", "data-classes", "the secret value from secret crm/api-key was written to stderr (base64-encoded) (logs)", true},
-	{"countbomb", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"countbomb", "duplicate-delivery", "an input with key fields drawn anew", true},
+	{"keycount", "duplicate-delivery", "an input with key fields drawn anew", true},
 	{"shortkey", "duplicate-delivery", "a write to api.pay.example:443/charges is deduplicated on its Idempotency-Key header, a 6-character value that carries neither the activation's key nor its key fields", true},
 }
 

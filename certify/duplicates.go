@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -258,21 +259,49 @@ func (c *run) duplicates(ch *Check) {
 			failures = append(failures, ph.name+": "+f)
 		}
 	}
-	// One instance's whole life: the inputs in turn, attempts 1 to 3, to
-	// one instance until the host retires it (wasmabi.InstanceActivations,
-	// as in production), so that a connector that counts its activations
-	// and drops its key after some is seen doing it.
+	// One instance's whole life, as varied as production's: the inputs in
+	// turn and, between them, as many inputs with key fields drawn anew
+	// as the life has room for, each delivered twice (attempts 1 and 2)
+	// at a logical time of its own, to one instance until the host
+	// retires it (wasmabi.InstanceActivations). A connector that counts
+	// its activations, its keys or the times it saw, and drops its key
+	// after some, is seen doing it: no key may take more effects than its
+	// input's one delivery.
 	s = &recorder.Session{World: storm, Mode: recorder.Provider, Concurrency: 1}
-	for k := range wasmabi.InstanceActivations {
-		if pl, err := c.plan(id, order[k%len(order)].fx, 1+k/len(order)%3, now); err == nil {
-			s.Deliveries = append(s.Deliveries, pl)
-			id++
+	lifeKeys := map[string]int{} // drawn keys → the effects their input's one delivery has
+	for j := 0; len(s.Deliveries) < wasmabi.InstanceActivations; j++ {
+		src := order[j%len(order)]
+		fx, at := src.fx, now
+		if j >= len(order) {
+			if v, ok := c.keyVariant(src.fx); ok {
+				fx, at = v, now.Add(time.Duration(j)*time.Minute)
+				if key, err := c.key(fx.Input); err == nil && key != src.key {
+					lifeKeys[key] = baseline[src.key]
+				}
+			}
+		}
+		for attempt := 1; attempt <= 2; attempt++ {
+			if pl, err := c.plan(id, fx, attempt, at); err == nil {
+				s.Deliveries = append(s.Deliveries, pl)
+				id++
+			}
 		}
 	}
 	deliveries += len(s.Deliveries)
 	p = c.runSession(s, variants[0])
 	for _, f := range c.judgeDeliveries(p, s, order, false) {
 		failures = append(failures, fmt.Sprintf("over one instance's %d activations: %s", wasmabi.InstanceActivations, f))
+	}
+	lifeEffects, over := storm.Effects(), 0
+	for _, key := range slices.Sorted(maps.Keys(lifeKeys)) {
+		if got, want := lifeEffects[key], lifeKeys[key]; got > want {
+			if over++; over == 1 {
+				failures = append(failures, fmt.Sprintf("over one instance's %d activations, an input with key fields drawn anew (key %s) took %d effect(s) in two deliveries, but its input's one delivery has %d (a connector that counts what it served and drops its key after some)", wasmabi.InstanceActivations, short(key), got, want))
+			}
+		}
+	}
+	if over > 1 {
+		failures = append(failures, fmt.Sprintf("over one instance's %d activations, %d of %d inputs with key fields drawn anew took more effects than one delivery", wasmabi.InstanceActivations, over, len(lifeKeys)))
 	}
 	// Every attempt number the engine may deliver, in order.
 	storm.SetNow(now)

@@ -1,0 +1,2 @@
+// Package keycount is a connector of the certification corpus.
+package keycount
