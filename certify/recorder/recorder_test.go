@@ -112,6 +112,32 @@ func TestDedupeValueMustCarryTheKey(t *testing.T) {
 	}
 }
 
+// TestDedupeValueHasOneKey: a dedupe value sent by one key and then by
+// another is a violation, whatever binding the values show: the provider
+// would take the second write for a repeat of the first.
+func TestDedupeValueHasOneKey(t *testing.T) {
+	w := NewWorld(t0, allow("api.example.com"))
+	w.CarriesKey = func(string, []byte, string) bool { return true }
+	rec := exchanges(t, `[{"request": {"method": "POST", "url": "https://api.example.com/charges"}, "response": {"status": 200}}]`)
+	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{
+		{Delivery: wire.Delivery{ID: 1, Key: "k1"}, Exchanges: rec},
+		{Delivery: wire.Delivery{ID: 2, Key: "k2"}, Exchanges: rec},
+	}}
+	charge := func(idem string) {
+		post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "POST", URL: "https://api.example.com/charges", Header: map[string][]string{"Idempotency-Key": {idem}}})
+	}
+	charge("o-0.o-1")
+	charge("o-0.o-1") // the same key again: a repeat, fine
+	if v := w.Violations(); len(v) != 0 {
+		t.Fatalf("one key repeating its value: %q", v)
+	}
+	post[struct{}](t, s, wire.PathResult, wire.Result{ID: 1, Output: json.RawMessage(`{}`)})
+	charge("o-0.o-1") // delivery 2, another key
+	if v := w.Violations(); len(v) != 1 || !strings.Contains(v[0], "a value that an activation with another key sent too") {
+		t.Fatalf("violations %q", v)
+	}
+}
+
 // TestCassetteRefusesWhatTheFixtureDidNotRecord: in order, byte for
 // byte; a mismatch and an unused exchange are each a problem.
 func TestCassetteRefusesWhatTheFixtureDidNotRecord(t *testing.T) {

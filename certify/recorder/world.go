@@ -79,6 +79,8 @@ type World struct {
 	// resources are what the provider holds at a URL after a PUT (a
 	// JSON merge patch applies to it): later reads see earlier writes.
 	resources map[string][]byte
+	// dedupeOwner is the key that first sent each dedupe value.
+	dedupeOwner map[string]string
 }
 
 // NewWorld returns an untouched world whose clock reads now.
@@ -181,9 +183,21 @@ func (w *World) http(delivery int, key string, input []byte, req *Request) bool 
 	allowed := w.check(delivery, key, req)
 	if allowed {
 		w.provider.Contract = w.Contract
-		if v, on := w.provider.DedupeValue(req.Method, req.URL, req.Header, req.Body); req.Write && v != "" && w.CarriesKey != nil && !w.CarriesKey(key, input, v) {
+		if v, on := w.provider.DedupeValue(req.Method, req.URL, req.Header, req.Body); req.Write && v != "" && w.CarriesKey != nil {
 			u, _ := url.Parse(req.URL)
-			w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a %d-character value that carries neither the activation's key nor its key fields: inputs with different keys can share it, and the provider would take one's effect for a duplicate of the other's; send ctx.IdempotencyKey() (whole, or at least 32 of its characters)", req.Host, u.Path, on, len(v)))
+			if !w.CarriesKey(key, input, v) {
+				w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a %d-character value that carries neither the activation's key nor its key fields: inputs with different keys can share it, and the provider would take one's effect for a duplicate of the other's; send ctx.IdempotencyKey() (whole, or at least 32 of its characters)", req.Host, u.Path, on, len(v)))
+			}
+			// One value, one key: a value another key sent first makes
+			// the provider take this write for a repeat of that one.
+			if w.dedupeOwner == nil {
+				w.dedupeOwner = map[string]string{}
+			}
+			if owner, ok := w.dedupeOwner[v]; ok && owner != key {
+				w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a value that an activation with another key sent too: the provider takes the second for a repeat of the first, and one effect is lost (the value must tell every key apart)", req.Host, u.Path, on))
+			} else if !ok {
+				w.dedupeOwner[v] = key
+			}
 		}
 		req.Effect = w.provider.Apply(req.Method, req.URL, req.Header, req.Body)
 		if req.Effect {
