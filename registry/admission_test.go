@@ -3,6 +3,8 @@ package registry_test
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry"
+	"github.com/flowgen-dev/flowgen/registry/api"
+	"github.com/flowgen-dev/flowgen/registry/client"
 	"github.com/flowgen-dev/flowgen/signing"
 )
 
@@ -33,7 +37,7 @@ func TestUploadCapsPerTokenAndNamespace(t *testing.T) {
 	}
 	for i, token := range []string{h.publisher, h.publisher, second, second} {
 		stall(token, "1.0."+string(rune('0'+i)))
-		waitUntil(t, "the upload admitted", func() bool { return h.srv.UploadsInFlight() == i+1 })
+		waitFor(t, "the upload admitted", func() bool { return h.srv.UploadsInFlight() == i+1 })
 	}
 	refused := func(token, says string) {
 		t.Helper()
@@ -65,7 +69,7 @@ func TestUploadCapsPerTokenAndNamespace(t *testing.T) {
 	}
 	for i, version := range []string{"1.0.0", "1.0.1"} {
 		stallIn(alpha1, "alpha", version)
-		waitUntil(t, "alpha's upload admitted", func() bool { return h.srv.UploadsInFlight() == 5+i })
+		waitFor(t, "alpha's upload admitted", func() bool { return h.srv.UploadsInFlight() == 5+i })
 	}
 	c := stallIn(alpha2, "alpha", "1.0.2")
 	c.SetReadDeadline(time.Now().Add(time.Minute))
@@ -156,12 +160,48 @@ func TestTricklingUploadsAreCutOff(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond for up to a minute.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
+// TestPublishWaitsOutTheTokenCap: a client whose token is at its cap
+// hears 429 with Retry-After, waits, and publishes once the slot frees,
+// instead of failing the publish; with no BusyWait it fails at once.
+func TestPublishWaitsOutTheTokenCap(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, withConfig(diskStores(t), func(c *registry.Config) {
+		c.MaxConcurrentUploads, c.MaxUploadsPerNamespace, c.MaxUploadsPerToken, c.BodyReadTimeout = 4, 2, 1, 5*time.Minute
+	}))
+	a := craft(t, "payments.busy", "1.0.0", validFiles("stalled")...)
+	ctype, body := multipartBody(t, manifestPart(t, a.Manifest), zipPart(a.Zip))
+	stalled := rawUpload(t, h.url, versionPath("payments", a.Manifest.Connector, "1.0.0"), h.publisher, ctype, body, 200)
+	waitFor(t, "the stalled upload admitted", func() bool { return h.srv.UploadsInFlight() == 1 })
+
+	b := craft(t, "payments.busy", "1.0.1", validFiles("waiting")...)
+	mj, err := b.Manifest.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := api.Key{Namespace: "payments", Connector: b.Manifest.Connector, Version: "1.0.1"}
+	once := client.New(h.url, h.publisher)
+	once.BusyWait = 0
+	var ae *api.Error
+	if _, _, err := once.Publish(context.Background(), k, mj, b.Zip); !errors.As(err, &ae) || ae.Code != api.CodeTooManyUploads || ae.RetryAfter <= 0 {
+		t.Fatalf("a publish over the token's cap with no BusyWait: %v, want too_many_uploads with its Retry-After", err)
+	}
+
+	patient := client.New(h.url, h.publisher)
+	busy := make(chan time.Duration, 8)
+	patient.OnBusy = func(e *api.Error, wait time.Duration) { busy <- wait }
+	done := make(chan error, 1)
+	go func() {
+		_, created, err := patient.Publish(context.Background(), k, mj, b.Zip)
+		if err == nil && !created {
+			err = errors.New("the registry had the version already")
 		}
+		done <- err
+	}()
+	if wait := <-busy; wait < time.Second {
+		t.Errorf("waits %s before sending again, want the registry's Retry-After", wait)
+	}
+	stalled.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("a publish that waited out the cap: %v", err)
 	}
 }

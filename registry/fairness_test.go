@@ -33,7 +33,7 @@ func TestOneNamespaceCannotStarveAnother(t *testing.T) {
 		ctype, body := multipartBody(t, manifestPart(t, a.Manifest), zipPart(a.Zip))
 		rawUpload(t, h.url, versionPath("payments", a.Manifest.Connector, a.Manifest.ConnectorVersion), h.publisher, ctype, body, 100)
 	}
-	waitUntil(t, "payments' stalled uploads admitted", func() bool { return h.srv.UploadsInFlight() == 4 })
+	waitFor(t, "payments' stalled uploads admitted", func() bool { return h.srv.UploadsInFlight() == 4 })
 
 	spin, err := artifact.Build("../certify/testdata/spin", artifact.Options{})
 	if err != nil {
@@ -54,7 +54,7 @@ func TestOneNamespaceCannotStarveAnother(t *testing.T) {
 		return v.State
 	}
 	h.startCertifier()
-	waitUntil(t, "the hanging connector certifying", func() bool { return state(hanging) == meta.Certifying })
+	waitFor(t, "the hanging connector certifying", func() bool { return state(hanging) == meta.Certifying })
 	queued := craft(t, "broken.queued", "1.0.0", validFiles("queued")...)
 	if code, body := h.publish(more, "broken", queued); code != http.StatusAccepted {
 		t.Fatalf("publish: %d %s", code, body)

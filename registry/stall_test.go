@@ -119,10 +119,11 @@ func openFDs(t *testing.T) int {
 	return len(entries)
 }
 
-// waitFor polls cond until it holds or 15 s pass.
+// waitFor polls cond until it holds or a minute passes (a busy machine
+// is slow, never a minute slow).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

@@ -59,7 +59,8 @@ the same bytes again is harmless; other bytes under a published version
 are refused (versions are write-once).
 
 The namespace defaults to the first part of the connector id (payments for
-payments.charge).
+payments.charge). When the registry is busy (429 too_many_uploads, 503
+busy), publish waits what it asks and sends again, for up to 5 minutes.
 
 Exit status: 0 certified (or accepted, with --no-wait), 1 rejected,
 2 usage, upload or registry error.
@@ -101,6 +102,9 @@ func runPublish(e *env, args []string) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen publish %s: %v\n", k, err)
 		return exitProblems
+	}
+	c.OnBusy = func(err *api.Error, wait time.Duration) {
+		fmt.Fprintf(e.stderr, "  registry busy (%s: %s); sending again in %s\n", err.Code, err.Message, wait)
 	}
 	v, created, err := c.Publish(e.ctx, k, mj, a.Zip)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 )
 
 // ErrorCode is the stable, machine-readable code of an error answer. Every
@@ -117,6 +118,9 @@ type Error struct {
 	Message string    `json:"message"`
 	// Details lists the individual problems, e.g. every failed policy rule.
 	Details []string `json:"details,omitempty"`
+	// RetryAfter is the wait a client read from the answer's Retry-After
+	// header (429 and 503 answers); zero when there was none.
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,11 +28,23 @@ type Client struct {
 	BaseURL string
 	Token   string
 	HTTP    *http.Client
+	// BusyWait bounds how long Publish keeps sending again while the
+	// registry answers that it is busy (429 too_many_uploads, 503 busy);
+	// zero sends once.
+	BusyWait time.Duration
+	// OnBusy, when set, hears each busy answer and the wait before the
+	// next try.
+	OnBusy func(err *api.Error, wait time.Duration)
 }
+
+// DefaultBusyWait is New's BusyWait: as long as the registry lets one
+// upload take (its default upload deadline), so a full registry delays a
+// publish by about one upload, never fails it.
+const DefaultBusyWait = 5 * time.Minute
 
 // New returns a client; baseURL is like http://api.example:8700.
 func New(baseURL, token string) *Client {
-	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Minute}}
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Minute}, BusyWait: DefaultBusyWait}
 }
 
 func (c *Client) do(ctx context.Context, method, path, ctype string, body io.Reader, out any) ([]byte, error) {
@@ -65,11 +78,13 @@ func (c *Client) send(ctx context.Context, method, path, ctype string, body io.R
 		var e struct {
 			Error *api.Error `json:"error"`
 		}
+		ae := &api.Error{Status: resp.StatusCode, Code: api.CodeHTTP, Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))}
 		if json.Unmarshal(data, &e) == nil && e.Error != nil {
-			e.Error.Status = resp.StatusCode
-			return nil, resp.StatusCode, e.Error
+			ae = e.Error
+			ae.Status = resp.StatusCode
 		}
-		return nil, resp.StatusCode, &api.Error{Status: resp.StatusCode, Code: api.CodeHTTP, Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))}
+		ae.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+		return nil, resp.StatusCode, ae
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -83,7 +98,52 @@ func (c *Client) send(ctx context.Context, method, path, ctype string, body io.R
 // k (which must agree with the manifest). It returns the version as the
 // registry recorded it; created is false when the registry already had
 // these exact bytes.
+//
+// While the registry answers that it is busy, Publish waits what the
+// answer's Retry-After asks (at least a second, at most half a minute)
+// and sends again, for at most BusyWait in all; then it returns the last
+// busy answer.
 func (c *Client) Publish(ctx context.Context, k api.Key, manifest, zip []byte) (v api.Version, created bool, err error) {
+	giveUp := time.Now().Add(c.BusyWait)
+	for {
+		v, created, err = c.publishOnce(ctx, k, manifest, zip)
+		var ae *api.Error
+		if !errors.As(err, &ae) || (ae.Code != api.CodeBusy && ae.Code != api.CodeTooManyUploads) {
+			return v, created, err
+		}
+		wait := min(max(ae.RetryAfter, time.Second), 30*time.Second)
+		if time.Now().Add(wait).After(giveUp) {
+			return v, created, err
+		}
+		if c.OnBusy != nil {
+			c.OnBusy(ae, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, created, errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// retryAfter reads a Retry-After header, seconds or an HTTP date; zero
+// when it says neither.
+func retryAfter(h string) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(h); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+func (c *Client) publishOnce(ctx context.Context, k api.Key, manifest, zip []byte) (v api.Version, created bool, err error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
