@@ -212,7 +212,7 @@ func target(t *testing.T, p *provider, srv *httptest.Server, node runtime.Runner
 			}
 			t.Cleanup(func() { st.Close() })
 			return runtime.Capabilities{HTTPWrite: engine.NewHTTP(nil, []string{host.Hostname()}),
-				Dedupe: engine.NewStoreDedupe(st, clock.Now), Clock: clock, Secrets: secrets{"stripe": "sk"}}
+				Dedupe: engine.NewStoreDedupe(st, "payments.charge", clock.Now), Clock: clock, Secrets: secrets{"stripe": "sk"}}
 		},
 		Effects: func() map[string]int {
 			p.mu.Lock()

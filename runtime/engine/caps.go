@@ -57,34 +57,47 @@ func (k *StoreKV) Put(ctx context.Context, key string, value []byte) error {
 	return nil
 }
 
-// StoreDedupe is the dedupe capability on the job store.
+// StoreDedupe is the dedupe capability on the job store: each connector
+// claims keys in its own namespace, apart from other connectors' and
+// from the engine's own exactly-once records, so no connector can claim,
+// probe or spoil another's keys.
 type StoreDedupe struct {
-	s   store.Store
-	now func() time.Time
+	s         store.Store
+	namespace string
+	now       func() time.Time
 }
 
-// NewStoreDedupe returns a dedupe store; now is time.Now when nil.
-func NewStoreDedupe(s store.Store, now func() time.Time) *StoreDedupe {
+// NewStoreDedupe returns the dedupe capability for a connector namespace;
+// now is time.Now when nil.
+func NewStoreDedupe(s store.Store, namespace string, now func() time.Time) *StoreDedupe {
 	if now == nil {
 		now = time.Now
 	}
-	return &StoreDedupe{s, now}
+	return &StoreDedupe{s, namespace, now}
 }
 
 // PutIfAbsent implements DedupeStore: a key is present until its TTL runs
-// out; recording an expired key counts as absent.
+// out; recording an expired key counts as absent. A claim an earlier
+// release recorded outside any namespace still counts until it expires.
 func (d *StoreDedupe) PutIfAbsent(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	k := core.CapabilityDedupeKey(key)
+	k := core.CapabilityDedupeKey(d.namespace, key)
 	now := d.now()
+	present := func(tx store.Tx, k []byte) (bool, error) {
+		v, err := tx.Get(k)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil && len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > now.UnixNano(), err
+	}
 	var fresh bool
 	err := d.s.Update(ctx, func(tx store.Tx) error {
-		v, err := tx.Get(k)
-		if err == nil && len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > now.UnixNano() {
-			fresh = false
-			return nil
-		}
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
+		for _, k := range [][]byte{k, core.LegacyCapabilityDedupeKey(key)} {
+			if k == nil {
+				continue
+			}
+			if p, err := present(tx, k); err != nil || p {
+				return err
+			}
 		}
 		fresh = true
 		expires := now.Add(ttl)

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/storetest"
 )
@@ -129,15 +132,70 @@ func TestStoreBackedCapabilities(t *testing.T) {
 	if _, ok, _ := NewStoreKV(s, "other").Get(ctx, "k"); ok {
 		t.Fatal("namespaces leak")
 	}
-	d := NewStoreDedupe(s, clock.Now)
+	d := NewStoreDedupe(s, "orders.normalize", clock.Now)
 	for i, want := range []bool{true, false} {
 		if got, err := d.PutIfAbsent(ctx, "key", time.Minute); err != nil || got != want {
 			t.Fatalf("put %d: %v %v", i, got, err)
 		}
 	}
+	// Another connector's claims are its own: it can neither see nor
+	// take this one's.
+	if got, err := NewStoreDedupe(s, "other", clock.Now).PutIfAbsent(ctx, "key", time.Minute); err != nil || !got {
+		t.Fatalf("another namespace saw the claim: %v %v", got, err)
+	}
 	clock.Advance(time.Minute + time.Second)
 	if got, _ := d.PutIfAbsent(ctx, "key", time.Minute); !got {
 		t.Fatal("expired key still present")
+	}
+}
+
+// TestDedupeCannotReachEngineRecords: a connector's dedupe claims never
+// read or write the engine's exactly-once edge records, whatever key it
+// names; a claim recorded before namespaces still counts until it
+// expires.
+func TestDedupeCannotReachEngineRecords(t *testing.T) {
+	t.Parallel()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	edge := []byte("dedupe/edge/e1")
+	legacy := []byte("dedupe/old-claim")
+	expires := binary.BigEndian.AppendUint64(nil, uint64(clock.Now().Add(time.Hour).UnixNano()))
+	if err := s.Update(ctx, func(tx store.Tx) error {
+		if err := tx.Put(edge, expires); err != nil {
+			return err
+		}
+		return tx.Put(legacy, expires)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d := NewStoreDedupe(s, "payments.charge", clock.Now)
+	for _, key := range []string{"edge/e1", "edge/e2", "../edge/e1"} {
+		if got, err := d.PutIfAbsent(ctx, key, time.Minute); err != nil || !got {
+			t.Errorf("claim %q: %v %v, want it fresh (the engine's records are out of reach)", key, got, err)
+		}
+	}
+	if err := s.View(ctx, func(tx store.ReadTx) error {
+		if v, err := tx.Get(edge); err != nil || !bytes.Equal(v, expires) {
+			t.Errorf("the engine's edge record after the claims: %x %v", v, err)
+		}
+		if _, err := tx.Get([]byte("dedupe/edge/e2")); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a claim wrote into the engine's records: %v", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.PutIfAbsent(ctx, "old-claim", time.Minute); err != nil || got {
+		t.Errorf("a claim recorded before namespaces: fresh %v %v, want present until it expires", got, err)
+	}
+	clock.Advance(2 * time.Hour)
+	if got, err := d.PutIfAbsent(ctx, "old-claim", time.Minute); err != nil || !got {
+		t.Errorf("an expired claim recorded before namespaces: fresh %v %v", got, err)
 	}
 }
 

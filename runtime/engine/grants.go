@@ -34,7 +34,8 @@ type Grants struct {
 		runtime.KVReader
 		runtime.KVWriter
 	}
-	// Dedupe, when set, backs dedupe instead of Store.
+	// Dedupe, when set, backs dedupe instead of Store. It is one
+	// connector's (certification's world): its keys are not namespaced.
 	Dedupe runtime.DedupeStore
 	// Blobs backs blob read and write (s3blobs for S3-compatible storage);
 	// when nil, BlobDir does.
@@ -102,7 +103,7 @@ func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 	}
 	dedupe := g.Dedupe
 	if dedupe == nil && g.Store != nil {
-		dedupe = NewStoreDedupe(g.Store, nil)
+		dedupe = NewStoreDedupe(g.Store, info.ID, nil)
 	}
 	if dedupe != nil && has(flowtype.Dedupe) {
 		caps.Dedupe = dedupeStore{dedupe}

@@ -116,7 +116,7 @@ func TestRetentionSweepsFinishedJobs(t *testing.T) {
 		if err := drain(t, e); err != nil {
 			t.Fatal(err)
 		}
-		dedupe := NewStoreDedupe(r.store, r.clock.Now)
+		dedupe := NewStoreDedupe(r.store, "payments.charge", r.clock.Now)
 		if fresh, err := dedupe.PutIfAbsent(ctx, "charge-9", 20*time.Minute); err != nil || !fresh {
 			t.Fatalf("dedupe: %v %v", fresh, err)
 		}

@@ -57,7 +57,8 @@ import (
 //	blobs/<sha256>                jobs whose input the blob is            counter
 //	exp/<ns>/<key>                <key> may go from Unix time <ns>        value
 //	dedupe/edge/<key>             exactly-once edge record                value
-//	dedupe/<key>                  dedupe capability record                value
+//	dedupe/<key>                  dedupe capability record (legacy, read) value
+//	cdedupe/<namespace>/<key>     dedupe capability record                value
 //	kv/<namespace>/<key>          KV capability value                     value
 //
 // Activation ids longer than 64 bytes are hashed (SHA-256, first 16 bytes,
@@ -121,8 +122,21 @@ func rateKey(connector string) []byte                     { return []byte("rate/
 func cacheEntryKey(key string) []byte                     { return []byte("cache/" + key) }
 func edgeDedupeKey(key string) []byte                     { return []byte("dedupe/edge/" + key) }
 
-// CapabilityDedupeKey is where the dedupe capability records key.
-func CapabilityDedupeKey(key string) []byte { return []byte("dedupe/" + key) }
+// CapabilityDedupeKey is where the dedupe capability records a
+// connector namespace's key.
+func CapabilityDedupeKey(namespace, key string) []byte {
+	return []byte("cdedupe/" + namespace + "/" + key)
+}
+
+// LegacyCapabilityDedupeKey is where releases before namespaces recorded
+// a dedupe capability key, read until such records expire; nil for keys
+// that would name the engine's own edge records.
+func LegacyCapabilityDedupeKey(key string) []byte {
+	if strings.HasPrefix(key, "edge/") {
+		return nil
+	}
+	return []byte("dedupe/" + key)
+}
 
 // KVKey is where the kv capability of namespace stores key.
 func KVKey(namespace, key string) []byte { return []byte("kv/" + namespace + "/" + key) }

@@ -58,7 +58,8 @@ func TestKeyLayout(t *testing.T) {
 		"rate/<connector>":               rateKey("<connector>"),
 		"cache/<key>":                    cacheEntryKey("<key>"),
 		"dedupe/edge/<key>":              edgeDedupeKey("<key>"),
-		"dedupe/<key>":                   CapabilityDedupeKey("<key>"),
+		"dedupe/<key>":                   LegacyCapabilityDedupeKey("<key>"),
+		"cdedupe/<namespace>/<key>":      CapabilityDedupeKey("<namespace>", "<key>"),
 		"kv/<namespace>/<key>":           KVKey("<namespace>", "<key>"),
 		"exp/<ns>/<key>":                 expiryKey(time.Unix(0, 7), []byte("<key>")),
 	}
