@@ -1,6 +1,7 @@
 package certify
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +17,12 @@ import (
 const (
 	keyHexChars    = 32
 	keyBase64Chars = 20
+	// keyBase32Chars is 24 base32 characters: 15 whole bytes, 120 bits.
+	keyBase32Chars = 24
+	// keyHexChanged is how many of the 32 hex characters may differ from
+	// the key's: a UUID made of the key's first 16 bytes sets its
+	// version and variant (6 bits), and keeps 120 of the key's.
+	keyHexChanged = 2
 )
 
 // carriesKey reports whether value, what the provider deduplicates one
@@ -30,7 +37,7 @@ func (c *run) carriesKey(key string, input []byte, value string) bool {
 	if key == "" {
 		return true // no key fields: nothing to bind to
 	}
-	if leak.NewValue(key).WithParts(keyHexChars).Find(value) != "" {
+	if leak.NewValue(key).WithParts(keyHexChars).Find(value) != "" || carriesKeyHex(key, value) {
 		return true
 	}
 	if raw, err := hex.DecodeString(key); err == nil {
@@ -38,6 +45,18 @@ func (c *run) carriesKey(key string, input []byte, value string) bool {
 			text := enc.EncodeToString(raw)
 			for i := 0; i+keyBase64Chars <= len(text); i += 4 {
 				if strings.Contains(value, text[i:i+keyBase64Chars]) {
+					return true
+				}
+			}
+		}
+		// Base32 (RFC 4648, its hex alphabet, Crockford's is the hex one
+		// with other letters left out) in any case: 8 characters per 5
+		// bytes, so a part aligned on them.
+		upper := strings.ToUpper(value)
+		for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.HexEncoding} {
+			text := enc.EncodeToString(raw)
+			for i := 0; i+keyBase32Chars <= len(text); i += 8 {
+				if strings.Contains(upper, text[i:i+keyBase32Chars]) {
 					return true
 				}
 			}
@@ -76,4 +95,35 @@ func (c *run) carriesKeyFields(input []byte, value string) bool {
 		}
 	}
 	return true
+}
+
+// carriesKeyHex reports whether value's hex digits, read in order
+// whatever separates them (a UUID's dashes, a prefix's colon), hold
+// keyHexChars consecutive hex characters of the key with at most
+// keyHexChanged of them changed.
+func carriesKeyHex(key, value string) bool {
+	key = strings.ToLower(key)
+	digits := make([]byte, 0, len(value))
+	for _, c := range []byte(strings.ToLower(value)) {
+		if '0' <= c && c <= '9' || 'a' <= c && c <= 'f' {
+			digits = append(digits, c)
+		}
+	}
+	if len(digits) > 4096 {
+		digits = digits[:4096] // a dedupe value is short; bound the work
+	}
+	for i := 0; i+keyHexChars <= len(digits); i++ {
+		for j := 0; j+keyHexChars <= len(key); j++ {
+			changed := 0
+			for n := 0; n < keyHexChars && changed <= keyHexChanged; n++ {
+				if digits[i+n] != key[j+n] {
+					changed++
+				}
+			}
+			if changed <= keyHexChanged {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/hex"
 	"time"
 )
 
@@ -28,6 +29,26 @@ type HeartbeatCounter interface{ Add(delta int64) int64 }
 // the key fields); pass it to external APIs (an Idempotency-Key header) so
 // a retried call is recognised. Empty for nodes that declare no key.
 func (c *Context) IdempotencyKey() string { return c.key }
+
+// IdempotencyUUID is the key in the form of an RFC 9562 UUID, for
+// providers that want their idempotency keys as UUIDs: the key's first 16
+// bytes with the version (8, vendor-specific) and variant bits set, so
+// distinct keys give distinct UUIDs (122 bits of the key) and
+// certification recognises it as the key. Empty for nodes that declare no
+// key.
+func (c *Context) IdempotencyUUID() string {
+	if len(c.key) < 32 {
+		return ""
+	}
+	var b [16]byte
+	if _, err := hex.Decode(b[:], []byte(c.key[:32])); err != nil {
+		return ""
+	}
+	b[6] = b[6]&0x0f | 0x80
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
 
 // Attempt is 1 on the first try of the activation and counts retries.
 func (c *Context) Attempt() int { return c.attempt }

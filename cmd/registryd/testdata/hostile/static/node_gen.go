@@ -197,6 +197,12 @@ func (c Context) IdempotencyKey() string {
 	return c.rt.IdempotencyKey()
 }
 
+// IdempotencyUUID is the key in UUID form (RFC 9562, version 8), for providers
+// that want their idempotency keys as UUIDs. Empty when the spec declares no key.
+func (c Context) IdempotencyUUID() string {
+	return c.rt.IdempotencyUUID()
+}
+
 // Attempt is 1 on the first try of the activation and counts retries.
 func (c Context) Attempt() int {
 	return c.rt.Attempt()

@@ -1,0 +1,2 @@
+// Package gooduuidkey is a connector of the certification corpus.
+package gooduuidkey
