@@ -268,6 +268,7 @@ var corpus = []struct {
 	{"readmodifywrite", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"sharedkey", "duplicate-delivery", "fixture first item and fixture second item have different inputs but one key", true},
 	{"notifyeffect", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"computednotify", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"secretshuffle", "data-classes", "the value of secret crm/api-key changes what the connector writes to its logs", true},
 	{"chunkleak", "data-classes", "the value of secret pay/key changes requests to hosts other than [api.pay.example]", true},
 	{"authleak", "data-classes", "every request answered 401: the secret value from secret notify/token appears in the error message", true},
@@ -276,6 +277,9 @@ var corpus = []struct {
 	{"base64secret", "data-classes", "the secret value from secret crm/api-key was written to stderr (base64-encoded) (logs)", true},
 	{"countbomb", "duplicate-delivery", "an input with key fields drawn anew", true},
 	{"keycount", "duplicate-delivery", "an input with key fields drawn anew", true},
+	{"datebomb", "duplicate-delivery", "effect(s), but one delivery", true},
+	{"dupheader", "duplicate-delivery", "names its dedupe value ambiguously: it sends its Idempotency-Key header on 2 lines", true},
+	{"dupbodyfield", "duplicate-delivery", "names its dedupe value ambiguously: its body names the idempotency_key field more than once", true},
 	{"shortkey", "duplicate-delivery", "a write to api.pay.example:443/charges is deduplicated on its Idempotency-Key header, a 6-character value that carries neither the activation's key nor its key fields", true},
 }
 
@@ -286,8 +290,8 @@ var corpus = []struct {
 // remembers it), a library whose initializer reads crypto/rand, an
 // output stamped with the activation's time (run at a drawn one), two
 // fixtures posting to one URL, a KV record, a waiver, the order id as the
-// Idempotency-Key.
-var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp"}
+// Idempotency-Key, the key in UUID form for a provider that wants one.
+var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey"}
 
 // contained lists connectors of the corpus that depend on the host or
 // reach for it natively, but that confinement makes harmless: in their
@@ -362,6 +366,13 @@ func TestCorpus(t *testing.T) {
 					t.Errorf("%s: %s failed too: %s", c.dir, other.Name, other.Summary)
 				}
 			}
+		}
+	}
+	// datebomb's Switch: until a month before it, only the later logical
+	// times can see the bomb; after, it goes off in every world.
+	if time.Now().Before(time.Date(2027, time.January, 10, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -31)) {
+		if ch := outcomes(reports["datebomb"])["duplicate-delivery"]; !strings.Contains(strings.Join(ch.Evidence, "\n"), "(a connector whose keys or effects change with the date)") {
+			t.Errorf("datebomb: its date bomb is not named:\n%s", strings.Join(ch.Evidence, "\n"))
 		}
 	}
 	for _, c := range contained {

@@ -111,6 +111,14 @@ func (c *run) validParams(params json.RawMessage) bool {
 	return err == nil && sch.Validate(v) == nil
 }
 
+// laterTimes and laterHorizon: duplicate delivery also runs every input
+// at laterTimes logical times drawn between 30 days and laterHorizon
+// after the run's time, as production will.
+const (
+	laterTimes   = 3
+	laterHorizon = 3 * 365 * 24 * time.Hour
+)
+
 // phase is a part of the duplicate schedule.
 type phase struct {
 	name string
@@ -385,6 +393,51 @@ func (c *run) duplicates(ch *Check) {
 		}
 	}
 
+	// Later in the artifact's life: a connector certified today runs for
+	// years, and one that changes its keys or effects after a date it
+	// holds (a date bomb) behaves for any world of the next 30 days. So
+	// each input is delivered twice more, in a fresh instance and world,
+	// at each of laterTimes logical times drawn over laterHorizon; each
+	// instance sees a clock as production's would be, and no key may
+	// take more effects than its input's one delivery today.
+	var later []string
+	for range laterTimes {
+		at := now.Add(30*24*time.Hour + time.Duration(rng.Int64N(int64(laterHorizon-30*24*time.Hour)))).Truncate(time.Second)
+		laterWorld, err := c.dupWorld(at)
+		if err != nil {
+			ch.Outcome, ch.Summary = Fail, err.Error()
+			return
+		}
+		s := &recorder.Session{World: laterWorld, Mode: recorder.Provider, Concurrency: 1}
+		for _, in := range order {
+			for attempt := 1; attempt <= 2; attempt++ {
+				if pl, err := c.plan(id, in.fx, attempt, at); err == nil {
+					s.Deliveries = append(s.Deliveries, pl)
+					id++
+				}
+			}
+		}
+		deliveries += len(s.Deliveries)
+		when := fmt.Sprintf("at %s, %d days after the run's time", at.Format(time.DateOnly), int(at.Sub(now).Hours()/24))
+		later = append(later, at.Format(time.DateOnly))
+		p := c.runSession(s, variants[0])
+		for _, f := range c.judgeDeliveries(p, s, order, true) {
+			failures = append(failures, when+": "+f)
+		}
+		got := laterWorld.Effects()
+		for _, in := range order {
+			if want := baseline[in.key]; got[in.key] > want {
+				failures = append(failures, fmt.Sprintf("%s (key %s), delivered twice %s: %d effect(s), but one delivery at the run's time has %d (a connector whose keys or effects change with the date)", in.name, short(in.key), when, got[in.key], want))
+			}
+		}
+		for _, v := range c.violations(laterWorld) {
+			if !slices.Contains(failures, v) {
+				failures = append(failures, v)
+			}
+		}
+	}
+	notes = append(notes, fmt.Sprintf("every input delivered twice more at %d logical times drawn over the next %d days (%s), one instance each", laterTimes, int(laterHorizon.Hours()/24), strings.Join(later, ", ")))
+
 	// After the TTL: reported only.
 	storm.SetNow(now.Add(ttl + time.Second))
 	s = c.dupSession(storm, order, 1, 1, recorder.Provider, id)
@@ -404,7 +457,7 @@ func (c *run) duplicates(ch *Check) {
 		ch.Evidence = append(failures, ch.Evidence...)
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs, %d generated from the schemas (bursts, concurrent, late, skewed, attempts 1-%d, one instance's life, lost answers): every key kept the effects of one delivery", deliveries, len(inputs), generated-unjudged, budget)
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs, %d generated from the schemas (bursts, concurrent, late, skewed, attempts 1-%d, one instance's life, lost answers, later dates): every key kept the effects of one delivery", deliveries, len(inputs), generated-unjudged, budget)
 }
 
 // dupWorld is a world of the duplicate schedule, which also reports as a

@@ -31,6 +31,10 @@ type FixtureDB struct {
 	setup    string
 	readOnly bool
 	digest   string
+	// definitions are the bodies of the functions, rules and triggers
+	// the role owns (the setup's, and any a statement made), read with
+	// the digest: words a notification's channel may come from.
+	definitions string
 	// notified counts the notifications the server delivered to the
 	// connector's sessions.
 	notified atomic.Int64
@@ -128,9 +132,51 @@ func (d *FixtureDB) Do(ctx context.Context, req wire.DBRequest) (wire.DBResponse
 	if err != nil {
 		return wire.DBResponse{Error: err.Error()}, false
 	}
-	changed := digest != d.digest || d.notified.Load() != before
+	changed := digest != d.digest || d.notified.Load() != before || notifiesUnheard(req.Query) || notifiesUnheard(d.definitions)
 	d.digest = digest
 	return resp, changed
+}
+
+// A statement that notifies on a channel it names (NOTIFY chan, or
+// pg_notify with a literal or a bound argument as its channel) is heard
+// by listening on that channel (notifyChannels), so only the runs that
+// really notify count. A channel computed by the statement, or by a
+// function or rule of the schema, cannot be listened to; such a
+// statement counts as an effect on every run.
+var (
+	sqlComment     = regexp.MustCompile(`(?s)/\*.*?\*/|--[^\n]*`)
+	notifyFunc     = regexp.MustCompile(`(?i)pg_notify"?\s*\(`)
+	namedChannel   = regexp.MustCompile(`(?i)^\s*('(?:[^']|'')*'|\$\d+)(\s*::\s*[a-z_ ]+)?\s*,`)
+	notifyInString = regexp.MustCompile(`(?i)'\s*notify\s+["'%a-z_]`)
+	stringLiteral  = regexp.MustCompile(`'(?:[^']|'')*'`)
+	dynamicSQL     = regexp.MustCompile(`(?i)\bexecute\b(\s+(function|procedure)\b)?`)
+	unicodeIdent   = regexp.MustCompile(`(?i)\bu&"`)
+)
+
+// notifiesUnheard reports whether SQL text (a statement, or a function
+// or rule body) may notify on a channel it computes: pg_notify whose
+// channel is an expression, NOTIFY in a string (run as dynamic SQL),
+// dynamic SQL (EXECUTE of a string or a prepared statement), or an
+// identifier spelled in Unicode escapes (which could name pg_notify).
+// Comments are ignored.
+func notifiesUnheard(text string) bool {
+	text = sqlComment.ReplaceAllString(text, " ")
+	for _, at := range notifyFunc.FindAllStringIndex(text, -1) {
+		if !namedChannel.MatchString(text[at[1]:]) {
+			return true
+		}
+	}
+	if notifyInString.MatchString(text) || unicodeIdent.MatchString(text) {
+		return true
+	}
+	// EXECUTE runs a string as SQL (plpgsql) or a prepared statement;
+	// EXECUTE FUNCTION and EXECUTE PROCEDURE name a trigger's function.
+	for _, m := range dynamicSQL.FindAllStringSubmatch(stringLiteral.ReplaceAllString(text, "''"), -1) {
+		if m[1] == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // maxChannels bounds the channels listened to around one statement.
@@ -152,7 +198,7 @@ func (d *FixtureDB) notifyChannels(query string, args []any) []string {
 			out = append(out, c)
 		}
 	}
-	for _, text := range []string{query, d.setup} {
+	for _, text := range []string{query, d.setup, d.definitions} {
 		for _, m := range channelToken.FindAllStringSubmatch(text, -1) {
 			switch {
 			case m[1] != "":
@@ -165,8 +211,12 @@ func (d *FixtureDB) notifyChannels(query string, args []any) []string {
 		}
 	}
 	for _, a := range args {
-		if s, ok := a.(string); ok {
-			add(s)
+		switch v := a.(type) {
+		case string:
+			add(v)
+		case nil:
+		default:
+			add(fmt.Sprint(v)) // a channel may be a number cast to text
 		}
 	}
 	return out
@@ -178,6 +228,12 @@ func (d *FixtureDB) do(ctx context.Context, req wire.DBRequest, args []any) (wir
 		return wire.DBResponse{}, err
 	}
 	defer conn.Close()
+	// What an earlier statement left on the pooled session (settings
+	// such as how strings are quoted or the search path, prepared
+	// statements, temporary objects) must not change what this one does.
+	if _, err := conn.ExecContext(ctx, "DISCARD ALL"); err != nil {
+		return wire.DBResponse{}, err
+	}
 	if !d.readOnly {
 		// Listen, before the transaction, on every channel the
 		// statement may notify; the server delivers the session's own
@@ -289,6 +345,21 @@ func (d *FixtureDB) stateDigest(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("fixture database: %w", err)
 	}
 	fmt.Fprintf(h, "sequences %s\n", sequences.String)
+	// Functions, rules (views too) and triggers are state: one a
+	// statement makes or replaces may act on later statements.
+	var defs sql.NullString
+	if err := d.admin.QueryRowContext(ctx, `SELECT string_agg(def, E'\n' ORDER BY def) FROM (
+			SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ') ' || coalesce(p.prosrc, '') AS def
+				FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE r.rolname = $1
+			UNION ALL SELECT pg_get_ruledef(w.oid)
+				FROM pg_rewrite w JOIN pg_class c ON c.oid = w.ev_class JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname = $1
+			UNION ALL SELECT pg_get_triggerdef(t.oid)
+				FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname = $1 AND NOT t.tgisinternal
+		) d`, d.name).Scan(&defs); err != nil {
+		return "", fmt.Errorf("fixture database: %w", err)
+	}
+	d.definitions = defs.String
+	fmt.Fprintf(h, "definitions %s\n", defs.String)
 	for _, t := range tables {
 		var sum sql.NullString
 		q := fmt.Sprintf(`SELECT md5(string_agg(t::text, E'\n' ORDER BY t::text)) FROM %s.%s t`, d.name, quoteIdent(t))

@@ -60,12 +60,62 @@ func TestFixtureDBCountsChangesAndGrantsNothing(t *testing.T) {
 	for _, req := range []wire.DBRequest{
 		{Exec: true, Query: `NOTIFY order_paid, 'o1'`},
 		{Query: `SELECT pg_notify($1, $2)`, Args: []wire.Value{str("Order-Paid"), str("o1")}},
+		{Query: `SELECT pg_notify('ship_' || md5($1), 'x')`, Args: []wire.Value{str("o1")}},
+		{Exec: true, Query: `DO $$ BEGIN EXECUTE format('NOTIFY %I', 'ch_' || md5(random()::text)); END $$`},
 		{Exec: true, Query: `INSERT INTO shipments VALUES ($1) ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id`, Args: []wire.Value{str("s1")}},
 		{Exec: true, Query: `INSERT INTO shipments VALUES ($1) ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id`, Args: []wire.Value{str("s1")}},
 	} {
 		if resp, changed := db.Do(ctx, req); resp.Error != "" || !changed {
 			t.Errorf("%s: %+v changed %v", req.Query, resp, changed)
 		}
+	}
+	// A column named like the command is not a notification.
+	notifyColumn := wire.DBRequest{Exec: true, Query: `UPDATE orders SET status = $1 WHERE id = 'o1' AND status <> 'notify_sent'`, Args: []wire.Value{str("paid")}}
+	if resp, changed := db.Do(ctx, notifyColumn); resp.Error != "" || changed {
+		t.Errorf("%s: %+v changed %v", notifyColumn.Query, resp, changed)
+	}
+	// A statement that notifies only when it inserts, on a channel it
+	// names, is heard; only its runs that notify are effects.
+	shipOnce := wire.DBRequest{Query: `WITH ins AS (INSERT INTO shipments VALUES ($1) ON CONFLICT DO NOTHING RETURNING id) SELECT pg_notify('shipped_once', id) FROM ins`, Args: []wire.Value{str("s2")}}
+	for i, want := range []bool{true, false} {
+		if resp, changed := db.Do(ctx, shipOnce); resp.Error != "" || changed != want {
+			t.Errorf("run %d of %s: %+v changed %v, want %v", i+1, shipOnce.Query, resp, changed, want)
+		}
+	}
+	for q, want := range map[string]bool{
+		`SELECT pg_notify('ship_' || md5($1), 'x')`:                                               true,
+		`select pg_catalog.pg_notify(lower($1), '')`:                                              true,
+		`DO $$ BEGIN EXECUTE 'NOTIFY ' || quote_ident('x'); END $$`:                               true,
+		`DO $$ BEGIN EXECUTE 'NOT' || 'IFY x'; END $$`:                                            true,
+		"SELECT pg_notify/**/('ship_' || $1, 'x')":                                                true,
+		"SELECT pg_notify -- c\n ('ship_' || $1, 'x')":                                            true,
+		`SELECT U&"pg\005fnotify"('a' || $1, 'b')`:                                                true,
+		`CREATE FUNCTION f(q text) RETURNS void LANGUAGE plpgsql AS $f$ BEGIN EXECUTE q; END $f$`: true,
+		`NOTIFY x`:                        false,
+		`SELECT pg_notify($1::text, 'b')`: false,
+		`UPDATE t SET status = 'notify' WHERE id = $1`:                           false,
+		`INSERT INTO t VALUES ($1) ON CONFLICT (id) DO UPDATE SET v = 'execute'`: false,
+		`SELECT "pg_notify"($1, 'b')`:                                            false,
+		`SELECT pg_notify('it''s', 'b'), pg_notify($2, 'c')`:                     false,
+		`UPDATE t SET notify_email = $1`:                                         false,
+		`INSERT INTO t (notify) VALUES (true)`:                                   false,
+	} {
+		if got := notifiesUnheard(q); got != want {
+			t.Errorf("notifiesUnheard(%q) = %v, want %v", q, got, want)
+		}
+	}
+	// A rule made at run time is state, and what it notifies is heard on
+	// the channel its definition names.
+	rule := wire.DBRequest{Exec: true, Query: `CREATE OR REPLACE RULE hidden AS ON UPDATE TO orders DO ALSO NOTIFY hidden_chan`}
+	if resp, changed := db.Do(ctx, rule); resp.Error != "" || !changed {
+		t.Errorf("%s: %+v changed %v", rule.Query, resp, changed)
+	}
+	same := wire.DBRequest{Exec: true, Query: `UPDATE orders SET status = status`}
+	if resp, changed := db.Do(ctx, same); resp.Error != "" || !changed {
+		t.Errorf("an update that changes no row but fires a rule that notifies: %+v changed %v", resp, changed)
+	}
+	if resp, _ := db.Do(ctx, wire.DBRequest{Exec: true, Query: `DROP RULE hidden ON orders`}); resp.Error != "" {
+		t.Fatal(resp.Error)
 	}
 	resp, changed := db.Do(ctx, wire.DBRequest{Query: `SELECT id, status FROM orders`})
 	if resp.Error != "" || changed || len(resp.Rows) != 1 || *resp.Rows[0][1].String != "paid" {

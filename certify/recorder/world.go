@@ -183,10 +183,15 @@ func (w *World) http(delivery int, key string, input []byte, req *Request) bool 
 	allowed := w.check(delivery, key, req)
 	if allowed {
 		w.provider.Contract = w.Contract
+		if req.Write && w.CarriesKey != nil {
+			if why := w.provider.Ambiguity(req.Method, req.URL, req.Header, req.Body); why != "" {
+				w.violate(fmt.Sprintf("a write to %s names its dedupe value ambiguously: %s; the provider may read another value than the one meant, so each copy of it counts as a new effect", req.Host, why))
+			}
+		}
 		if v, on := w.provider.DedupeValue(req.Method, req.URL, req.Header, req.Body); req.Write && v != "" && w.CarriesKey != nil {
 			u, _ := url.Parse(req.URL)
 			if !w.CarriesKey(key, input, v) {
-				w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a %d-character value that carries neither the activation's key nor its key fields: inputs with different keys can share it, and the provider would take one's effect for a duplicate of the other's; send ctx.IdempotencyKey() (whole, or at least 32 of its characters)", req.Host, u.Path, on, len(v)))
+				w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a %d-character value that carries neither the activation's key nor its key fields: inputs with different keys can share it, and the provider would take one's effect for a duplicate of the other's; send ctx.IdempotencyKey() (whole, or at least 32 of its characters), or ctx.IdempotencyUUID() where the provider wants a UUID", req.Host, u.Path, on, len(v)))
 			}
 			// One value, one key: a value another key sent first makes
 			// the provider take this write for a repeat of that one.

@@ -247,19 +247,7 @@ func Safe(method string, header http.Header) bool {
 
 // Overridden reports whether header carries a method override
 // (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override).
-func Overridden(header http.Header) bool {
-	for k, vs := range header {
-		switch strings.ToLower(k) {
-		case "x-http-method-override", "x-http-method", "x-method-override":
-			for _, v := range vs {
-				if strings.TrimSpace(v) != "" {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
+func Overridden(header http.Header) bool { return overrideMethod(header) != "" }
 
 // Dedupe is one endpoint at which the provider deduplicates writes: a
 // request with Method to a URL whose path matches Path (a trailing "*"
@@ -275,44 +263,6 @@ type Dedupe struct {
 // DefaultContract is the contract of a provider whose spec declares
 // none: any write with an Idempotency-Key header is deduplicated on it.
 var DefaultContract = []Dedupe{{Method: "*", Path: "*", Header: "Idempotency-Key"}}
-
-// matches reports whether a request to rawURL with method is the
-// endpoint's.
-func (d Dedupe) matches(method, rawURL string) bool {
-	if d.Method != "*" && !strings.EqualFold(d.Method, method) {
-		return false
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return false
-	}
-	if prefix, ok := strings.CutSuffix(d.Path, "*"); ok {
-		return strings.HasPrefix(u.Path, prefix)
-	}
-	return u.Path == d.Path
-}
-
-// value is what the request is deduplicated on, "" when it carries none.
-func (d Dedupe) value(header http.Header, body []byte) string {
-	if d.Header != "" {
-		return header.Get(d.Header)
-	}
-	var doc any
-	if d.BodyField == "" || json.Unmarshal(body, &doc) != nil {
-		return ""
-	}
-	for seg := range strings.SplitSeq(d.BodyField, ".") {
-		m, ok := doc.(map[string]any)
-		if !ok {
-			return ""
-		}
-		doc = m[seg]
-	}
-	if s, ok := doc.(string); ok {
-		return s
-	}
-	return ""
-}
 
 // Provider models how a provider applies requests, to count effects the
 // way the outside world would see them, by what is on the wire and the
@@ -347,11 +297,7 @@ func (p *Provider) DedupeValue(method, rawURL string, header http.Header, body [
 	if v == "" {
 		return "", ""
 	}
-	d := p.contract()[i]
-	if d.Header != "" {
-		return v, d.Header + " header"
-	}
-	return v, d.BodyField + " body field"
+	return v, p.contract()[i].on()
 }
 
 func (p *Provider) contract() []Dedupe {
@@ -365,10 +311,7 @@ func (p *Provider) contract() []Dedupe {
 // value it does so on ("" for none).
 func (p *Provider) dedupe(method, rawURL string, header http.Header, body []byte) (int, string) {
 	for i, d := range p.contract() {
-		if !d.matches(method, rawURL) {
-			continue
-		}
-		if v := d.value(header, body); v != "" {
+		if v, _, applies := d.read(method, rawURL, header, body); applies && v != "" {
 			return i, v
 		}
 	}
@@ -384,7 +327,11 @@ func (p *Provider) Apply(method, rawURL string, header http.Header, body []byte)
 		p.keys, p.state = map[string]bool{}, map[string]string{}
 	}
 	if i, v := p.dedupe(method, rawURL, header, body); v != "" {
-		k := fmt.Sprintf("%d\x00%s", i, v)
+		// A value is one effect at one endpoint of one provider: the
+		// narrowest scope a provider keeps its keys in, so that a value
+		// sent to two endpoints or hosts counts as two effects.
+		u, _ := url.Parse(rawURL)
+		k := fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%s", i, u.Host, strings.ToUpper(method), u.Path, v)
 		if p.keys[k] {
 			return false
 		}

@@ -1,0 +1,2 @@
+// Package computednotify is a connector of the certification corpus.
+package computednotify

@@ -1,0 +1,2 @@
+// Package datebomb is a connector of the certification corpus.
+package datebomb

@@ -1,0 +1,2 @@
+// Package dupbodyfield is a connector of the certification corpus.
+package dupbodyfield

@@ -1,0 +1,2 @@
+// Package dupheader is a connector of the certification corpus.
+package dupheader
