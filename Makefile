@@ -28,9 +28,10 @@ services: ## Install and start what the tests need (PostgreSQL, bubblewrap, MinI
 test: services ## Everything CI runs: lint, race-enabled tests, fuzz smoke, chaos (starts the services first).
 	$(MAKE) lint unit fuzz chaos
 
-unit: ## Run the test suite with the race detector (and, without it, the confined-connector tests it would make too slow).
+unit: ## Run the test suite with the race detector (and, without it, the confined-connector tests and the certification corpus it would make too slow).
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(GO) test -count=1 ./runtime/wasmhost
+	$(GO) test -count=1 -timeout 30m ./certify
 
 fuzz: ## Run each fuzz target briefly (FUZZTIME overrides the budget).
 	@set -e; for t in $(FUZZ); do \

@@ -396,47 +396,72 @@ func (c *run) duplicates(ch *Check) {
 	// Later in the artifact's life: a connector certified today runs for
 	// years, and one that changes its keys or effects after a date it
 	// holds (a date bomb) behaves for any world of the next 30 days. So
-	// each input is delivered twice more, in a fresh instance and world,
-	// at each of laterTimes logical times drawn over laterHorizon; each
-	// instance sees a clock as production's would be, and no key may
-	// take more effects than its input's one delivery today.
-	var later []string
+	// the inputs are delivered twice more at each of laterTimes logical
+	// times drawn over laterHorizon, in increasing order, in a world and
+	// an instance of their own (one process: a long-lived instance sees
+	// its clock leap forward too); after the first date, each input with
+	// its key fields drawn anew, so that every date's keys are its own.
+	// No key may take more effects than its input's one delivery today.
+	var later []time.Time
 	for range laterTimes {
-		at := now.Add(30*24*time.Hour + time.Duration(rng.Int64N(int64(laterHorizon-30*24*time.Hour)))).Truncate(time.Second)
-		laterWorld, err := c.dupWorld(at)
-		if err != nil {
-			ch.Outcome, ch.Summary = Fail, err.Error()
-			return
-		}
-		s := &recorder.Session{World: laterWorld, Mode: recorder.Provider, Concurrency: 1}
+		later = append(later, now.Add(30*24*time.Hour+time.Duration(rng.Int64N(int64(laterHorizon-30*24*time.Hour)))).Truncate(time.Second))
+	}
+	slices.SortFunc(later, time.Time.Compare)
+	laterWorld, err := c.dupWorld(later[0])
+	if err != nil {
+		ch.Outcome, ch.Summary = Fail, err.Error()
+		return
+	}
+	s = &recorder.Session{World: laterWorld, Mode: recorder.Provider, Concurrency: 1}
+	type laterKey struct {
+		name string
+		at   time.Time
+		want int
+	}
+	laterKeys := map[string]laterKey{}
+	var dates []string
+	for bi, at := range later {
 		for _, in := range order {
+			fx, key := in.fx, in.key
+			if bi > 0 {
+				v, ok := c.keyVariant(in.fx)
+				if !ok {
+					continue
+				}
+				k, err := c.key(v.Input)
+				if err != nil || k == in.key {
+					continue
+				}
+				fx, key = v, k
+			}
+			laterKeys[key] = laterKey{name: in.name, at: at, want: baseline[in.key]}
 			for attempt := 1; attempt <= 2; attempt++ {
-				if pl, err := c.plan(id, in.fx, attempt, at); err == nil {
+				if pl, err := c.plan(id, fx, attempt, at); err == nil {
 					s.Deliveries = append(s.Deliveries, pl)
 					id++
 				}
 			}
 		}
-		deliveries += len(s.Deliveries)
-		when := fmt.Sprintf("at %s, %d days after the run's time", at.Format(time.DateOnly), int(at.Sub(now).Hours()/24))
-		later = append(later, at.Format(time.DateOnly))
-		p := c.runSession(s, variants[0])
-		for _, f := range c.judgeDeliveries(p, s, order, true) {
-			failures = append(failures, when+": "+f)
-		}
-		got := laterWorld.Effects()
-		for _, in := range order {
-			if want := baseline[in.key]; got[in.key] > want {
-				failures = append(failures, fmt.Sprintf("%s (key %s), delivered twice %s: %d effect(s), but one delivery at the run's time has %d (a connector whose keys or effects change with the date)", in.name, short(in.key), when, got[in.key], want))
-			}
-		}
-		for _, v := range c.violations(laterWorld) {
-			if !slices.Contains(failures, v) {
-				failures = append(failures, v)
-			}
+		dates = append(dates, at.Format(time.DateOnly))
+	}
+	deliveries += len(s.Deliveries)
+	p = c.runSession(s, variants[0])
+	for _, f := range c.judgeDeliveries(p, s, order, true) {
+		failures = append(failures, "at later dates: "+f)
+	}
+	laterEffects := laterWorld.Effects()
+	for _, key := range slices.Sorted(maps.Keys(laterKeys)) {
+		lk := laterKeys[key]
+		if got := laterEffects[key]; got > lk.want {
+			failures = append(failures, fmt.Sprintf("%s (key %s), delivered twice at %s, %d days after the run's time: %d effect(s), but one delivery at the run's time has %d (a connector whose keys or effects change with the date)", lk.name, short(key), lk.at.Format(time.DateOnly), int(lk.at.Sub(now).Hours()/24), got, lk.want))
 		}
 	}
-	notes = append(notes, fmt.Sprintf("every input delivered twice more at %d logical times drawn over the next %d days (%s), one instance each", laterTimes, int(laterHorizon.Hours()/24), strings.Join(later, ", ")))
+	for _, v := range c.violations(laterWorld) {
+		if !slices.Contains(failures, v) {
+			failures = append(failures, v)
+		}
+	}
+	notes = append(notes, fmt.Sprintf("every input delivered twice more at %s (drawn over the next %d days), in an instance of its own", strings.Join(dates, ", "), int(laterHorizon.Hours()/24)))
 
 	// After the TTL: reported only.
 	storm.SetNow(now.Add(ttl + time.Second))
