@@ -245,4 +245,3 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("the corpus has %d cases", n)
 	}
 }
-
