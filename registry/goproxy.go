@@ -49,22 +49,25 @@ func (s *Server) goProxy(w http.ResponseWriter, r *http.Request, p *principal) e
 	if vs, err = s.filterPullable(r, p, vs); err != nil {
 		return err
 	}
+	// What the go command may choose from: versions neither yanked nor
+	// deprecated, or the deprecated ones when nothing else is left. The go
+	// command picks @latest and upgrades from @v/list (it asks @latest only
+	// when the list is empty), so a deprecated version left out of the list
+	// is one go get ...@latest and go get -u move off, as they move off a
+	// retracted one; every version stays fetchable by its number.
 	listed := slices.DeleteFunc(slices.Clone(vs), func(v meta.Version) bool { return v.Yanked != "" })
+	if current := slices.DeleteFunc(slices.Clone(listed), func(v meta.Version) bool { return v.Deprecated != "" }); len(current) > 0 {
+		listed = current
+	}
 	switch {
 	case latest:
 		if len(listed) == 0 {
 			return goNotFound("no certified version of %s", mod)
 		}
 		// As the go command picks: the highest release, else the highest
-		// pre-release; and among versions not deprecated first, so that
-		// go get @latest moves off a deprecated version when there is
-		// another.
-		current := slices.DeleteFunc(slices.Clone(listed), func(v meta.Version) bool { return v.Deprecated != "" })
-		if len(current) == 0 {
-			current = listed
-		}
-		best := current[len(current)-1] // semver order
-		for _, v := range slices.Backward(current) {
+		// pre-release.
+		best := listed[len(listed)-1] // semver order
+		for _, v := range slices.Backward(listed) {
 			if semver.Prerelease(v.ModuleVersion) == "" {
 				best = v
 				break

@@ -246,7 +246,7 @@ type markAction struct {
 }
 
 var markActions = []markAction{
-	{Name: "deprecate", Verb: "Deprecate", Done: "Deprecated", Warning: "Pulls still work and warn with the reason; the go command's @latest skips it while another version is current.",
+	{Name: "deprecate", Verb: "Deprecate", Done: "Deprecated", Warning: "Pulls still work and warn with the reason; the Go proxy's list and @latest leave it out while another version is current, so go get moves off it as off a retracted version.",
 		set: func(v *meta.Version, reason string) { v.Deprecated = reason }},
 	{Name: "yank", Verb: "Yank", Done: "Yanked", Warning: "The version leaves listings and the Go proxy's list and @latest; builds that pin it still pull it.",
 		set: func(v *meta.Version, reason string) { v.Yanked = reason }},
