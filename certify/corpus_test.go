@@ -115,6 +115,7 @@ var corpus = []struct {
 	{"dupheader", "duplicate-delivery", "names its dedupe value ambiguously: it sends its Idempotency-Key header on 2 lines", true},
 	{"dupbodyfield", "duplicate-delivery", "names its dedupe value ambiguously: its body names the idempotency_key field more than once", true},
 	{"shortkey", "duplicate-delivery", "a write to api.pay.example:443/charges is deduplicated on its Idempotency-Key header, a 6-character value that carries neither the activation's key nor its key fields", true},
+	{"cutnameuuid", "duplicate-delivery", "a write to api.transfers.example:443/v1/transfers is deduplicated on its X-Idempotency-Key header, a 36-character value that carries neither the activation's key nor its key fields", true},
 }
 
 // goodControls are legitimate connectors that must certify: a provider
@@ -124,8 +125,9 @@ var corpus = []struct {
 // remembers it), a library whose initializer reads crypto/rand, an
 // output stamped with the activation's time (run at a drawn one), two
 // fixtures posting to one URL, a KV record, a waiver, the order id as the
-// Idempotency-Key, the key in UUID form for a provider that wants one.
-var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey"}
+// Idempotency-Key, the key in UUID form for a provider that wants one,
+// a name-based UUID of the key in the connector's namespace, declared.
+var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey", "goodnameuuid"}
 
 // contained lists connectors of the corpus that depend on the host or
 // reach for it natively, but that confinement makes harmless: in their

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/net/publicsuffix"
 
@@ -155,10 +156,29 @@ func (c *checker) idempotency() {
 			if !strings.HasPrefix(d.Path, "/") {
 				c.add(d.At("path"), diag.FMT006, "write the URL path, starting with /", "providerDedupe[%d] path %q is not a URL path", i, d.Path)
 			}
+			if u := d.UUID; u != nil {
+				c.dedupeUUID(i, u, s.Idempotency.Key)
+			}
 		}
 		if n := s.Idempotency.EffectsPerCall; n < 0 || n > 100 {
 			c.add(s.Idempotency.At("effectsPerCall"), diag.FMT006, "give how many effects one call takes, 1 to 100 (default 1)", "effectsPerCall %d is out of range", n)
 		}
+	}
+}
+
+// dedupeUUID checks the name-based UUID derivation of providerDedupe[i]:
+// a namespace that is a UUID, version 5 or 3, and a name the key binds:
+// the key itself, or the key's field when the key is that one field (a
+// field of several would let keys that differ elsewhere share a UUID).
+func (c *checker) dedupeUUID(i int, u *DedupeUUID, key []string) {
+	if _, err := uuid.Parse(u.Namespace); err != nil {
+		c.add(u.At("namespace"), diag.FMT006, "write the namespace as a UUID, e.g. 6f1f2a9e-0c3b-4d5e-8f70-1a2b3c4d5e6f", "providerDedupe[%d].uuid namespace %q is not a UUID: %v", i, u.Namespace, err)
+	}
+	if u.Version != 0 && u.Version != 3 && u.Version != 5 {
+		c.add(u.At("version"), diag.FMT006, "use 5 (uuid.NewSHA1) or 3 (uuid.NewMD5)", "providerDedupe[%d].uuid version %d is not a name-based UUID version", i, u.Version)
+	}
+	if u.Name != "" && u.Name != "key" && !(len(key) == 1 && key[0] == u.Name) {
+		c.add(u.At("name"), diag.FMT006, "use name: key and derive from ctx.IdempotencyKey(), which binds every key field", "providerDedupe[%d].uuid name %q is neither key nor the idempotency key's one field", i, u.Name)
 	}
 }
 

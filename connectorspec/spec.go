@@ -106,6 +106,22 @@ type ProviderDedupe struct {
 	Path        string `json:"path" flowgen:"required" doc:"The URL path, e.g. /v2/payments; a trailing * matches any rest."`
 	Header      string `json:"header,omitempty" doc:"The request header the provider deduplicates on."`
 	BodyField   string `json:"bodyField,omitempty" doc:"The JSON body field (dotted path) the provider deduplicates on."`
+	// UUID declares that the value sent is a name-based UUID derived from
+	// the activation's key: certification recomputes it, so a value it
+	// cannot read the key in is still known to be bound to the key.
+	UUID *DedupeUUID `json:"uuid,omitempty" doc:"The value sent is a name-based UUID (RFC 9562 version 5 or 3) of the activation's key or of its one key field; certification recomputes it for every write."`
+}
+
+// DedupeUUID is how a connector derives the dedupe value it sends as a
+// name-based UUID: uuid.NewSHA1(namespace, name) for version 5 (the
+// default), uuid.NewMD5 for version 3, with name ctx.IdempotencyKey() or
+// the text of the key's one field. Certification accepts a value that
+// holds exactly that UUID, in any case, with or without its dashes.
+type DedupeUUID struct {
+	diag.Source `json:"-"`
+	Namespace   string `json:"namespace" flowgen:"required" doc:"The namespace UUID, e.g. a UUID the connector's author drew once."`
+	Version     int    `json:"version,omitempty" doc:"5 (SHA-1, the default) or 3 (MD5)."`
+	Name        string `json:"name,omitempty" doc:"What the UUID is made of: key (the default), ctx.IdempotencyKey(); or the idempotency key's one field (its dotted path), as its text."`
 }
 
 // MaxEffects is how many effects one call may take: EffectsPerCall, or 1.

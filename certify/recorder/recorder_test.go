@@ -88,7 +88,7 @@ func TestEffectsAreCountedByTheRecorder(t *testing.T) {
 func TestDedupeValueMustCarryTheKey(t *testing.T) {
 	w := NewWorld(t0, allow("api.example.com"))
 	var asked []string
-	w.CarriesKey = func(key string, input []byte, value string) bool {
+	w.CarriesKey = func(key string, input []byte, value string, _ int) bool {
 		asked = append(asked, key+" "+string(input)+" "+value)
 		return strings.Contains(value, key)
 	}
@@ -117,7 +117,7 @@ func TestDedupeValueMustCarryTheKey(t *testing.T) {
 // would take the second write for a repeat of the first.
 func TestDedupeValueHasOneKey(t *testing.T) {
 	w := NewWorld(t0, allow("api.example.com"))
-	w.CarriesKey = func(string, []byte, string) bool { return true }
+	w.CarriesKey = func(string, []byte, string, int) bool { return true }
 	rec := exchanges(t, `[{"request": {"method": "POST", "url": "https://api.example.com/charges"}, "response": {"status": 200}}]`)
 	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{
 		{Delivery: wire.Delivery{ID: 1, Key: "k1"}, Exchanges: rec},

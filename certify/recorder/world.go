@@ -61,11 +61,12 @@ type World struct {
 	// idempotency.providerDedupe); nil is httpfixture.DefaultContract.
 	Contract []httpfixture.Dedupe
 	// CarriesKey reports whether a dedupe value a delivery's write
-	// carries (httpfixture.Provider.DedupeValue) is bound to the
+	// carries (httpfixture.Provider.DedupeValue, with its rule: the index
+	// of the Contract endpoint, -1 for the default) is bound to the
 	// delivery's key and input; a write whose value is not is a
 	// violation: two keys could share it, and the provider would take one
 	// key's effect for the other's duplicate. Nil accepts any value.
-	CarriesKey func(key string, input []byte, value string) bool
+	CarriesKey func(key string, input []byte, value string, rule int) bool
 
 	mu         sync.Mutex
 	provider   httpfixture.Provider
@@ -188,10 +189,10 @@ func (w *World) http(delivery int, key string, input []byte, req *Request) bool 
 				w.violate(fmt.Sprintf("a write to %s names its dedupe value ambiguously: %s; the provider may read another value than the one meant, so each copy of it counts as a new effect", req.Host, why))
 			}
 		}
-		if v, on := w.provider.DedupeValue(req.Method, req.URL, req.Header, req.Body); req.Write && v != "" && w.CarriesKey != nil {
+		if v, on, rule := w.provider.DedupeValue(req.Method, req.URL, req.Header, req.Body); req.Write && v != "" && w.CarriesKey != nil {
 			u, _ := url.Parse(req.URL)
-			if !w.CarriesKey(key, input, v) {
-				w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a %d-character value that carries neither the activation's key nor its key fields: inputs with different keys can share it, and the provider would take one's effect for a duplicate of the other's; send ctx.IdempotencyKey() (whole, or at least 32 of its characters), or ctx.IdempotencyUUID() where the provider wants a UUID", req.Host, u.Path, on, len(v)))
+			if !w.CarriesKey(key, input, v, rule) {
+				w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a %d-character value that carries neither the activation's key nor its key fields: inputs with different keys can share it, and the provider would take one's effect for a duplicate of the other's; send ctx.IdempotencyKey() (whole, or at least 32 of its characters), or ctx.IdempotencyUUID() where the provider wants a UUID, or a name-based UUID of the whole key that the endpoint declares (providerDedupe uuid)", req.Host, u.Path, on, len(v)))
 			}
 			// One value, one key: a value another key sent first makes
 			// the provider take this write for a repeat of that one.

@@ -57,7 +57,7 @@ func TestDedupeValueOnlyFromUnambiguousRequests(t *testing.T) {
 		{"duplicates off the path are fine", body, pay, jsonCT, `{"note":1,"note":2,"payment":{"idempotency_key":"k1"}}`, "k1", ""},
 	} {
 		p := &Provider{Contract: tc.contract}
-		if got, _ := p.DedupeValue("POST", tc.url, tc.header, []byte(tc.body)); got != tc.want {
+		if got, _, _ := p.DedupeValue("POST", tc.url, tc.header, []byte(tc.body)); got != tc.want {
 			t.Errorf("%s: dedupe value %q, want %q", tc.name, got, tc.want)
 		}
 		if why := p.Ambiguity("POST", tc.url, tc.header, []byte(tc.body)); tc.why == "" && why != "" || !strings.Contains(why, tc.why) {

@@ -290,14 +290,20 @@ type Provider struct {
 
 // DedupeValue is what the provider deduplicates a write on, by its
 // contract: the value of the first matching endpoint's header or body
-// field, and the name of that header or field; "" when the request
-// carries none (every copy of it is a new effect).
-func (p *Provider) DedupeValue(method, rawURL string, header http.Header, body []byte) (value, on string) {
+// field, the name of that header or field, and that endpoint's index in
+// Contract (-1 for DefaultContract's); "" when the request carries none
+// (every copy of it is a new effect).
+func (p *Provider) DedupeValue(method, rawURL string, header http.Header, body []byte) (value, on string, rule int) {
 	i, v := p.dedupe(method, rawURL, header, body)
 	if v == "" {
-		return "", ""
+		return "", "", -1
 	}
-	return v, p.contract()[i].on()
+	if p.Contract == nil {
+		rule = -1
+	} else {
+		rule = i
+	}
+	return v, p.contract()[i].on(), rule
 }
 
 func (p *Provider) contract() []Dedupe {

@@ -1,0 +1,2 @@
+// Package cutnameuuid is a connector of the certification corpus.
+package cutnameuuid

@@ -1,0 +1,2 @@
+// Package goodnameuuid is a connector of the certification corpus.
+package goodnameuuid
