@@ -175,6 +175,11 @@ type Tx interface {
 	// is taken back, so the next delivery counts as the attempt this one
 	// would have been.
 	Return(r Receipt, delay time.Duration) error
+	// Extend keeps the reserved message invisible until visibility from
+	// now, for a worker still working it: its receipt stays valid and its
+	// attempt count is unchanged. ErrStaleReceipt when r is not the
+	// message's latest reservation.
+	Extend(r Receipt, visibility time.Duration) error
 	// DeadLetter moves the reserved message to the stream's dead-letter
 	// stream (stream + DeadLetterSuffix) with the reason recorded.
 	DeadLetter(r Receipt, reason string) error

@@ -304,6 +304,21 @@ func (t *tx) requeue(rc store.Receipt, delay time.Duration, takeBack int) error 
 	return t.putRecord(rc.Stream, rc.ID, r)
 }
 
+func (t *tx) Extend(rc store.Receipt, visibility time.Duration) error {
+	if err := t.flushReserved(); err != nil {
+		return err
+	}
+	r, err := t.current(rc)
+	if err != nil {
+		return err
+	}
+	if err := t.unindex(rc.Stream, rc.ID, r); err != nil {
+		return err
+	}
+	r.VisibleAt = t.now.Add(visibility).UnixNano() // the token stays: rc is still the reservation
+	return t.putRecord(rc.Stream, rc.ID, r)
+}
+
 func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 	r, err := t.current(rc)
 	if err != nil {

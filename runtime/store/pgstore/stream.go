@@ -276,6 +276,23 @@ func (t *tx) Return(rc store.Receipt, delay time.Duration) error {
 	return err
 }
 
+// extendSQL keeps a reservation invisible longer; a message published
+// for its owner opens to everyone no sooner than it did.
+const extendSQL = `UPDATE flowgen_messages m SET visible_at = $4, open_at = greatest(m.open_at, $4)
+	WHERE m.stream = $1 AND m.id = $2 AND m.token = $3 AND m.done IS NOT TRUE RETURNING 1`
+
+func (t *tx) Extend(rc store.Receipt, visibility time.Duration) error {
+	if err := t.flushMessages(); err != nil {
+		return err
+	}
+	var one int
+	err := t.queryRow(extendSQL, rc.Stream, rc.ID[:], int64(rc.Token), t.now.Add(visibility).UnixNano()).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return stale(rc)
+	}
+	return err
+}
+
 func (t *tx) DeadLetter(rc store.Receipt, reason string) error {
 	m, err := t.current(rc)
 	if err != nil {

@@ -75,6 +75,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ReserveTakesSeveral", testReserveSeveral},
 		{"SettleInTheReservingTransaction", testSettleWhereReserved},
 		{"ReturnTakesBackTheAttempt", testReturn},
+		{"ExtendKeepsAReservation", testExtend},
 		{"AtomicallyUndoesOnlyItsUnit", testAtomically},
 		{"DurableAcrossReopen", testDurableAcrossReopen},
 		{"NotifiesOnCommittedPublish", testNotify},
@@ -1629,6 +1630,38 @@ func testReturn(t *testing.T, h *harness) {
 	if !errors.Is(err, store.ErrStaleReceipt) {
 		t.Fatalf("Return with a spent receipt: %v, want ErrStaleReceipt", err)
 	}
+	h.update(func(tx store.Tx) error { return tx.Ack(again.Receipt) })
+}
+
+// testExtend: Extend keeps a reservation invisible past its first
+// visibility with the same receipt and attempt, and its receipt stays the
+// one that acknowledges; a spent receipt cannot extend.
+func testExtend(t *testing.T, h *harness) {
+	h.update(func(tx store.Tx) error {
+		return tx.Enqueue(store.Message{ID: id(1), Stream: "s", Payload: []byte("x")})
+	})
+	m, err := h.reserve("s", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		h.clock.Advance(20 * time.Second)
+		h.update(func(tx store.Tx) error { return tx.Extend(m.Receipt, 30*time.Second) })
+	}
+	h.clock.Advance(20 * time.Second) // 80 s after a reservation for 30
+	if got, err := h.reserve("s", time.Minute); !errors.Is(err, store.ErrEmpty) {
+		t.Fatalf("an extended reservation was delivered again: %+v %v", got, err)
+	}
+	h.clock.Advance(11 * time.Second) // past the last extension
+	again, err := h.reserve("s", time.Minute)
+	if err != nil || again.Attempt != 2 {
+		t.Fatalf("after the extension ran out: attempt %d (%v), want 2", again.Attempt, err)
+	}
+	err = h.s.Update(context.Background(), func(tx store.Tx) error { return tx.Extend(m.Receipt, time.Hour) })
+	if !errors.Is(err, store.ErrStaleReceipt) {
+		t.Fatalf("Extend with a spent receipt: %v, want ErrStaleReceipt", err)
+	}
+	h.update(func(tx store.Tx) error { return tx.Extend(again.Receipt, time.Hour) })
 	h.update(func(tx store.Tx) error { return tx.Ack(again.Receipt) })
 }
 
