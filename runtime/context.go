@@ -53,7 +53,10 @@ func (c *Context) IdempotencyUUID() string {
 // Attempt is 1 on the first try of the activation and counts retries.
 func (c *Context) Attempt() int { return c.attempt }
 
-// Heartbeat tells the engine the node is alive, extending its lease.
+// Heartbeat tells the engine the node is alive: a node that declares a
+// heartbeat timeout has its call cancelled when it goes longer without one.
+// (The engine keeps the job's lease while the call runs, up to its
+// timeout, heartbeat or not.)
 func (c *Context) Heartbeat() {
 	if c.heartbeat != nil {
 		c.heartbeat.Add(1)

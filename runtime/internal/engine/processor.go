@@ -126,7 +126,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	}
 	log := make(aspectLog, 0, 4) // call start and end, then output or retry
 	log.add(p, "call", "start", "attempt "+strconv.Itoa(m.Attempt))
-	stop := p.keepLease(ctx, en)
+	stop := p.keepHold(ctx, en, p.timeout(info))
 	out, err := p.call(ctx, task, info, params, t, m.Attempt, &en.heartbeat)
 	stop()
 	if err == nil {
@@ -242,6 +242,15 @@ func (p *processor) logicalTime(t task) time.Time {
 	return p.now().UTC()
 }
 
+// timeout is how long a call of the node may run: its own timeout, else
+// the engine's.
+func (p *processor) timeout(info runtype.NodeInfo) time.Duration {
+	if info.Timeout > 0 {
+		return info.Timeout
+	}
+	return p.opts.Timeout
+}
+
 // errTimedOut marks the failure of an attempt that ran out of its timeout.
 var errTimedOut = errors.New("timed out")
 
@@ -252,10 +261,7 @@ func (p *processor) call(ctx context.Context, task Task, info runtype.NodeInfo, 
 	if err != nil {
 		return nil, runtype.NewError(flowtype.SchemaMismatch, err)
 	}
-	timeout := info.Timeout
-	if timeout == 0 {
-		timeout = p.opts.Timeout
-	}
+	timeout := p.timeout(info)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if info.HeartbeatTimeout > 0 {
@@ -333,11 +339,18 @@ func (p *processor) write(ctx context.Context, en *entry, fn func(store.Tx) erro
 	return p.store.Update(ctx, fn)
 }
 
-// keepLease renews the job lease while a node that heartbeats runs, so a
-// long call is not fenced out; it returns the function that stops it.
-func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
+// keepHold keeps the job lease and the message's reservation alive while
+// a node's call runs, whether or not the node heartbeats, until the call
+// returns or its timeout passes: another worker never takes the job, nor
+// this one the message again, while the call is still running, so a slow
+// node is never called twice at once. After the timeout the call has been
+// cancelled; the last renewal lasts a lease beyond it, time for the node
+// to return, and past that its commit is fenced. It returns the function
+// that stops it.
+func (p *processor) keepHold(ctx context.Context, en *entry, timeout time.Duration) (stop func()) {
 	if en.folding {
-		// A folded delivery runs within the lease its entry found fresh;
+		// A folded delivery runs within the lease its entry found fresh
+		// and the transaction that reserved its message, which holds it;
 		// its commit is fenced like any other.
 		return func() {}
 	}
@@ -350,36 +363,40 @@ func (p *processor) keepLease(ctx context.Context, en *entry) (stop func()) {
 		mu      sync.Mutex
 		stopped bool
 		cancel  func()
-		seen    int64
 		tick    func()
 	)
+	every := min(p.opts.LeaseTTL, p.opts.Visibility) / 3
+	until := p.now().Add(timeout)
+	receipt := en.m.Receipt
 	tick = func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if stopped {
+		if stopped || p.now().After(until) {
+			return // the call ran out of its timeout: let the hold run out
+		}
+		err := p.store.Update(ctx, func(tx store.Tx) error {
+			if err := tx.Fence(en.lease); err != nil {
+				return err
+			}
+			l, err := tx.AcquireLease(en.job[:], p.opts.Owner, p.opts.LeaseTTL)
+			if err != nil {
+				return err
+			}
+			en.renewed.Store(&l)
+			// A message settled or handed back meanwhile needs no hold.
+			if err := tx.Extend(receipt, p.opts.Visibility); err != nil && !errors.Is(err, store.ErrStaleReceipt) {
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			p.log.Warn("renewing the hold on a running call failed", "job", en.job, "err", err)
 			return
 		}
-		if beats := en.heartbeat.Load(); beats != seen { // else no sign of life: let the lease run out
-			seen = beats
-			err := p.store.Update(ctx, func(tx store.Tx) error {
-				if err := tx.Fence(en.lease); err != nil {
-					return err
-				}
-				l, err := tx.AcquireLease(en.job[:], p.opts.Owner, p.opts.LeaseTTL)
-				if err == nil {
-					en.renewed.Store(&l)
-				}
-				return err
-			})
-			if err != nil {
-				p.log.Warn("lease renewal failed", "job", en.job, "err", err)
-				return
-			}
-		}
-		cancel = p.afterFunc(p.opts.LeaseTTL/3, tick)
+		cancel = p.afterFunc(every, tick)
 	}
 	mu.Lock()
-	cancel = p.afterFunc(p.opts.LeaseTTL/3, tick)
+	cancel = p.afterFunc(every, tick)
 	mu.Unlock()
 	return func() {
 		mu.Lock()
