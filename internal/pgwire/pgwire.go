@@ -38,8 +38,15 @@ func (c Counts) Sub(before Counts) Counts {
 // Dialer and DialerContext; it is safe for concurrent use.
 type Counter struct {
 	roundTrips, statements, commits atomic.Int64
+	inTransaction                   atomic.Int64
 	dialer                          net.Dialer
 }
+
+// InTransaction is how many of the counted connections are inside a
+// transaction block now, as the server last said (its ReadyForQuery
+// status: in a transaction, or in a failed one); a connection that
+// closes leaves the count.
+func (c *Counter) InTransaction() int64 { return c.inTransaction.Load() }
 
 // Counts returns the totals so far.
 func (c *Counter) Counts() Counts {
@@ -67,11 +74,60 @@ func (c *Counter) DialContext(ctx context.Context, network, address string) (net
 	return &countedConn{Conn: conn, c: c, waiting: true}, nil
 }
 
+// backend follows the messages a server writes, for its ReadyForQuery
+// status. Every one is typed (a type byte and a length), but for the
+// one-byte answer to an SSL or GSS encryption request.
+type backend struct {
+	answers int    // one-byte answers to encryption requests still due
+	header  []byte // the bytes of the current message's header read so far
+	skip    int    // body bytes of the current message still to pass over
+	ready   bool   // the current message is a ReadyForQuery
+	inTx    bool   // the last ReadyForQuery said a transaction is open
+}
+
+// parse follows the message boundaries through p and reports a change of
+// the transaction status: +1 into a transaction, -1 out of one.
+func (b *backend) parse(p []byte) (change int) {
+	for len(p) > 0 {
+		if b.answers > 0 && len(b.header) == 0 && b.skip == 0 {
+			b.answers--
+			p = p[1:]
+			continue
+		}
+		if b.skip > 0 {
+			if b.ready {
+				inTx := p[0] == 'T' || p[0] == 'E'
+				if inTx != b.inTx {
+					b.inTx = inTx
+					change += map[bool]int{true: 1, false: -1}[inTx]
+				}
+				b.ready = false
+			}
+			n := min(b.skip, len(p))
+			b.skip -= n
+			p = p[n:]
+			continue
+		}
+		n := min(5-len(b.header), len(p))
+		b.header = append(b.header, p[:n]...)
+		p = p[n:]
+		if len(b.header) < 5 {
+			return change
+		}
+		b.skip = int(binary.BigEndian.Uint32(b.header[1:5])) - 4
+		b.ready = b.header[0] == 'Z' && b.skip == 1
+		b.header = b.header[:0]
+	}
+	return change
+}
+
 // countedConn reads the frontend messages a client writes. Messages may
 // span writes, so it keeps where it is in the current one.
 type countedConn struct {
 	net.Conn
 	c *Counter
+
+	server backend // what the server writes
 
 	started bool   // the startup message (the one without a type byte) is past
 	header  []byte // the bytes of the current message's header read so far
@@ -90,7 +146,20 @@ const (
 
 func (w *countedConn) Read(p []byte) (int, error) {
 	w.waiting = true
-	return w.Conn.Read(p)
+	n, err := w.Conn.Read(p)
+	if change := w.server.parse(p[:n]); change != 0 {
+		w.c.inTransaction.Add(int64(change))
+	}
+	return n, err
+}
+
+// Close leaves the count of connections in a transaction.
+func (w *countedConn) Close() error {
+	if w.server.inTx {
+		w.server.inTx = false
+		w.c.inTransaction.Add(-1)
+	}
+	return w.Conn.Close()
 }
 
 func (w *countedConn) Write(p []byte) (int, error) {
@@ -133,6 +202,9 @@ func (w *countedConn) parse(p []byte) {
 			length := int(binary.BigEndian.Uint32(w.header[:4]))
 			code := binary.BigEndian.Uint32(w.header[4:8])
 			w.started = code != sslRequest && code != gssencRequest
+			if !w.started {
+				w.server.answers++
+			}
 			w.skip, w.query = length-8, false
 		} else {
 			typ := w.header[0]

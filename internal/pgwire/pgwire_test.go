@@ -53,6 +53,51 @@ func TestCounts(t *testing.T) {
 	}
 }
 
+// TestInTransaction follows the server's transaction status on the real
+// server: in a transaction block from BEGIN (and while it has failed)
+// until COMMIT or ROLLBACK, on each connection counted once.
+func TestInTransaction(t *testing.T) {
+	db, counter := counted(t, pgtest.DatabaseURL(), true)
+	defer db.Close()
+	ctx := context.Background()
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := func(n int64, when string) {
+		t.Helper()
+		if got := counter.InTransaction(); got != n {
+			t.Errorf("%s: %d connections in a transaction, want %d", when, got, n)
+		}
+	}
+	want(0, "connected")
+	a, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(1, "after BEGIN")
+	b, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(2, "after a second BEGIN on another connection")
+	if _, err := b.ExecContext(ctx, `SELECT 1/0`); err == nil {
+		t.Fatal("division by zero succeeded")
+	}
+	want(2, "after a failed statement")
+	if err := b.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	want(1, "after ROLLBACK")
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	want(0, "after COMMIT")
+	if _, err := db.ExecContext(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	want(0, "after a statement outside a transaction")
+}
+
 // TestStatements splits simple queries the way the server does.
 func TestStatements(t *testing.T) {
 	for _, tc := range []struct {

@@ -250,10 +250,10 @@ func (e *Engine) Step(ctx context.Context) (bool, error) {
 
 // StepBatch claims up to max ready messages and processes them, and
 // reports how many it claimed. The reservations, job leases and entry
-// counts of all of them commit together; on PostgreSQL the nodes without
-// effects (Pure, ReadOnly) among them also run and commit their steps in
-// that one commit, each undone alone if its steps fail, and the others go
-// on concurrently with commits of their own. Run's workers use it.
+// counts of all of them commit together; on PostgreSQL the Pure nodes
+// among them also run and commit their steps in that one commit, each
+// undone alone if its steps fail, and the others go on concurrently with
+// commits of their own. Run's workers use it.
 func (e *Engine) StepBatch(ctx context.Context, max int) (int, error) {
 	return e.core.StepBatch(ctx, max)
 }

@@ -9,33 +9,51 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/pgwire"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 )
 
 // TestEntryFoldsOnlyWithoutEffects looks, from another connection, at a
-// node's own activity ledger while the node runs. An Effectful node must
-// find its leg 2 entry already committed (the durable "launched" marker
-// before the call). On PostgreSQL a Pure or ReadOnly node runs inside the
-// transaction of its entry, which commits with its steps, so it finds none
-// yet, also when its entry took the job's lease (the job's first
-// activation). On bbolt (one writer) the first activation's entry commits
-// first, and the pure steps after it run ahead of their entries, which
+// node's own activity ledger while the node runs, and, on PostgreSQL, at
+// how many of the store's connections are inside a transaction (from the
+// server's own answers, internal/pgwire). An Effectful or ReadOnly node
+// must find its leg 2 entry already committed (the durable "launched"
+// marker before the call) and, on PostgreSQL, no transaction of the
+// store open: no row lock or connection waits on its provider. On
+// PostgreSQL a Pure node runs inside the transaction of its entry, which
+// commits with its steps, so it finds none yet, also when its entry took
+// the job's lease (the job's first activation). On bbolt (one writer) the
+// first activation's entry commits first, and the steps without effects
+// after it run ahead of their entries, outside any transaction, which
 // commit with their steps (ahead.go).
 func TestEntryFoldsOnlyWithoutEffects(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			var wire pgwire.Counter
+			if b.name == "postgres" {
+				url := pgtest.FreshSchema(t)
+				b.open = func(*testing.T) func(now func() time.Time) (store.Store, error) {
+					return func(now func() time.Time) (store.Store, error) {
+						return pgstore.Open(context.Background(), url, pgstore.Options{Now: now, Dialer: &wire})
+					}
+				}
+			}
 			r := newRigOn(t, b)
 			var job runtime.JobID
-			seen := map[string]int64{}
+			seen, inTx := map[string]int64{}, map[string]int64{}
 			probe := func(alias string, effects runtime.Effects) *runtime.FlowNode {
 				info := runtime.NodeInfo{ID: "probe." + alias, Effects: effects, Determinism: runtime.BestEffort}
 				if effects == runtime.Effectful {
 					info.KeySchema, info.KeyFields = "probe@1", []string{"n"}
 				}
 				return &runtime.FlowNode{Alias: alias, Runner: runtime.Typed(info, func(_ *runtime.Context, _ noParams, in json.RawMessage) (json.RawMessage, error) {
+					inTx[alias] = wire.InTransaction()
 					for k, v := range counters(t, r.store, job) {
 						if strings.HasPrefix(k, "act/"+alias+"@") {
 							seen[alias] = v % 100_000_000 // leg 2 entries
@@ -68,10 +86,22 @@ func TestEntryFoldsOnlyWithoutEffects(t *testing.T) {
 			if b.name == "postgres" {
 				first = 0
 			}
-			want := map[string]int64{"first": first, "pure": 0, "reads": 0, "writes": 1}
+			reads := int64(0) // run ahead on bbolt
+			if b.name == "postgres" {
+				reads = 1 // never folded
+			}
+			want := map[string]int64{"first": first, "pure": 0, "reads": reads, "writes": 1}
 			for alias, n := range want {
 				if seen[alias] != n {
 					t.Errorf("%s saw %d committed leg 2 entries of its own during its call, want %d (all: %v)", alias, seen[alias], n, seen)
+				}
+			}
+			if b.name == "postgres" {
+				wantTx := map[string]int64{"first": 1, "pure": 1, "reads": 0, "writes": 0}
+				for alias, n := range wantTx {
+					if inTx[alias] != n {
+						t.Errorf("%s ran while %d of the store's transactions were open, want %d (all: %v)", alias, inTx[alias], n, inTx)
+					}
 				}
 			}
 			for act, v := range activityLedgers(t, r.store, job) {

@@ -14,7 +14,7 @@ import (
 // would hold every other commit up. A run of a job's steps onto nodes
 // without effects can still share one commit. After a chained step's node
 // ran, its worker predicts the one next step its commit will publish (a
-// plain edge onto a node that folds), runs that node too, outside any
+// plain edge onto a node without effects), runs that node too, outside any
 // transaction, and so on up to chainRounds. Then one commit takes them
 // all. Each predicted step is entered from the message the commit
 // published reserved, with its ledger digits and fence, checked against
@@ -85,7 +85,7 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 }
 
 // predictNext returns the one step t's result r publishes, when that is
-// a plain step onto a node that folds (foldsTask): a task node's single
+// a plain step onto a node that may run ahead (runsAheadTask): a task node's single
 // edge, no loop.
 func predictNext(c *compiled, t task, r result) (task, bool) {
 	if (t.Kind != runtype.Entry && t.Kind != runtype.Step) || t.Join != "" || t.Grouped || r.failed() {
@@ -103,7 +103,7 @@ func predictNext(c *compiled, t task, r result) (task, bool) {
 	next := task{Kind: runtype.Step, Flow: t.Flow, Node: ed.To, Dim: t.Dim, Input: r.Output, Delivery: ed.Delivery,
 		DedupeTTL: ed.DedupeTTL, Via: t.Node + "." + ed.FromPort, Partition: ed.PartitionKey,
 		Act: runtype.StepOf(ed.To, t.Dim, t.Node).String(), Started: t.Started}
-	return next, foldsTask(c, next)
+	return next, runsAheadTask(c, next)
 }
 
 // ranAs reports whether the entered chained step en is the step a

@@ -64,7 +64,7 @@ type Engine struct {
 	held sync.Map
 
 	// rowLocking: the store's transactions lock rows, so deliveries of
-	// nodes without effects fold their entry into one commit (fold.go).
+	// Pure nodes fold their entry into one commit (fold.go).
 	rowLocking bool
 
 	// local is the Run that takes on the jobs this engine starts, if one

@@ -11,14 +11,17 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// A node without effects (Pure or ReadOnly) needs no durable "launched"
-// marker before its call: if the worker dies during the call, running it
-// again changes nothing outside. On a store that locks rows, such a
-// delivery folds its entry commit into its steps commit: the reservation,
-// the entry, the call and steps 1-3 are one transaction, one commit. The
-// reserved message stays locked meanwhile, so no other worker takes it;
-// a crash rolls everything back and the message is delivered again, as if
-// it had never been reserved.
+// A Pure node needs no durable "launched" marker before its call: if the
+// worker dies during the call, running it again changes nothing outside,
+// and the call needs nothing outside either. On a store that locks rows,
+// such a delivery folds its entry commit into its steps commit: the
+// reservation, the entry, the call and steps 1-3 are one transaction, one
+// commit. The reserved message stays locked meanwhile, so no other worker
+// takes it; a crash rolls everything back and the message is delivered
+// again, as if it had never been reserved. A ReadOnly node never folds,
+// though it has no effects: its call waits on the outside world (an HTTP
+// read, a query), for as long as the provider takes, and no transaction
+// may stay open, holding row locks and a connection, meanwhile.
 //
 // A delivery folds only on its first pass (no step done yet), and never
 // for a killed job, an undo, a join or a node that parks or fans out. When
@@ -36,21 +39,36 @@ func (e *Engine) fold(c *compiled, en *entry) bool {
 }
 
 // foldsTask reports whether t's activation, on its first pass, may run
-// inside the transaction that delivers it: its node has no effects, and
-// it does not park, fan out or undo.
+// inside the transaction that delivers it: its node is Pure, and it does
+// not park, fan out or undo.
 func foldsTask(c *compiled, t task) bool {
+	info, ok := plainTask(c, t)
+	return ok && info.Effects == flowtype.Pure
+}
+
+// runsAheadTask reports whether t's activation, on its first pass, may
+// run ahead of its entry, outside any transaction (ahead.go): its node
+// has no effects (Pure or ReadOnly), and it does not park, fan out or
+// undo.
+func runsAheadTask(c *compiled, t task) bool {
+	info, ok := plainTask(c, t)
+	return ok && (info.Effects == flowtype.Pure || info.Effects == flowtype.ReadOnly)
+}
+
+// plainTask returns the node of t when t is a plain call of it: not an
+// undo or a join, a task node that does not park, fan out or branch,
+// without a rate limit (its token is taken in a commit of its own,
+// ratelimit.go).
+func plainTask(c *compiled, t task) (runtype.NodeInfo, bool) {
 	if t.Kind == runtype.Undo || t.Kind == runtype.Join {
-		return false
+		return runtype.NodeInfo{}, false
 	}
 	n := c.byAlias[t.Node]
 	if n == nil || n.Task == nil || n.Subflow != nil || n.Checkpoint != nil || n.ForEach != nil || n.Switch != nil {
-		return false
+		return runtype.NodeInfo{}, false
 	}
 	info := n.Task.Info()
-	if info.RateLimit.QPS > 0 {
-		return false // its token is taken in a commit of its own (ratelimit.go)
-	}
-	return info.Effects == flowtype.Pure || info.Effects == flowtype.ReadOnly
+	return info, info.RateLimit.QPS == 0
 }
 
 // foldable is a delivery that fold accepted, with its flow.
