@@ -61,7 +61,7 @@ type World struct {
 	// idempotency.providerDedupe); nil is httpfixture.DefaultContract.
 	Contract []httpfixture.Dedupe
 	// CarriesKey reports whether a dedupe value a delivery's write
-	// carries (httpfixture.Provider.DedupeValue, with its rule: the index
+	// carries (httpfixture.Provider.Read: its value, with its rule: the index
 	// of the Contract endpoint, -1 for the default) is bound to the
 	// delivery's key and input; a write whose value is not is a
 	// violation: two keys could share it, and the provider would take one
@@ -184,12 +184,11 @@ func (w *World) http(delivery int, key string, input []byte, req *Request) bool 
 	allowed := w.check(delivery, key, req)
 	if allowed {
 		w.provider.Contract = w.Contract
-		if req.Write && w.CarriesKey != nil {
-			if why := w.provider.Ambiguity(req.Method, req.URL, req.Header, req.Body); why != "" {
-				w.violate(fmt.Sprintf("a write to %s names its dedupe value ambiguously: %s; the provider may read another value than the one meant, so each copy of it counts as a new effect", req.Host, why))
-			}
+		read := w.provider.Read(req.Method, req.URL, req.Header, req.Body)
+		if req.Write && w.CarriesKey != nil && read.Ambiguity != "" {
+			w.violate(fmt.Sprintf("a write to %s names its dedupe value ambiguously: %s; the provider may read another value than the one meant, so each copy of it counts as a new effect", req.Host, read.Ambiguity))
 		}
-		if v, on, rule := w.provider.DedupeValue(req.Method, req.URL, req.Header, req.Body); req.Write && v != "" && w.CarriesKey != nil {
+		if v, on, rule := read.Value, read.On, read.Rule; req.Write && v != "" && w.CarriesKey != nil {
 			u, _ := url.Parse(req.URL)
 			if !w.CarriesKey(key, input, v, rule) {
 				w.violate(fmt.Sprintf("a write to %s%s is deduplicated on its %s, a %d-character value that carries neither the activation's key nor its key fields: inputs with different keys can share it, and the provider would take one's effect for a duplicate of the other's; send ctx.IdempotencyKey() (whole, or at least 32 of its characters), or ctx.IdempotencyUUID() where the provider wants a UUID, or a name-based UUID of the whole key that the endpoint declares (providerDedupe uuid)", req.Host, u.Path, on, len(v)))
@@ -205,7 +204,7 @@ func (w *World) http(delivery int, key string, input []byte, req *Request) bool 
 				w.dedupeOwner[v] = key
 			}
 		}
-		req.Effect = w.provider.Apply(req.Method, req.URL, req.Header, req.Body)
+		req.Effect = w.provider.ApplyRead(req.Method, req.URL, req.Header, req.Body, read)
 		if req.Effect {
 			w.effect(key)
 		}

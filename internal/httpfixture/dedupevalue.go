@@ -309,17 +309,3 @@ func overrideMethod(header http.Header) string {
 	}
 	return ""
 }
-
-// Ambiguity says why a write to an endpoint of the contract carries no
-// dedupe value although it names one (the header on several lines, the
-// body field named twice, a path not in normal form, a value that is not
-// plain), "" when it does not. Each copy of such a write is a new effect
-// whatever the reason; this is what to tell the author.
-func (p *Provider) Ambiguity(method, rawURL string, header http.Header, body []byte) string {
-	for _, d := range p.contract() {
-		if _, why, applies := d.read(method, rawURL, header, body); applies && why != "" {
-			return why
-		}
-	}
-	return ""
-}

@@ -57,10 +57,11 @@ func TestDedupeValueOnlyFromUnambiguousRequests(t *testing.T) {
 		{"duplicates off the path are fine", body, pay, jsonCT, `{"note":1,"note":2,"payment":{"idempotency_key":"k1"}}`, "k1", ""},
 	} {
 		p := &Provider{Contract: tc.contract}
-		if got, _, _ := p.DedupeValue("POST", tc.url, tc.header, []byte(tc.body)); got != tc.want {
+		r := p.Read("POST", tc.url, tc.header, []byte(tc.body))
+		if got := r.Value; got != tc.want {
 			t.Errorf("%s: dedupe value %q, want %q", tc.name, got, tc.want)
 		}
-		if why := p.Ambiguity("POST", tc.url, tc.header, []byte(tc.body)); tc.why == "" && why != "" || !strings.Contains(why, tc.why) {
+		if why := r.Ambiguity; tc.why == "" && why != "" || !strings.Contains(why, tc.why) {
 			t.Errorf("%s: Ambiguity says %q, want %q", tc.name, why, tc.why)
 		}
 		first := p.Apply("POST", tc.url, tc.header, []byte(tc.body))

@@ -288,22 +288,46 @@ type Provider struct {
 	state    map[string]string
 }
 
-// DedupeValue is what the provider deduplicates a write on, by its
-// contract: the value of the first matching endpoint's header or body
-// field, the name of that header or field, and that endpoint's index in
-// Contract (-1 for DefaultContract's); "" when the request carries none
-// (every copy of it is a new effect).
-func (p *Provider) DedupeValue(method, rawURL string, header http.Header, body []byte) (value, on string, rule int) {
-	i, v := p.dedupe(method, rawURL, header, body)
-	if v == "" {
-		return "", "", -1
+// Reading is what the provider's contract reads in one request: the
+// value it deduplicates the request on, and why the request carries none
+// although it names one.
+type Reading struct {
+	// Value is the value of the first matching endpoint's header or body
+	// field; "" when the request carries none (every copy of it is a new
+	// effect).
+	Value string
+	// On names that header or field; Rule is that endpoint's index in
+	// Contract (-1 with the default contract, or without a value).
+	On   string
+	Rule int
+	// Ambiguity says why a write to an endpoint of the contract carries no
+	// value although it names one (the header on several lines, the body
+	// field named twice, a path not in normal form, a value that is not
+	// plain): what to tell the author; "" when nothing is ambiguous.
+	Ambiguity string
+
+	endpoint int // the index of Value's endpoint in the contract in force
+}
+
+// Read reads a request by the contract, once for every use of it.
+func (p *Provider) Read(method, rawURL string, header http.Header, body []byte) Reading {
+	r := Reading{Rule: -1, endpoint: -1}
+	for i, d := range p.contract() {
+		v, why, applies := d.read(method, rawURL, header, body)
+		if !applies {
+			continue
+		}
+		if why != "" && r.Ambiguity == "" {
+			r.Ambiguity = why
+		}
+		if v != "" && r.Value == "" {
+			r.Value, r.On, r.endpoint = v, d.on(), i
+			if p.Contract != nil {
+				r.Rule = i
+			}
+		}
 	}
-	if p.Contract == nil {
-		rule = -1
-	} else {
-		rule = i
-	}
-	return v, p.contract()[i].on(), rule
+	return r
 }
 
 func (p *Provider) contract() []Dedupe {
@@ -313,26 +337,20 @@ func (p *Provider) contract() []Dedupe {
 	return p.Contract
 }
 
-// dedupe finds the contract's endpoint that deduplicates a write and the
-// value it does so on ("" for none).
-func (p *Provider) dedupe(method, rawURL string, header http.Header, body []byte) (int, string) {
-	for i, d := range p.contract() {
-		if v, _, applies := d.read(method, rawURL, header, body); applies && v != "" {
-			return i, v
-		}
-	}
-	return -1, ""
-}
-
 // Apply records a request and reports whether it changed the provider.
 func (p *Provider) Apply(method, rawURL string, header http.Header, body []byte) bool {
+	return p.ApplyRead(method, rawURL, header, body, p.Read(method, rawURL, header, body))
+}
+
+// ApplyRead is Apply of a request the provider already read (Read).
+func (p *Provider) ApplyRead(method, rawURL string, header http.Header, body []byte, r Reading) bool {
 	if Safe(method, header) {
 		return false
 	}
 	if p.keys == nil {
 		p.keys, p.state = map[string]bool{}, map[string]string{}
 	}
-	if i, v := p.dedupe(method, rawURL, header, body); v != "" {
+	if i, v := r.endpoint, r.Value; v != "" {
 		// A value is one effect at one endpoint of one provider: the
 		// narrowest scope a provider keeps its keys in, so that a value
 		// sent to two endpoints or hosts counts as two effects.
