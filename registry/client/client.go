@@ -16,10 +16,10 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/internal/retryafter"
 	"github.com/flowgen-dev/flowgen/registry/api"
 )
 
@@ -83,7 +83,7 @@ func (c *Client) send(ctx context.Context, method, path, ctype string, body io.R
 			ae = e.Error
 			ae.Status = resp.StatusCode
 		}
-		ae.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+		ae.RetryAfter = retryafter.Parse(resp.Header.Get("Retry-After"), time.Now())
 		return nil, resp.StatusCode, ae
 	}
 	if out != nil {
@@ -126,21 +126,6 @@ func (c *Client) Publish(ctx context.Context, k api.Key, manifest, zip []byte) (
 		case <-t.C:
 		}
 	}
-}
-
-// retryAfter reads a Retry-After header, seconds or an HTTP date; zero
-// when it says neither.
-func retryAfter(h string) time.Duration {
-	if h == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(h); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }
 
 func (c *Client) publishOnce(ctx context.Context, k api.Key, manifest, zip []byte) (v api.Version, created bool, err error) {

@@ -11,11 +11,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/internal/retryafter"
 	"github.com/flowgen-dev/flowgen/runtime"
 )
 
@@ -175,28 +175,14 @@ func classify(method, rawURL string, resp *http.Response) error {
 		e.Kind = runtime.Auth
 	case code == http.StatusTooManyRequests:
 		e.Kind = runtime.RateLimited
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		e.RetryAfter = retryafter.Parse(resp.Header.Get("Retry-After"), time.Now())
 	case code == http.StatusRequestTimeout || code >= 500:
 		e.Kind = runtime.Transient
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		e.RetryAfter = retryafter.Parse(resp.Header.Get("Retry-After"), time.Now())
 	default:
 		e.Kind = runtime.Permanent
 	}
 	return e
-}
-
-// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 var _ interface {
