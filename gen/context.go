@@ -207,8 +207,8 @@ func (e *nodeEmitter) emitContext() {
 	e.f.Comment("Attempt is 1 on the first try of the activation and counts retries.")
 	e.f.Func().Params(Id("c").Id("Context")).Id("Attempt").Params().Int().Block(Return(Id("c").Dot("rt").Dot("Attempt").Call()))
 	e.f.Line()
-	e.f.Comment("Heartbeat tells the engine the activation is alive, extending its lease;")
-	e.f.Comment("call it during long work.")
+	e.f.Comment("Heartbeat tells the engine the activation is alive; under a heartbeat")
+	e.f.Comment("timeout, call it at least that often during long work.")
 	e.f.Func().Params(Id("c").Id("Context")).Id("Heartbeat").Params().Block(Id("c").Dot("rt").Dot("Heartbeat").Call())
 	e.f.Line()
 	for _, m := range have {

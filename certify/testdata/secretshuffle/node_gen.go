@@ -234,8 +234,8 @@ func (c Context) Attempt() int {
 	return c.rt.Attempt()
 }
 
-// Heartbeat tells the engine the activation is alive, extending its lease;
-// call it during long work.
+// Heartbeat tells the engine the activation is alive; under a heartbeat
+// timeout, call it at least that often during long work.
 func (c Context) Heartbeat() {
 	c.rt.Heartbeat()
 }
