@@ -32,8 +32,8 @@ type Call struct {
 	Attempt int
 	Params  json.RawMessage
 	Input   json.RawMessage
-	// Heartbeat counts the node's signs of life; the lease renewal reads
-	// it while the call runs.
+	// Heartbeat counts the node's signs of life; the heartbeat watch
+	// reads it while the call runs (a node with a heartbeat timeout).
 	Heartbeat *atomic.Int64
 	// At is the activation's logical time: when it was published, the
 	// same on every attempt (runtime.Context.LogicalTime).
