@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -407,5 +408,25 @@ func TestSecretsGoOnlyWhereTheSpecSends(t *testing.T) {
 		if strings.HasPrefix(s, "other.example.com") {
 			t.Errorf("other.example.com got %s", s)
 		}
+	}
+}
+
+// TestRegisterRefusesEffectsWeakerThanCapabilities: a node declared Pure
+// (the zero value) that holds http.read would be run as Pure (on
+// PostgreSQL inside a store transaction) while it reads the network;
+// Register refuses it, and takes it declared ReadOnly.
+func TestRegisterRefusesEffectsWeakerThanCapabilities(t *testing.T) {
+	e := New(nil, Options{})
+	node := func(effects runtime.Effects) *runtime.Flow {
+		info := runtime.NodeInfo{ID: "t.get", Effects: effects, Capabilities: []string{"http.read"}, Egress: []string{"api.example.com"}}
+		return &runtime.Flow{Name: "get-" + effects.String(), Nodes: []*runtime.FlowNode{{Alias: "n", Runner: runtime.Typed(info,
+			func(*runtime.Context, noParams, json.RawMessage) (json.RawMessage, error) { return nil, nil })}}}
+	}
+	err := e.Register(node(runtime.Pure))
+	if err == nil || !strings.Contains(err.Error(), "t.get holds capability http.read, which needs effects ReadOnly or stronger, but declares Pure") {
+		t.Errorf("Register of a Pure node holding http.read: %v", err)
+	}
+	if err := e.Register(node(runtime.ReadOnly)); err != nil {
+		t.Errorf("Register of a ReadOnly node holding http.read: %v", err)
 	}
 }

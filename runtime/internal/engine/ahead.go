@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -47,8 +48,16 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 	var out []ranAhead
 	t, r := en.t, *res
 	// The run commits under the lease the first step's entry holds: stop
-	// well before that lease could run out.
+	// starting nodes well before that lease could run out, and hold it
+	// and the first step's message while the nodes run, as a call's
+	// worker does (keepHold), so that no other delivery of the first step
+	// runs them again meanwhile.
 	until := e.now().Add(e.opts.LeaseTTL / 4)
+	stop, err := e.proc.keepHold(ctx, en, e.opts.LeaseTTL/4+e.longestTimeout(c))
+	if err != nil {
+		return nil, nil // the step goes on alone; its commit is fenced if the job moved on
+	}
+	defer stop()
 	for range max {
 		if e.now().After(until) {
 			break
@@ -82,6 +91,17 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 		t, r = next, got
 	}
 	return out, nil
+}
+
+// longestTimeout is the longest a call of a task node of c may run.
+func (e *Engine) longestTimeout(c *compiled) time.Duration {
+	longest := e.opts.Timeout
+	for _, n := range c.byAlias {
+		if n.Task != nil {
+			longest = max(longest, n.Task.Info().Timeout)
+		}
+	}
+	return longest
 }
 
 // predictNext returns the one step t's result r publishes, when that is

@@ -1,14 +1,14 @@
 package engine
 
 import (
-	"time"
-
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
+	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
 
@@ -95,6 +95,21 @@ type compiled struct {
 	bodies    map[string]bool // aliases run only as forEach bodies
 }
 
+// effectsCoverCapabilities fails when a node declares weaker effects
+// than a capability it holds implies (an HTTP reader in a node declared
+// Pure): the engine runs a node by its declared effects (a Pure node's
+// call may run inside a store transaction), so the declaration must be
+// at least what its capabilities can do.
+func effectsCoverCapabilities(info runtype.NodeInfo) error {
+	for _, name := range info.Capabilities {
+		c, ok := flowtype.LookupCapability(flowtype.Capability(name))
+		if ok && c.Effects > info.Effects {
+			return fmt.Errorf("%s holds capability %s, which needs effects %s or stronger, but declares %s", info.ID, name, c.Effects, info.Effects)
+		}
+	}
+	return nil
+}
+
 func compile(f *Flow) (*compiled, error) {
 	c := &compiled{Flow: f, byAlias: map[string]*Node{}, out: map[string][]runtype.Edge{}, bodies: map[string]bool{}}
 	for _, n := range f.Nodes {
@@ -112,6 +127,11 @@ func compile(f *Flow) (*compiled, error) {
 		}
 		if _, dup := c.byAlias[n.Alias]; dup {
 			return nil, fmt.Errorf("flow %s: duplicate alias %q", f.Name, n.Alias)
+		}
+		if n.Task != nil {
+			if err := effectsCoverCapabilities(n.Task.Info()); err != nil {
+				return nil, fmt.Errorf("flow %s: node %q: %w", f.Name, n.Alias, err)
+			}
 		}
 		c.byAlias[n.Alias] = n
 	}

@@ -126,7 +126,10 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	}
 	log := make(aspectLog, 0, 4) // call start and end, then output or retry
 	log.add(p, "call", "start", "attempt "+strconv.Itoa(m.Attempt))
-	stop := p.keepHold(ctx, en, p.timeout(info))
+	stop, err := p.keepHold(ctx, en, p.timeout(info))
+	if err != nil {
+		return result{}, err
+	}
 	out, err := p.call(ctx, task, info, params, t, m.Attempt, &en.heartbeat)
 	stop()
 	if err == nil {
@@ -341,40 +344,40 @@ func (p *processor) write(ctx context.Context, en *entry, fn func(store.Tx) erro
 
 // keepHold keeps the job lease and the message's reservation alive while
 // a node's call runs, whether or not the node heartbeats, until the call
-// returns or its timeout passes: another worker never takes the job, nor
-// this one the message again, while the call is still running, so a slow
-// node is never called twice at once. After the timeout the call has been
-// cancelled; the last renewal lasts a lease beyond it, time for the node
-// to return, and past that its commit is fenced. It returns the function
-// that stops it.
-func (p *processor) keepHold(ctx context.Context, en *entry, timeout time.Duration) (stop func()) {
+// returns or timeout passes: another worker never takes the job, nor this
+// one the message again, while the call is still running, so a slow node
+// is never called twice at once. Both were taken when the delivery
+// entered, and a delivery may have waited since (for a worker, for its
+// batch's commit): they are renewed every third of the shorter of the two,
+// the first in time for what is left of them, and before the call when
+// less than a third is left; the call does not run when that renewal
+// fails (another worker may hold the job). After that, a renewal that
+// fails is tried again soon, and only a fenced lease ends the hold. After
+// timeout the call has been cancelled; the last renewal lasts long enough
+// for the node to return, and past that its commit is fenced. stop ends
+// the hold.
+func (p *processor) keepHold(ctx context.Context, en *entry, timeout time.Duration) (stop func(), err error) {
 	if en.folding {
 		// A folded delivery runs within the lease its entry found fresh
 		// and the transaction that reserved its message, which holds it;
 		// its commit is fenced like any other.
-		return func() {}
+		return func() {}, nil
 	}
-	// Nothing runs for an activation that ends within a third of the
-	// lease, which is nearly all of them: a timer, not a goroutine. A
-	// renewal holds mu from its start to its commit, so once stop has
-	// taken mu none runs, and the step's commit fences against the
-	// lease the last renewal stored.
-	var (
-		mu      sync.Mutex
-		stopped bool
-		cancel  func()
-		tick    func()
-	)
 	every := min(p.opts.LeaseTTL, p.opts.Visibility) / 3
-	until := p.now().Add(timeout)
+	now := p.now()
+	until := now.Add(timeout)
+	lease := en.lease
+	if l := en.renewed.Load(); l != nil {
+		lease = *l
+	}
+	ends := en.entered.Add(p.opts.Visibility) // the reservation was made at the entry
+	if lease.Expires.Before(ends) {
+		ends = lease.Expires
+	}
+	left := ends.Sub(now)
 	receipt := en.m.Receipt
-	tick = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || p.now().After(until) {
-			return // the call ran out of its timeout: let the hold run out
-		}
-		err := p.store.Update(ctx, func(tx store.Tx) error {
+	renew := func() error {
+		return p.store.Update(ctx, func(tx store.Tx) error {
 			if err := tx.Fence(en.lease); err != nil {
 				return err
 			}
@@ -389,21 +392,50 @@ func (p *processor) keepHold(ctx context.Context, en *entry, timeout time.Durati
 			}
 			return nil
 		})
-		if err != nil {
-			p.log.Warn("renewing the hold on a running call failed", "job", en.job, "err", err)
-			return
+	}
+	first := min(every, left-every/2) // renewed every third, and in time
+	if left < every {
+		if err := renew(); err != nil {
+			return nil, fmt.Errorf("renewing the hold on %s before its call: %w", en.t.Act, err)
 		}
-		cancel = p.afterFunc(every, tick)
+		first = every
+	}
+	// Nothing runs for an activation that ends before its first renewal,
+	// which is nearly all of them: a timer, not a goroutine. A
+	// renewal holds mu from its start to its commit, so once stop has
+	// taken mu none runs, and the step's commit fences against the
+	// lease the last renewal stored.
+	var (
+		mu      sync.Mutex
+		stopped bool
+		cancel  func()
+		tick    func()
+	)
+	tick = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || p.now().After(until) {
+			return // the call ran out of its timeout: let the hold run out
+		}
+		next := every
+		if err := renew(); err != nil {
+			p.log.Warn("renewing the hold on a running call failed", "job", en.job, "act", en.t.Act, "err", err)
+			if errors.Is(err, store.ErrFenced) {
+				return // another worker holds the job: its commit will tell
+			}
+			next = every / 4 // try again soon, while the hold lasts
+		}
+		cancel = p.afterFunc(next, tick)
 	}
 	mu.Lock()
-	cancel = p.afterFunc(every, tick)
+	cancel = p.afterFunc(first, tick)
 	mu.Unlock()
 	return func() {
 		mu.Lock()
 		stopped = true
 		cancel()
 		mu.Unlock()
-	}
+	}, nil
 }
 
 // activationKey computes the canonical idempotency key of an activation
