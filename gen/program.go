@@ -6,7 +6,7 @@ import (
 	"github.com/flowgen-dev/flowgen/flowir"
 )
 
-const localrunPkg = "github.com/flowgen-dev/flowgen/runtime/localrun"
+const localrunPkg = "github.com/flowgen-dev/flowgen/serve/localrun"
 
 // ProgramPackage is one package of generated flows a program runs: its
 // import path and the flows (subflows included) whose constructors it

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
 )
 
 const dlqUsage = `Usage: flowgen dlq [--store PATH] [--json] list

@@ -11,10 +11,10 @@ import (
 
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
-	"github.com/flowgen-dev/flowgen/runtime/localrun"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
+	"github.com/flowgen-dev/flowgen/serve/localrun"
 )
 
 // defaultStore is the embedded store file used when --store is not given.

@@ -16,8 +16,8 @@ import (
 	"github.com/flowgen-dev/flowgen/gen"
 	"github.com/flowgen-dev/flowgen/internal/modpath"
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
-	"github.com/flowgen-dev/flowgen/runtime/localrun"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
+	"github.com/flowgen-dev/flowgen/serve/localrun"
 )
 
 const runUsage = `Usage: flowgen run [flags] --input FILE FLOW.yaml

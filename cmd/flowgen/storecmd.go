@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/runtime/localrun"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/serve/localrun"
 )
 
 const storeUsage = `Usage: flowgen store [--store PATH] [--retention D] [--json] sweep

@@ -65,7 +65,8 @@ func under(rel, tree string) bool { return rel == tree || strings.HasPrefix(rel,
 //     module and the host that runs it, share only the ABI (wasmabi) and
 //     the node API, never the engine;
 //   - the runtime's other packages never reach the generator, the
-//     registry, certification, the artifact format or the test harness;
+//     registry, certification, the artifact format, the test harness or
+//     the serve tree (console, job API, local runner), which uses them;
 //   - the formats and identity packages are leaves: they reach only each
 //     other and the strict YAML reader; runtype, the runtime's vocabulary,
 //     reaches only flowtype;
@@ -118,7 +119,7 @@ func TestLayers(t *testing.T) {
 		case slices.Contains(formats, rel):
 			only(p, formats...)
 		case under(rel, "runtime"):
-			forbidden(p, "gen", "registry", "certify", "artifact", "connectorvet", "sbom", "signing", "policy", "testharness", "cmd", "examples")
+			forbidden(p, "gen", "registry", "certify", "artifact", "connectorvet", "sbom", "signing", "policy", "testharness", "cmd", "examples", "serve")
 		case rel == "registry/client":
 			only(p, "registry/api", "internal/retryafter")
 			const limit = 200 // 471 before registry/api; 189 after

@@ -1,7 +1,7 @@
 // Package webui is what flowgen's web pages share: the page frame (one
 // layout, one style sheet, no build step), protection of every form
 // against cross-site requests, and the security headers every page
-// carries. The job console (runtime/console) and the registry's catalogue
+// carries. The job console (serve/console) and the registry's catalogue
 // pages are built on it.
 package webui
 

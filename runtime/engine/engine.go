@@ -286,7 +286,7 @@ func (e *Engine) FailDeadLetter(ctx context.Context, id runtime.MessageID, reaso
 }
 
 // The garbage collector settings flowgen's own programs (flowgen run,
-// worker and serve, through runtime/localrun) take unless the GOGC or
+// worker and serve, through serve/localrun) take unless the GOGC or
 // GOMEMLIMIT environment variable sets them. Most of what a step
 // allocates is bbolt's and short-lived, and with Go's default (GOGC 100)
 // on a small live heap the collector ran often enough to cost about a

@@ -42,7 +42,7 @@ type HandlerOptions struct {
 	// format, without a token (like /v1/health: the server listens on
 	// 127.0.0.1 unless told otherwise).
 	Metrics prometheus.Gatherer
-	// Console, when set, is the web console (runtime/console), served
+	// Console, when set, is the web console (serve/console), served
 	// at every path outside /v1/ and /metrics to a browser signed in
 	// through GET /login?token=TOKEN (Endpoint.ConsoleURL).
 	Console http.Handler
@@ -64,7 +64,7 @@ const maxInput = 16 << 20
 //	GET  /v1/deadletters
 //	POST /v1/deadletters/{id}/requeue | fail {"reason"}
 //	GET  /login?token=TOKEN               signs a browser in to the console, when HandlerOptions.Console is set
-//	     /...                             the console's pages (runtime/console)
+//	     /...                             the console's pages (serve/console)
 //
 // Errors are {"code","message"} with 400, 401, 404 (not_found,
 // unknown_flow, unknown_version), 409 (key_in_use, dead_letter_taken) or 422 (bad_input,

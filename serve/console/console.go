@@ -16,8 +16,8 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/webui"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
 )
 
 //go:embed templates

@@ -14,13 +14,13 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/browsertest"
 	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/runtime"
-	"github.com/flowgen-dev/flowgen/runtime/console"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
+	"github.com/flowgen-dev/flowgen/serve/console"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
 )
 
 // order is the input and output of the test flow's nodes.

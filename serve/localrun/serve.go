@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/flowgen-dev/flowgen/flowir"
-	"github.com/flowgen-dev/flowgen/runtime/console"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
+	"github.com/flowgen-dev/flowgen/serve/console"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
 )
 
 // repeated is a flag that may be given many times.

@@ -17,9 +17,9 @@ import (
 	"github.com/flowgen-dev/flowgen/flowir"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
 )
 
 type order struct {

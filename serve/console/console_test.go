@@ -11,8 +11,8 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/browsertest"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
 )
 
 // TestConsolePages walks the console as a reader would, on both stores:

@@ -28,10 +28,10 @@ import (
 
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/runtime/jobapi"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
+	"github.com/flowgen-dev/flowgen/serve/jobapi"
 )
 
 // IsDatabaseURL reports whether a --store value names PostgreSQL.
