@@ -366,15 +366,10 @@ func (p *processor) keepHold(ctx context.Context, en *entry, timeout time.Durati
 	every := min(p.opts.LeaseTTL, p.opts.Visibility) / 3
 	now := p.now()
 	until := now.Add(timeout)
-	lease := en.lease
-	if l := en.renewed.Load(); l != nil {
-		lease = *l
-	}
-	ends := en.entered.Add(p.opts.Visibility) // the reservation was made at the entry
-	if lease.Expires.Before(ends) {
-		ends = lease.Expires
-	}
-	left := ends.Sub(now)
+	// Measured on this worker's clock from the entry, which reserved the
+	// message for Visibility and left the lease at least half of LeaseTTL
+	// (lease reuses it only then).
+	left := min(p.opts.Visibility, p.opts.LeaseTTL/2) - now.Sub(en.entered)
 	receipt := en.m.Receipt
 	renew := func() error {
 		return p.store.Update(ctx, func(tx store.Tx) error {
@@ -395,10 +390,17 @@ func (p *processor) keepHold(ctx context.Context, en *entry, timeout time.Durati
 	}
 	first := min(every, left-every/2) // renewed every third, and in time
 	if left < every {
-		if err := renew(); err != nil {
+		err := renew()
+		switch {
+		case err == nil:
+			first = every
+		case errors.Is(err, store.ErrFenced) || left <= 0:
+			// Another worker may hold the job, or may take it any moment.
 			return nil, fmt.Errorf("renewing the hold on %s before its call: %w", en.t.Act, err)
+		default:
+			p.log.Warn("renewing the hold before a call failed; calling within what is left", "job", en.job, "act", en.t.Act, "err", err)
+			first = every / 4
 		}
-		first = every
 	}
 	// Nothing runs for an activation that ends before its first renewal,
 	// which is nearly all of them: a timer, not a goroutine. A
