@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -109,6 +110,10 @@ type Options struct {
 	Module string
 }
 
+// ErrSpecInvalid: the connector's spec does not load or has errors, so
+// there is nothing to package.
+var ErrSpecInvalid = errors.New("the spec has errors")
+
 // Build packages the connector in dir. It fails, naming the problem, when
 // the spec does not load, when a file cannot go into a module zip, or when
 // the module path is invalid; nothing is written anywhere.
@@ -120,7 +125,7 @@ func Build(dir string, opts Options) (*Artifact, error) {
 	specPath := filepath.Join(abs, connectorspec.FileName)
 	spec, diags := connectorspec.Load(specPath)
 	if spec == nil || diags.HasErrors() {
-		return nil, fmt.Errorf("package %s: the spec has errors:\n%v", dir, diags.Err())
+		return nil, fmt.Errorf("package %s: %w:\n%v", dir, ErrSpecInvalid, diags.Err())
 	}
 	specJSON, err := connectorspec.Manifest(spec)
 	if err != nil {

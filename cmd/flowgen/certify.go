@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,6 +99,11 @@ func runCertify(e *env, args []string) int {
 	// Judge exactly what a registry will: the artifact, unpacked into a
 	// workspace of its own against the flowgen this connector builds with.
 	a, err := artifact.Build(dir, artifact.Options{})
+	if errors.Is(err, artifact.ErrSpecInvalid) {
+		// Nothing to package, but still a report: its spec check fails
+		// with every diagnostic, and nothing else runs.
+		return e.certifyReport(dir, *out, opts)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
 		return exitProblems
@@ -122,7 +128,13 @@ func runCertify(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
 		return exitUsage
 	}
-	r, err := certify.Run(e.ctx, unpacked, opts)
+	return e.certifyReport(unpacked, *out, opts)
+}
+
+// certifyReport certifies dir, prints the verdict and says where the
+// report is (out as given).
+func (e *env) certifyReport(dir, out string, opts certify.Options) int {
+	r, err := certify.Run(e.ctx, dir, opts)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen certify: %v\n", err)
 		return exitUsage
@@ -132,7 +144,7 @@ func runCertify(e *env, args []string) int {
 		verdict = "NOT certified"
 	}
 	fmt.Fprintf(e.stdout, "%s %s: %s in %s; report %s\n", r.Connector, r.Version, verdict,
-		r.Finished.Sub(r.Started).Round(100*1e6), filepath.ToSlash(filepath.Join(*out, "report.json")))
+		r.Finished.Sub(r.Started).Round(100*1e6), filepath.ToSlash(filepath.Join(out, "report.json")))
 	if !r.Passed() {
 		return exitProblems
 	}

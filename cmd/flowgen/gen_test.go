@@ -295,6 +295,33 @@ func TestCertifyPrintsEachCheck(t *testing.T) {
 	}
 }
 
+// TestCertifyReportsASpecWithErrors: a connector whose spec has errors
+// cannot be packaged, but certify still writes a report whose spec check
+// fails with the diagnostic (file:line), every other check skipped.
+func TestCertifyReportsASpecWithErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	testutil.CopyDir(t, "../../certify/testdata/goodorderkey", dir)
+	spec := filepath.Join(dir, "connector.yaml")
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, []byte(strings.Replace(string(data), "version: 1.0.0", "version: one", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	r := run(t, "", "certify", "--out", out, dir)
+	if r.exit != exitProblems || !strings.Contains(r.stdout, "FAIL spec") || !strings.Contains(r.stdout, "connector.yaml:4:10: error FMT006: invalid version \"one\"") ||
+		!strings.Contains(r.stdout, "SKIP artifact") || !strings.Contains(r.stdout, "NOT certified") {
+		t.Fatalf("certify: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil || !strings.Contains(string(report), `"outcome": "fail"`) {
+		t.Fatalf("no report with the failed spec check: %v\n%s", err, report)
+	}
+}
+
 func TestPackageCertifyVerify(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
