@@ -50,6 +50,10 @@ type drawn struct {
 	// checks: Now in whole seconds, as fixturetest.Now is, so that what
 	// a fixture records at fixturetest.Now can be rewritten to it.
 	fixtureNow time.Time
+	// declared are the URL path segments the spec itself names (its
+	// providerDedupe paths): public, so a secret URL keeps them where
+	// it has them, and the provider's contract still matches its path.
+	declared map[string]bool
 
 	mu   sync.Mutex
 	rng  *rand.Rand
@@ -73,6 +77,18 @@ func newDrawn(spec *connectorspec.Spec, m *httpfixture.Manifest, seed uint64, st
 	d.fixtureNow = d.Now.Truncate(time.Second)
 	d.subs = timeSubstitutions(fixturetest.Now, d.fixtureNow)
 	d.node = d.word() + "-" + d.word()
+	if spec.Idempotency != nil {
+		for _, p := range spec.Idempotency.ProviderDedupe {
+			for seg := range strings.SplitSeq(p.Path, "/") {
+				if seg != "" && !strings.Contains(seg, "*") {
+					if d.declared == nil {
+						d.declared = map[string]bool{}
+					}
+					d.declared[seg] = true
+				}
+			}
+		}
+	}
 	for _, s := range spec.Secrets {
 		var v string
 		if s.Format != nil || !m.HasSecret(s.Handle) {
@@ -151,15 +167,16 @@ const minDrawn = 16
 // like returns a value of example's shape: every letter and digit
 // redrawn in its class (upper, lower, digit), every other character
 // kept. What names a place rather than a party is kept too: a URL's
-// scheme and host, an address's domain (after the last '@'), and a
+// scheme and host and the path segments the spec names (declared), an
+// address's domain (after the last '@'), and a
 // token's leading lowercase words that end in '_' or '-' (sk_live_,
 // xoxb-, cus_), the way providers prefix their keys and ids. When fewer
 // than minDrawn characters were drawn and grow is set, drawn letters and
 // digits are added at the end of the drawn part.
 func (d *drawn) like(example string, grow bool) string {
-	from, to := 0, len(example)
+	from, to, isURL := 0, len(example), false
 	if u, err := url.Parse(example); err == nil && u.Scheme != "" && u.Host != "" && strings.Contains(example, "://") {
-		from = strings.Index(example, "://") + 3 + len(u.Host)
+		from, isURL = strings.Index(example, "://")+3+len(u.Host), true
 	} else {
 		from = tokenPrefix(example)
 		if at := strings.LastIndexByte(example, '@'); at > from {
@@ -168,8 +185,27 @@ func (d *drawn) like(example string, grow bool) string {
 	}
 	const lower, upper, digits = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
 	b := []byte(example[from:to])
+	kept := make([]bool, len(b))
+	if isURL && len(d.declared) > 0 {
+		path := string(b)
+		if end := strings.IndexAny(path, "?#"); end >= 0 {
+			path = path[:end]
+		}
+		at := 0
+		for seg := range strings.SplitSeq(path, "/") {
+			if d.declared[seg] {
+				for i := range len(seg) {
+					kept[at+i] = true
+				}
+			}
+			at += len(seg) + 1
+		}
+	}
 	n := 0
 	for i, ch := range b {
+		if kept[i] {
+			continue
+		}
 		switch {
 		case ch >= 'a' && ch <= 'z':
 			b[i] = d.chars(lower, 1)[0]

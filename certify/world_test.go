@@ -40,6 +40,13 @@ func TestDrawnWorld(t *testing.T) {
 	if w := a.secrets["slack/webhook"]; !strings.HasPrefix(w, "https://hooks.slack.com/") || strings.Contains(w, "T000") || len(w) < len("https://hooks.slack.com/services/T000/B000/XXXX") {
 		t.Errorf("a URL secret keeps its host and draws its path: %q", w)
 	}
+	// A path segment the spec names (a provider contract's path) is
+	// public: the drawn URL keeps it, so the contract still matches.
+	spec.Idempotency = &connectorspec.Idempotency{ProviderDedupe: []connectorspec.ProviderDedupe{{Method: "POST", Path: "/services/*", Header: "Idempotency-Key"}}}
+	if w := newDrawn(spec, m, 7, started).secrets["slack/webhook"]; !strings.HasPrefix(w, "https://hooks.slack.com/services/") || strings.Contains(w, "T000") || strings.Contains(w, "XXXX") {
+		t.Errorf("a URL secret keeps the path segments its spec names, and draws the rest: %q", w)
+	}
+	spec.Idempotency = nil
 	if p := a.secrets["plain"]; len(p) != 32 || strings.Contains(p, "fixture") || strings.Contains(p, "plain") {
 		t.Errorf("a secret without a shape: %q", p)
 	}
