@@ -375,6 +375,9 @@ type run struct {
 	// its world: determinism compares other runs with it.
 	fixtureRun   processRun
 	fixtureWorld *recorder.World
+	// firstOutputs are what each input's first delivery returned in each
+	// world of duplicate delivery, by key (firstOutput).
+	firstOutputs map[*recorder.World]map[string]json.RawMessage
 }
 
 // close releases the sandbox workspace and every fixture database.

@@ -126,8 +126,9 @@ var corpus = []struct {
 // output stamped with the activation's time (run at a drawn one), two
 // fixtures posting to one URL, a KV record, a waiver, the order id as the
 // Idempotency-Key, the key in UUID form for a provider that wants one,
-// a name-based UUID of the key in the connector's namespace, declared.
-var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey", "goodnameuuid"}
+// a name-based UUID of the key in the connector's namespace, declared, an
+// upsert that returns the id its database's identity column assigned.
+var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey", "goodnameuuid", "goodidentityid"}
 
 // contained lists connectors of the corpus that depend on the host or
 // reach for it natively, but that confinement makes harmless: in their
