@@ -488,7 +488,7 @@ func (c *checker) fixtureKind(fx Fixture) {
 	if !ok {
 		return
 	}
-	kinds := flowtype.KindsForResponse(last.Status, last.Timeout)
+	kinds := flowtype.KindsForResponse(last.Status, last.Timeout, last.retryAfter())
 	if len(kinds) == 0 || slices.Contains(kinds, fx.Error.Kind) {
 		return
 	}
@@ -546,10 +546,20 @@ func egressHazard(e flowtype.EgressEntry) string {
 // decisiveAnswer is the last answer of a recording that is an error (a
 // timeout, or a status the error taxonomy gives a kind); false when every
 // answer succeeded.
+// retryAfter reports whether the answer carries a Retry-After header.
+func (r Response) retryAfter() bool {
+	for name, v := range r.Headers {
+		if strings.EqualFold(name, "Retry-After") && strings.TrimSpace(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func decisiveAnswer(http []Exchange) (Response, bool) {
 	for i := len(http) - 1; i >= 0; i-- {
 		r := http[i].Response
-		if len(flowtype.KindsForResponse(r.Status, r.Timeout)) > 0 {
+		if len(flowtype.KindsForResponse(r.Status, r.Timeout, false)) > 0 {
 			return r, true
 		}
 	}

@@ -101,7 +101,7 @@ var Codes = []Info{
 	{FIX001, Error, "fixture does not match its port schema",
 		"Make the fixture match the port schema, or fix the schema if the fixture shows real data."},
 	{FIX002, Error, "fixture error kind contradicts the provider's answer",
-		"Expect the kind the taxonomy gives the last error answer recorded (401 Auth, 403 Auth or PolicyDenied, 429 RateLimited, 408/5xx/timeout Transient, other 4xx Permanent or SchemaMismatch), and map it so in the connector."},
+		"Expect the kind the taxonomy gives the last error answer recorded (401 Auth, 403 Auth or PolicyDenied, 429 RateLimited, 408/5xx/timeout Transient, other 4xx Permanent or SchemaMismatch; RateLimited too when the answer carries `Retry-After`), and map it so in the connector."},
 	{DAG004, Error, "effectful node without idempotency key",
 		"Add `idempotency: {key: [<input fields that identify the effect>]}`."},
 	{DAG200, Error, "cycle",

@@ -10,6 +10,7 @@ package flowtype
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -210,10 +211,21 @@ func (IdemScope) EnumValues() []string { return idemScopeNames }
 // KindsForResponse lists the error kinds a provider answer may map to under
 // the error taxonomy: 401 Auth; 403 Auth or PolicyDenied; 429 RateLimited;
 // 408, 5xx and a request that times out (timeout true) Transient; any other
-// 4xx Permanent or SchemaMismatch. Statuses below 400 say nothing about the
-// error (a provider may report failure in a 200 body), so they give nil,
-// as does a status outside 100-599.
-func KindsForResponse(status int, timeout bool) []ErrorKind {
+// 4xx Permanent or SchemaMismatch. An error answer that says when to come
+// back (retryAfter: a Retry-After header) may also be RateLimited, as
+// providers throttle with 403 (GitHub's secondary rate limits) and 503
+// too. Statuses below 400 say nothing about the error (a provider may
+// report failure in a 200 body), so they give nil, as does a status
+// outside 100-599.
+func KindsForResponse(status int, timeout, retryAfter bool) []ErrorKind {
+	kinds := kindsForStatus(status, timeout)
+	if retryAfter && !timeout && len(kinds) > 0 && !slices.Contains(kinds, RateLimited) {
+		kinds = append(kinds, RateLimited)
+	}
+	return kinds
+}
+
+func kindsForStatus(status int, timeout bool) []ErrorKind {
 	switch {
 	case timeout:
 		return []ErrorKind{Transient}

@@ -3,6 +3,7 @@ package flowtype
 import (
 	"encoding"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,29 @@ func TestCapabilityCatalogue(t *testing.T) {
 	}
 	if _, ok := LookupCapability("http.raed"); ok {
 		t.Error("unknown capability found")
+	}
+}
+
+// TestKindsForResponse: the taxonomy of provider answers, and an error
+// answer that says when to come back (Retry-After) may be RateLimited
+// whatever its status (a 403 throttle), never a success or a timeout.
+func TestKindsForResponse(t *testing.T) {
+	for _, tc := range []struct {
+		status           int
+		timeout, retryIn bool
+		want             []ErrorKind
+	}{
+		{401, false, false, []ErrorKind{Auth}},
+		{403, false, false, []ErrorKind{Auth, PolicyDenied}},
+		{403, false, true, []ErrorKind{Auth, PolicyDenied, RateLimited}},
+		{429, false, true, []ErrorKind{RateLimited}},
+		{503, false, true, []ErrorKind{Transient, RateLimited}},
+		{404, false, false, []ErrorKind{Permanent, SchemaMismatch}},
+		{0, true, true, []ErrorKind{Transient}},
+		{200, false, true, nil},
+	} {
+		if got := KindsForResponse(tc.status, tc.timeout, tc.retryIn); !slices.Equal(got, tc.want) {
+			t.Errorf("KindsForResponse(%d, %v, %v) = %v, want %v", tc.status, tc.timeout, tc.retryIn, got, tc.want)
+		}
 	}
 }

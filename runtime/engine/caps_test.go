@@ -34,6 +34,11 @@ func TestHTTPCapabilityClassifiesAndEnforcesEgress(t *testing.T) {
 			w.Write([]byte("hello"))
 		case "/auth":
 			w.WriteHeader(401)
+		case "/forbidden":
+			w.WriteHeader(403)
+		case "/throttled": // a 403 that says when to come back (GitHub's secondary rate limit)
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(403)
 		case "/slow-down":
 			w.Header().Set("Retry-After", "7")
 			w.WriteHeader(429)
@@ -56,7 +61,7 @@ func TestHTTPCapabilityClassifiesAndEnforcesEgress(t *testing.T) {
 	if err != nil || string(resp.Body) != "hello" {
 		t.Fatalf("ok: %+v %v", resp, err)
 	}
-	for path, want := range map[string]runtime.ErrorKind{"/auth": runtime.Auth, "/slow-down": runtime.RateLimited, "/broken": runtime.Transient, "/bad": runtime.Permanent, "/away": runtime.PolicyDenied} {
+	for path, want := range map[string]runtime.ErrorKind{"/auth": runtime.Auth, "/forbidden": runtime.Auth, "/throttled": runtime.RateLimited, "/slow-down": runtime.RateLimited, "/broken": runtime.Transient, "/bad": runtime.Permanent, "/away": runtime.PolicyDenied} {
 		_, err := h.Get(ctx, srv.URL+path, nil)
 		if err == nil || runtime.KindOf(err) != want {
 			t.Errorf("%s: %v (kind %v), want %v", path, err, runtime.KindOf(err), want)

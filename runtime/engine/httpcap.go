@@ -163,7 +163,8 @@ func (h *HTTP) do(ctx context.Context, method, rawURL string, header http.Header
 	return out, classify(method, rawURL, resp)
 }
 
-// classify maps an HTTP status to an error kind; nil for success.
+// classify maps an HTTP status to an error kind, as
+// flowtype.KindsForResponse allows; nil for success.
 func classify(method, rawURL string, resp *http.Response) error {
 	code := resp.StatusCode
 	if code < 400 {
@@ -171,6 +172,11 @@ func classify(method, rawURL string, resp *http.Response) error {
 	}
 	e := &runtime.Error{Err: fmt.Errorf("%s %s: %s", method, rawURL, resp.Status), Status: code}
 	switch {
+	case code == http.StatusForbidden && resp.Header.Get("Retry-After") != "":
+		// Throttled, not refused: a 403 that says when to come back
+		// (GitHub's secondary rate limits).
+		e.Kind = runtime.RateLimited
+		e.RetryAfter = retryafter.Parse(resp.Header.Get("Retry-After"), time.Now())
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		e.Kind = runtime.Auth
 	case code == http.StatusTooManyRequests:
