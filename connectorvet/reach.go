@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"go/ast"
+	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"go/types"
@@ -406,11 +407,11 @@ func (a *analyzer) cgo(p *packages.Package, own bool) {
 		if strings.HasSuffix(f, "_test.go") || !strings.HasSuffix(f, ".go") {
 			continue
 		}
-		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly|parser.ParseComments)
 		if err != nil {
 			continue
 		}
-		importsC := slices.ContainsFunc(parsed.Imports, func(s *ast.ImportSpec) bool { return s.Path.Value == `"C"` })
+		importsC := slices.ContainsFunc(parsed.Imports, func(s *ast.ImportSpec) bool { return s.Path.Value == `"C"` }) && builtWithCgo(parsed)
 		switch {
 		case importsC:
 			a.add(Cgo, token.Position{Filename: f, Line: 1, Column: 1}, nil, fmt.Sprintf("%s uses cgo: C code is not analysed and does not build in the certified configuration", filepath.Base(f)))
@@ -418,6 +419,46 @@ func (a *analyzer) cgo(p *packages.Package, own bool) {
 			a.add(Excluded, token.Position{Filename: f, Line: 1, Column: 1}, nil, fmt.Sprintf("%s is not part of the certified build (its build constraints exclude it), so certification cannot vouch for it", filepath.Base(f)))
 		}
 	}
+}
+
+// builtWithCgo reports whether a build with cgo on, for some platform
+// and Go version, with no custom build tags, compiles file: its //go:build
+// line holds when cgo, every GOOS, GOARCH, unix and go1.N tag are set and
+// every other tag is not. A file behind a tag of its own (x/text's
+// //go:build icu) is compiled only by a consumer who asks for it.
+func builtWithCgo(file *ast.File) bool {
+	for _, group := range file.Comments {
+		if group.Pos() >= file.Package {
+			break
+		}
+		for _, c := range group.List {
+			if !constraint.IsGoBuild(c.Text) {
+				continue
+			}
+			expr, err := constraint.Parse(c.Text)
+			if err != nil {
+				return true // the go command refuses it anyway; say what it holds
+			}
+			return expr.Eval(func(tag string) bool {
+				return tag == "cgo" || tag == "unix" || knownPlatformTag(tag) || strings.HasPrefix(tag, "go1.")
+			})
+		}
+	}
+	return true
+}
+
+// knownPlatformTag reports whether tag names a GOOS or GOARCH the go
+// command knows.
+func knownPlatformTag(tag string) bool {
+	for _, list := range []string{
+		"aix android darwin dragonfly freebsd hurd illumos ios js linux nacl netbsd openbsd plan9 solaris wasip1 windows zos",
+		"386 amd64 arm arm64 loong64 mips mipsle mips64 mips64le ppc64 ppc64le riscv64 s390x wasm",
+	} {
+		if slices.Contains(strings.Fields(list), tag) {
+			return true
+		}
+	}
+	return false
 }
 
 func dirOf(p *packages.Package) string {
