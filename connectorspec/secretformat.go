@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/flowgen-dev/flowgen/flowtype"
 )
 
 // SecretAlphabet is the characters of a secret's values after the prefix.
@@ -32,22 +34,11 @@ func (a *SecretAlphabet) UnmarshalText(b []byte) error {
 }
 
 // Chars are the alphabet's characters (base62 for the zero value).
-func (a SecretAlphabet) Chars() string {
-	const digits, lower, upper = "0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	switch a {
-	case AlphabetBase64URL:
-		return upper + lower + digits + "-_"
-	case AlphabetHex:
-		return digits + "abcdef"
-	case AlphabetDigits:
-		return digits
-	}
-	return digits + upper + lower
-}
+func (a SecretAlphabet) Chars() string { return flowtype.SecretAlphabetChars(string(a)) }
 
 // DefaultSecretLength is the characters after the prefix of a secret
 // whose format says none.
-const DefaultSecretLength = 32
+const DefaultSecretLength = flowtype.DefaultSecretLength
 
 // Shape is the format's prefix, alphabet and length, defaults applied
 // (base62, DefaultSecretLength); a nil format has no prefix.

@@ -19,9 +19,22 @@ import (
 
 // Manifest is the part of a connector's manifest that fixtures need.
 type Manifest struct {
-	Fixtures    []Fixture
-	Idempotency *struct{ TTL flowtype.Duration }
-	FixtureEnv  *struct {
+	Fixtures []Fixture
+	// Secrets are the declared secrets, with the shape of their values.
+	Secrets []struct {
+		Handle string
+		Format *struct {
+			Prefix, Alphabet string
+			Length           int
+		}
+	}
+	Idempotency *struct {
+		TTL flowtype.Duration
+		// ProviderDedupe is the provider's contract, as the spec
+		// declares it: where it deduplicates writes, and on what.
+		ProviderDedupe []Dedupe
+	}
+	FixtureEnv *struct {
 		Secrets  map[string]string
 		Database *struct{ Setup string }
 	}
@@ -37,11 +50,29 @@ func Parse(manifest []byte) (*Manifest, error) {
 }
 
 // Secret is the value handle resolves to in fixtures: the fixtureEnv
-// placeholder, or "fixture-secret:" + handle.
+// placeholder; for a secret whose format the spec declares, a value of
+// that shape (its prefix, then characters of its alphabet); else
+// "fixture-secret:" + handle.
 func (m *Manifest) Secret(handle string) string {
 	if m.FixtureEnv != nil {
 		if v, ok := m.FixtureEnv.Secrets[handle]; ok {
 			return v
+		}
+	}
+	for _, s := range m.Secrets {
+		if f := s.Format; s.Handle == handle && f != nil {
+			// A value of the declared shape (a connector may check its
+			// prefix or length), the same in every run.
+			chars := flowtype.SecretAlphabetChars(f.Alphabet)
+			length := f.Length
+			if length <= 0 {
+				length = flowtype.DefaultSecretLength
+			}
+			b := []byte(f.Prefix)
+			for i := range length {
+				b = append(b, chars[(i*7+len(handle))%len(chars)])
+			}
+			return string(b)
 		}
 	}
 	return "fixture-secret:" + handle

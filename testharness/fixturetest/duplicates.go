@@ -6,11 +6,13 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/testharness"
 )
@@ -20,8 +22,9 @@ import (
 // copies under a skewed clock, each delivery a first attempt with the same
 // idempotency key, all sharing one store whose clock is the harness's. A
 // provider answers the recorded requests in any order and counts effects
-// the way payment APIs do: a request with side effects (not GET or HEAD) is
-// a new effect unless it repeats an Idempotency-Key header already seen.
+// by the spec's provider contract (providerDedupe; without one, the way
+// payment APIs do: a request with side effects, not GET or HEAD, is a new
+// effect unless it repeats an Idempotency-Key header already seen).
 // Every delivery must return the fixture's output, and every idempotency
 // key must see at most one effect within the spec's idempotency TTL; the
 // test names each key that saw more.
@@ -33,13 +36,19 @@ func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 	}
 	env := setup(t, impl, m)
 	info := node.Info()
-	p := &provider{effects: map[string]int{}}
+	p := &provider{effects: map[string]int{}, byKey: map[string][]httpfixture.Exchange{}}
+	if m.Idempotency != nil {
+		p.world.Contract = m.Idempotency.ProviderDedupe
+	}
 	var deliveries []testharness.Delivery
 	for _, fx := range m.Fixtures {
 		if !fx.Succeeds() {
 			continue
 		}
 		p.exchanges = append(p.exchanges, fx.HTTP...)
+		if key, err := engine.IdempotencyKey(info, info.ID, fx.Input); err == nil {
+			p.byKey[key] = append(p.byKey[key], fx.HTTP...)
+		}
 		deliveries = append(deliveries, testharness.Delivery{Name: "fixture " + fx.Name, Params: fx.Params, Input: fx.Input, Output: fx.Output})
 	}
 	if len(deliveries) == 0 {
@@ -72,13 +81,15 @@ func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 	}
 }
 
-// provider answers recorded requests by method and URL, in any order, and
-// counts effects per delivery key (httpfixture.Provider decides what is an
-// effect).
+// provider answers recorded requests by method and URL, in any order,
+// from the delivered fixture's recording first (two fixtures may post to
+// one URL), and counts effects per delivery key (httpfixture.Provider
+// decides what is an effect, by the spec's provider contract).
 type provider struct {
 	mu        sync.Mutex
 	exchanges []httpfixture.Exchange
-	current   string // idempotency key of the delivery being run
+	byKey     map[string][]httpfixture.Exchange // each fixture's, by its key
+	current   string                            // idempotency key of the delivery being run
 	world     httpfixture.Provider
 	effects   map[string]int
 	errs      []string
@@ -97,7 +108,7 @@ func (p *provider) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		body, _ = io.ReadAll(req.Body)
 	}
-	for _, ex := range p.exchanges {
+	for _, ex := range slices.Concat(p.byKey[p.current], p.exchanges) {
 		if !ex.SameTarget(req.Method, req.URL.String(), p.current) {
 			continue
 		}
