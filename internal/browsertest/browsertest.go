@@ -178,16 +178,16 @@ func CheckAccessible(t testing.TB, ctx context.Context, page string) {
 func AwaitLocation(t testing.TB, ctx context.Context, want string) string {
 	t.Helper()
 	var loc string
+	var err error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
-		if err := chromedp.Run(ctx, chromedp.Location(&loc)); err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(loc, want) {
+		// Asked while the page navigates, the browser may answer that the
+		// page it inspected is gone (-32000): not there yet, ask again.
+		if err = chromedp.Run(ctx, chromedp.Location(&loc)); err == nil && strings.Contains(loc, want) {
 			return loc
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("the browser is at %s, not at an address with %s", loc, want)
+	t.Fatalf("the browser is at %s, not at an address with %s (last error: %v)", loc, want, err)
 	return ""
 }
 
