@@ -100,9 +100,15 @@ func TestHeartbeatKeepsTheLease(t *testing.T) {
 // it again. Time is a fake clock, on both stores.
 func TestMissedHeartbeatFailsTheAttempt(t *testing.T) {
 	t.Parallel()
+	onClockedStores(t, missedHeartbeat)
+}
+
+// onClockedStores runs fn, in parallel subtests, on bbolt and on
+// PostgreSQL (a fresh schema), each store opened on the clock fn gives.
+func onClockedStores(t *testing.T, fn func(t *testing.T, open func(now func() time.Time) (store.Store, error))) {
 	stores := map[string]func(now func() time.Time) (store.Store, error){
 		"bolt": func(now func() time.Time) (store.Store, error) {
-			return boltstore.Open(filepath.Join(t.TempDir(), "hb.db"), boltstore.Options{NoSync: true, Now: now})
+			return boltstore.Open(filepath.Join(t.TempDir(), "engine.db"), boltstore.Options{NoSync: true, Now: now})
 		},
 		"postgres": func(now func() time.Time) (store.Store, error) {
 			return pgstore.Open(context.Background(), pgtest.FreshSchema(t), pgstore.Options{Now: now})
@@ -111,7 +117,7 @@ func TestMissedHeartbeatFailsTheAttempt(t *testing.T) {
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			missedHeartbeat(t, open)
+			fn(t, open)
 		})
 	}
 }

@@ -108,6 +108,25 @@ func advanceBy(t *testing.T, clock *testharness.Clock, total, step time.Duration
 	time.Sleep(50 * time.Millisecond)
 }
 
+// twoEngines are engines A (on storeA) and B (on storeB), or A twice when
+// same, on clock, without the retention sweeper, each running flows.
+func twoEngines(t *testing.T, storeA, storeB store.Store, clock *testharness.Clock, same bool, flows ...*runtime.Flow) (a, b *engine.Engine) {
+	t.Helper()
+	a = engine.New(storeA, engine.Options{Owner: "A", Now: clock.Now, After: clock.After, SweepEvery: -1})
+	b = engine.New(storeB, engine.Options{Owner: "B", Now: clock.Now, After: clock.After, SweepEvery: -1})
+	if same {
+		b = a
+	}
+	for _, e := range []*engine.Engine{a, b} {
+		for _, f := range flows {
+			if err := e.Register(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return a, b
+}
+
 func expectStart(t *testing.T, p *probeTracker, within time.Duration) (string, bool) {
 	select {
 	case k := <-p.started:
@@ -142,16 +161,7 @@ func probeRunSlotWait(t *testing.T, same bool) {
 	defer s.Close()
 	p := newProbeTracker()
 	flow := &runtime.Flow{Name: "fx", Nodes: []*runtime.FlowNode{{Alias: "n", Runner: p.node("charge", runtime.Effectful, true)}}}
-	a := engine.New(s, engine.Options{Owner: "A", Now: clock.Now, After: clock.After, SweepEvery: -1})
-	b := engine.New(s, engine.Options{Owner: "B", Now: clock.Now, After: clock.After, SweepEvery: -1})
-	if same {
-		b = a
-	}
-	for _, e := range []*engine.Engine{a, b} {
-		if err := e.Register(flow); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := twoEngines(t, s, s, clock, same, flow)
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, o := range []string{"o-1", "o-2"} {
 		if _, err := a.Start(ctx, "fx", json.RawMessage(`{"order":"`+o+`"}`)); err != nil {
@@ -217,16 +227,7 @@ func probeRunAheadReadOnly(t *testing.T, same bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := engine.New(s, engine.Options{Owner: "A", Now: clock.Now, After: clock.After})
-	b := engine.New(s, engine.Options{Owner: "B", Now: clock.Now, After: clock.After})
-	if same {
-		b = a
-	}
-	for _, e := range []*engine.Engine{a, b} {
-		if err := e.Register(flow); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := twoEngines(t, s, s, clock, same, flow)
 	ctx := context.Background()
 	if _, err := a.Start(ctx, "ahead", json.RawMessage(`{"order":"o-1"}`)); err != nil {
 		t.Fatal(err)
@@ -272,15 +273,7 @@ func TestDeliveryWaitingForItsBatchIsNotCalledTwice(t *testing.T) {
 	p := newProbeTracker()
 	pure := &runtime.Flow{Name: "pure", Nodes: []*runtime.FlowNode{{Alias: "n", Runner: p.node("compute", runtime.Pure, true)}}}
 	fx := &runtime.Flow{Name: "fx", Nodes: []*runtime.FlowNode{{Alias: "n", Runner: p.node("charge", runtime.Effectful, true)}}}
-	a := engine.New(s, engine.Options{Owner: "A", Now: clock.Now, After: clock.After})
-	b := engine.New(s, engine.Options{Owner: "B", Now: clock.Now, After: clock.After})
-	for _, e := range []*engine.Engine{a, b} {
-		for _, f := range []*runtime.Flow{pure, fx} {
-			if err := e.Register(f); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	a, b := twoEngines(t, s, s, clock, false, pure, fx)
 	ctx := context.Background()
 	if _, err := a.Start(ctx, "pure", json.RawMessage(`{"order":"p-1"}`)); err != nil {
 		t.Fatal(err)
@@ -339,13 +332,7 @@ func TestHoldOutlivesAFailedRenewal(t *testing.T) {
 	fs := &flaky{Store: raw}
 	p := newProbeTracker()
 	flow := &runtime.Flow{Name: "fx", Nodes: []*runtime.FlowNode{{Alias: "n", Runner: p.node("charge", runtime.Effectful, true)}}}
-	a := engine.New(fs, engine.Options{Owner: "A", Now: clock.Now, After: clock.After})
-	b := engine.New(raw, engine.Options{Owner: "B", Now: clock.Now, After: clock.After})
-	for _, e := range []*engine.Engine{a, b} {
-		if err := e.Register(flow); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := twoEngines(t, fs, raw, clock, false, flow)
 	ctx := context.Background()
 	if _, err := a.Start(ctx, "fx", json.RawMessage(`{"order":"o-1"}`)); err != nil {
 		t.Fatal(err)

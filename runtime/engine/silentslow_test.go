@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,9 +10,6 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store"
-	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
-	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
-	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 	"github.com/flowgen-dev/flowgen/testharness"
 )
 
@@ -25,20 +21,7 @@ import (
 // a fake clock, on both stores.
 func TestSilentSlowNodeIsNeverCalledTwiceAtOnce(t *testing.T) {
 	t.Parallel()
-	stores := map[string]func(now func() time.Time) (store.Store, error){
-		"bolt": func(now func() time.Time) (store.Store, error) {
-			return boltstore.Open(filepath.Join(t.TempDir(), "slow.db"), boltstore.Options{NoSync: true, Now: now})
-		},
-		"postgres": func(now func() time.Time) (store.Store, error) {
-			return pgstore.Open(context.Background(), pgtest.FreshSchema(t), pgstore.Options{Now: now})
-		},
-	}
-	for name, open := range stores {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			silentSlowNode(t, open)
-		})
-	}
+	onClockedStores(t, silentSlowNode)
 }
 
 func silentSlowNode(t *testing.T, open func(now func() time.Time) (store.Store, error)) {
