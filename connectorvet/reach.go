@@ -241,6 +241,7 @@ func Reach(ctx context.Context, cfg Config) (*Result, error) {
 	a.walk(run)
 	a.runPhase = false
 	a.walk(other)
+	a.judgeGlobals()
 	a.judgeKept()
 
 	res := &Result{Packages: len(analysed), Functions: len(a.seen), Root: roots[0]}
@@ -297,6 +298,27 @@ type analyzer struct {
 	kept      []keptValue
 	fset      *token.FileSet
 	cg        *callgraph.Graph
+	// globals are the package state writes reachable from Run, judged
+	// once the walk is over (judgeGlobals), and funcs how each function
+	// value is used, to tell lazy initialisation under sync.Once apart.
+	globals []globalWrite
+	funcs   map[*ssa.Function]*funcUses
+	counted map[*ssa.Function]bool
+}
+
+// globalWrite is a write to package state that Run reaches.
+type globalWrite struct {
+	fn  *ssa.Function
+	pos token.Pos
+	msg string
+}
+
+// funcUses counts the uses of a function in the walked code: as a value
+// anywhere, as the function sync.Once runs, and whether it is also called
+// by name.
+type funcUses struct {
+	values, once int
+	called       bool
 }
 
 // load lists the packages the connector builds from, checks where the
@@ -590,6 +612,7 @@ func (a *analyzer) visit(fn *ssa.Function) {
 				if c := call.StaticCallee(); c != nil {
 					callees = []*ssa.Function{c}
 				}
+				a.countUses(fn, call)
 				opaque := false
 				for _, c := range callees {
 					a.callee(fn, c, call.Pos())
@@ -623,13 +646,23 @@ func (a *analyzer) visit(fn *ssa.Function) {
 			case *ssa.Store:
 				if a.fromRun[fn] && a.strict() {
 					if g := rootGlobal(in.Addr); g != nil && g.Pkg != nil && a.kind[g.Pkg.Pkg] == analysedPkg {
-						a.add(Global, a.position(pos), a.path(fn), fmt.Sprintf("Run writes package variable %s, state that outlives the activation", g.Name()))
+						a.globals = append(a.globals, globalWrite{fn, pos, fmt.Sprintf("Run writes package variable %s, state that outlives the activation", g.Name())})
 					}
 				}
 			case *ssa.MapUpdate:
 				if a.fromRun[fn] && a.strict() {
 					if g := rootGlobal(in.Map); g != nil && g.Pkg != nil && a.kind[g.Pkg.Pkg] == analysedPkg {
-						a.add(Global, a.position(pos), a.path(fn), fmt.Sprintf("Run writes package map %s, state that outlives the activation", g.Name()))
+						a.globals = append(a.globals, globalWrite{fn, pos, fmt.Sprintf("Run writes package map %s, state that outlives the activation", g.Name())})
+					}
+				}
+			}
+			if _, isCall := instr.(ssa.CallInstruction); !isCall && !a.counted[fn] {
+				for _, op := range instr.Operands(nil) {
+					if op == nil {
+						continue
+					}
+					if f, ok := (*op).(*ssa.Function); ok {
+						a.uses(f).values++
 					}
 				}
 			}
@@ -652,6 +685,10 @@ func (a *analyzer) visit(fn *ssa.Function) {
 			}
 		}
 	}
+	if a.counted == nil {
+		a.counted = map[*ssa.Function]bool{}
+	}
+	a.counted[fn] = true
 }
 
 // dynamic returns the functions a call without a static callee may
@@ -689,6 +726,63 @@ func (a *analyzer) escape(fn *ssa.Function, values []ssa.Value, pos token.Pos) {
 }
 
 func (a *analyzer) strict() bool { return a.cfg.Determinism <= flowtype.Stable }
+
+// uses is the record of f's uses.
+func (a *analyzer) uses(f *ssa.Function) *funcUses {
+	if a.funcs == nil {
+		a.funcs = map[*ssa.Function]*funcUses{}
+	}
+	u := a.funcs[f]
+	if u == nil {
+		u = &funcUses{}
+		a.funcs[f] = u
+	}
+	return u
+}
+
+// countUses records, once per calling function's visit, the calls by
+// name and the function values call passes: to sync.Once's Do (or
+// sync.OnceFunc, OnceValue, OnceValues), a use as what Once runs.
+func (a *analyzer) countUses(fn *ssa.Function, call *ssa.CallCommon) {
+	if a.counted[fn] {
+		return
+	}
+	if f, ok := call.Value.(*ssa.Function); ok && !call.IsInvoke() {
+		a.uses(f).called = true
+	}
+	once := false
+	if c := call.StaticCallee(); c != nil {
+		if p := pkgOf(c); p != nil && p.Path() == "sync" {
+			switch member(c) {
+			case "Once.Do", "OnceFunc", "OnceValue", "OnceValues":
+				once = true
+			}
+		}
+	}
+	for _, v := range call.Args {
+		if f, ok := v.(*ssa.Function); ok {
+			u := a.uses(f)
+			u.values++
+			if once {
+				u.once++
+			}
+		}
+	}
+}
+
+// judgeGlobals reports the writes to package state that Run reaches, but
+// for lazy initialisation: writes made directly by a function that only
+// sync.Once runs (never called by name, never used as a value otherwise,
+// and no closure, so it captures nothing of an activation) happen once
+// per process, as an init function's do.
+func (a *analyzer) judgeGlobals() {
+	for _, w := range a.globals {
+		if u := a.funcs[w.fn]; u != nil && u.once > 0 && u.values == u.once && !u.called {
+			continue
+		}
+		a.add(Global, a.position(w.pos), a.path(w.fn), w.msg)
+	}
+}
 
 // callee judges a call (or a use as a value) of callee from fn.
 func (a *analyzer) callee(fn, callee *ssa.Function, pos token.Pos) {

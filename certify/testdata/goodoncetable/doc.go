@@ -1,0 +1,2 @@
+// Package goodoncetable is a connector of the certification corpus.
+package goodoncetable
