@@ -115,6 +115,7 @@ var corpus = []struct {
 	{"dupheader", "duplicate-delivery", "names its dedupe value ambiguously: it sends its Idempotency-Key header on 2 lines", true},
 	{"dupbodyfield", "duplicate-delivery", "names its dedupe value ambiguously: its body names the idempotency_key field more than once", true},
 	{"shortkey", "duplicate-delivery", "a write to api.pay.example:443/charges is deduplicated on its Idempotency-Key header, a 6-character value that carries neither the activation's key nor its key fields", true},
+	{"oncecapture", "determinism", "delivered 1st of 2 to one instance and 2nd to another returned other output (what the instance served before changes it: state that outlives the activation)", true},
 	{"cutnameuuid", "duplicate-delivery", "a write to api.transfers.example:443/v1/transfers is deduplicated on its X-Idempotency-Key header, a 36-character value that carries neither the activation's key nor its key fields", true},
 }
 

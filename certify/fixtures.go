@@ -360,8 +360,9 @@ func (c *run) determinism(ch *Check) {
 	if c.spec.Determinism != flowtype.Strict {
 		what = "canonically equal"
 	}
+	diverged = append(diverged, c.orderIndependence()...)
 	if len(diverged) > 0 {
-		ch.Outcome, ch.Summary = Fail, "a fixture's requests or result changed between processes (want "+what+")"
+		ch.Outcome, ch.Summary = Fail, "a fixture's requests or result changed between processes, or an input's with what its instance served before (want "+what+")"
 		ch.Evidence = diverged
 		return
 	}
@@ -379,6 +380,97 @@ func (c *run) determinism(ch *Check) {
 	ch.Evidence = append(ch.Evidence, "processes: "+strings.Join(runs, "; "),
 		fmt.Sprintf("pins: clock fixed at %s; random sources seeded from each activation's key; HTTP answered from each fixture's recording; state fresh per fixture", c.world.fixtureNow.Format(time.RFC3339)))
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures %s across %d sandboxed processes; replay hash %s", len(c.manifest.Fixtures), what, len(variants), c.report.ReplayHash)
+}
+
+// orderIndependence delivers the success fixtures and the inputs
+// generated from the schemas to one instance in one order, and to another
+// in the reverse order, each delivery in a world of its own: each input
+// must end alike in both, whatever the instance served before it. An
+// output that carries what an earlier activation left (its input, a
+// count) is state that outlives the activation, which a single fixture
+// delivered again and again never shows.
+func (c *run) orderIndependence() []string {
+	var inputs []httpfixture.Fixture
+	for _, fx := range c.manifest.Fixtures {
+		if fx.Succeeds() {
+			inputs = append(inputs, fx)
+		}
+	}
+	for _, fx := range slices.Clone(inputs) {
+		// The same input with its values drawn anew: what an earlier
+		// activation leaves shows as a value of another input.
+		if doc, err := decodeJSON(fx.Input); err == nil {
+			if obj, ok := doc.(map[string]any); ok {
+				if v, ok := c.fieldsVariant(fx, slices.Sorted(maps.Keys(obj)), "values drawn anew"); ok {
+					inputs = append(inputs, v)
+				}
+			}
+		}
+	}
+	for _, in := range c.generatedInputs() {
+		inputs = append(inputs, in.fx)
+	}
+	if len(inputs) < 2 {
+		return nil
+	}
+	deliver := func(order []httpfixture.Fixture) (processRun, error) {
+		world, err := c.newWorld(c.world.fixtureNow)
+		if err != nil {
+			return processRun{}, err
+		}
+		s := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
+		for k, fx := range order {
+			p, err := c.plan(k, fx, 1, c.world.fixtureNow)
+			if err != nil {
+				return processRun{}, err
+			}
+			s.Deliveries = append(s.Deliveries, p)
+		}
+		return c.runSession(s, variants[0]), nil
+	}
+	forward, err := deliver(inputs)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	reversed := slices.Clone(inputs)
+	slices.Reverse(reversed)
+	backward, err := deliver(reversed)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	n := len(inputs)
+	for i, fx := range inputs {
+		a, okA := forward.Results[i]
+		b, okB := backward.Results[n-1-i]
+		what := fmt.Sprintf("input %q delivered %s of %d to one instance and %s to another", fx.Name, ordinal(i+1), n, ordinal(n-i))
+		switch {
+		case !okA || !okB:
+			return []string{what + ": no result: " + forward.failure() + backward.failure()}
+		case (a.Error == nil) != (b.Error == nil) || a.Error != nil && a.Error.Kind != b.Error.Kind:
+			return []string{fmt.Sprintf("%s ended otherwise: %s, then %s (what the instance served before changes it: state that outlives the activation)", what, outcomeText(a), outcomeText(b))}
+		case a.Error == nil:
+			if d := httpfixture.JSONDiff(a.Output, b.Output); d != "" {
+				return []string{fmt.Sprintf("%s returned other output (what the instance served before changes it: state that outlives the activation):\n%s", what, d)}
+			}
+		}
+	}
+	return nil
+}
+
+// ordinal writes n as 1st, 2nd, 3rd, 4th...
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return fmt.Sprint(n) + suffix
 }
 
 func describe(v variant) string {

@@ -140,6 +140,14 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 	if c.spec.Idempotency == nil || len(c.spec.Idempotency.Key) == 0 {
 		return fx, false
 	}
+	return c.fieldsVariant(fx, c.spec.Idempotency.Key, "key fields changed")
+}
+
+// fieldsVariant returns fx with the string and integer values of fields
+// (dotted paths) drawn anew, its recording rewritten to match, named for
+// what changed; ok is false when none can be changed into an input the
+// schema accepts.
+func (c *run) fieldsVariant(fx httpfixture.Fixture, fields []string, changed string) (httpfixture.Fixture, bool) {
 	// Drawn values, grown to be unmistakable, then in the original's
 	// length (for patterns and maximum lengths), then the last character
 	// bumped.
@@ -153,7 +161,7 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 			return fx, false
 		}
 		var subs []substitution
-		for _, field := range c.spec.Idempotency.Key {
+		for _, field := range fields {
 			v, ok := lookup(obj, field)
 			if !ok {
 				continue
@@ -190,7 +198,7 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 			return fx, false
 		}
 		variant.Input = b
-		variant.Name = fx.Name + " (key fields changed)"
+		variant.Name = fx.Name + " (" + changed + ")"
 		if c.validInput(variant.Input) {
 			return variant, true
 		}

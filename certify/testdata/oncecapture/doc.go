@@ -1,0 +1,2 @@
+// Package oncecapture is a connector of the certification corpus.
+package oncecapture
