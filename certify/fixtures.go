@@ -84,21 +84,11 @@ func (c *run) fixtures(ch *Check) {
 func (c *run) instanceLifetime() []string {
 	fixtures := c.manifest.Fixtures
 	deliver := func(n int) (processRun, error) {
-		world, err := c.newWorld(c.world.fixtureNow)
-		if err != nil {
-			return processRun{}, err
+		order := make([]httpfixture.Fixture, n)
+		for k := range order {
+			order[k] = fixtures[k%len(fixtures)]
 		}
-		// Each delivery in a world of its own (Fresh): only the instance
-		// remembers the ones before.
-		s := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
-		for k := range n {
-			p, err := c.plan(k, fixtures[k%len(fixtures)], 1, c.world.fixtureNow)
-			if err != nil {
-				return processRun{}, err
-			}
-			s.Deliveries = append(s.Deliveries, p)
-		}
-		return c.runSession(s, variants[0]), nil
+		return c.deliverToOneInstance(order)
 	}
 	once, err := deliver(len(fixtures))
 	if err != nil {
@@ -128,6 +118,25 @@ func (c *run) instanceLifetime() []string {
 		}
 	}
 	return nil
+}
+
+// deliverToOneInstance delivers order, in turn, to one instance at the
+// fixtures' logical time, each delivery in a world of its own (Fresh):
+// only the instance remembers the ones before. Result k is order[k]'s.
+func (c *run) deliverToOneInstance(order []httpfixture.Fixture) (processRun, error) {
+	world, err := c.newWorld(c.world.fixtureNow)
+	if err != nil {
+		return processRun{}, err
+	}
+	s := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
+	for k, fx := range order {
+		p, err := c.plan(k, fx, 1, c.world.fixtureNow)
+		if err != nil {
+			return processRun{}, err
+		}
+		s.Deliveries = append(s.Deliveries, p)
+	}
+	return c.runSession(s, variants[0]), nil
 }
 
 // outcomeText says in a few words how a delivery ended.
@@ -413,28 +422,13 @@ func (c *run) orderIndependence() []string {
 	if len(inputs) < 2 {
 		return nil
 	}
-	deliver := func(order []httpfixture.Fixture) (processRun, error) {
-		world, err := c.newWorld(c.world.fixtureNow)
-		if err != nil {
-			return processRun{}, err
-		}
-		s := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
-		for k, fx := range order {
-			p, err := c.plan(k, fx, 1, c.world.fixtureNow)
-			if err != nil {
-				return processRun{}, err
-			}
-			s.Deliveries = append(s.Deliveries, p)
-		}
-		return c.runSession(s, variants[0]), nil
-	}
-	forward, err := deliver(inputs)
+	forward, err := c.deliverToOneInstance(inputs)
 	if err != nil {
 		return []string{err.Error()}
 	}
 	reversed := slices.Clone(inputs)
 	slices.Reverse(reversed)
-	backward, err := deliver(reversed)
+	backward, err := c.deliverToOneInstance(reversed)
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -127,6 +127,24 @@ func twoEngines(t *testing.T, storeA, storeB store.Store, clock *testharness.Clo
 	return a, b
 }
 
+// stepAgainAndCheck lets engine b step while A's call of k still runs,
+// asserts k was never called twice at once, then releases k and waits for
+// A's step (stepA) and b's.
+func stepAgainAndCheck(t *testing.T, p *probeTracker, b *engine.Engine, stepA chan error, k string) {
+	t.Helper()
+	stepB := make(chan error, 1)
+	go func() { _, err := b.Step(context.Background()); stepB <- err }()
+	if got, ok := expectStart(t, p, 2*time.Second); ok {
+		t.Logf("B called %s", got)
+	}
+	calls, most := p.stats(k)
+	if most > 1 {
+		t.Errorf("%s called %d times, %d at once", k, calls, most)
+	}
+	p.release(k)
+	t.Logf("A: %v; B: %v", <-stepA, <-stepB)
+}
+
 func expectStart(t *testing.T, p *probeTracker, within time.Duration) (string, bool) {
 	select {
 	case k := <-p.started:
@@ -293,17 +311,7 @@ func TestDeliveryWaitingForItsBatchIsNotCalledTwice(t *testing.T) {
 	k, ok := expectStart(t, p, 10*time.Second)
 	t.Logf("A then called %s (%v) at +25s", k, ok)
 	advanceBy(t, clock, 6*time.Second, 2*time.Second) // +31 s: before the hold's first tick (+35 s)
-	stepB := make(chan error, 1)
-	go func() { _, err := b.Step(ctx); stepB <- err }()
-	if k, ok := expectStart(t, p, 2*time.Second); ok {
-		t.Logf("B called %s", k)
-	}
-	calls, most := p.stats("charge/o-1")
-	if most > 1 {
-		t.Errorf("charge/o-1 called %d times, %d at once", calls, most)
-	}
-	p.release("charge/o-1")
-	t.Logf("A: %v; B: %v", <-stepA, <-stepB)
+	stepAgainAndCheck(t, p, b, stepA, "charge/o-1")
 }
 
 // flaky fails the next n Updates with a transient error.
@@ -342,15 +350,5 @@ func TestHoldOutlivesAFailedRenewal(t *testing.T) {
 	expectStart(t, p, 10*time.Second)
 	fs.fail.Store(1) // the next Update is the hold's first renewal
 	advanceBy(t, clock, 35*time.Second, 5*time.Second)
-	stepB := make(chan error, 1)
-	go func() { _, err := b.Step(ctx); stepB <- err }()
-	if k, ok := expectStart(t, p, 2*time.Second); ok {
-		t.Logf("B called %s", k)
-	}
-	calls, most := p.stats("charge/o-1")
-	if most > 1 {
-		t.Errorf("charge/o-1 called %d times, %d at once", calls, most)
-	}
-	p.release("charge/o-1")
-	t.Logf("A: %v; B: %v", <-stepA, <-stepB)
+	stepAgainAndCheck(t, p, b, stepA, "charge/o-1")
 }
