@@ -92,6 +92,8 @@ var corpus = []struct {
 	// What only an unrecognisable world, inputs from the schemas, every
 	// attempt, a lost answer, a live provider or a full search shows.
 	{"recognizer", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", false},
+	{"clockstill", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"sleepclock", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", false},
 	{"enumeffect", "duplicate-delivery", "generated: fixture shipped with input speed = express (enum)", true},
 	{"comboeffect", "duplicate-delivery", "generated: fixture shipped with input express = true and gift = true", true},
 	{"retrynewkey", "duplicate-delivery", "when the provider's answer to the first effect was lost and the input delivered again, but one delivery has 1", true},

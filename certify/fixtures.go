@@ -36,7 +36,7 @@ func (c *run) fixtureSession(v variant) (*recorder.Session, *recorder.World, pro
 	}
 	for _, first := range rounds {
 		for i, fx := range c.manifest.Fixtures {
-			p, err := c.plan(first+i, fx, 1, c.world.fixtureNow)
+			p, err := c.fixturePlan(first+i, fx)
 			if err != nil {
 				return nil, nil, processRun{}, err
 			}
@@ -130,7 +130,7 @@ func (c *run) deliverToOneInstance(order []httpfixture.Fixture) (processRun, err
 	}
 	s := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
 	for k, fx := range order {
-		p, err := c.plan(k, fx, 1, c.world.fixtureNow)
+		p, err := c.fixturePlan(k, fx)
 		if err != nil {
 			return processRun{}, err
 		}

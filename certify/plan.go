@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
+	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
@@ -37,19 +39,45 @@ func (c *run) key(input json.RawMessage) (string, error) {
 
 // plan makes a delivery of fixture fx with the given id, attempt and
 // logical time, its secrets the world's (the fixture's placeholders
-// rewritten to them).
+// rewritten to them), its clock capability as production's would read.
 func (c *run) plan(id int, fx httpfixture.Fixture, attempt int, now time.Time) (recorder.Planned, error) {
 	key, err := c.key(fx.Input)
 	if err != nil {
 		return recorder.Planned{}, fmt.Errorf("fixture %q: %w", fx.Name, err)
 	}
 	fx = substitute(fx, c.world.subs)
+	seed := c.world.Seed ^ uint64(id)*0x9e3779b97f4a7c15
 	return recorder.Planned{
 		Delivery: wire.Delivery{ID: id, Params: fx.Params, Input: fx.Input, Key: key, Attempt: attempt,
-			Now: now, Seed: c.world.Seed ^ uint64(id)*0x9e3779b97f4a7c15, Secrets: maps.Clone(c.world.secrets), Timeout: deliveryTimeout},
+			Now: now, Clock: now.Add(c.waited(attempt, seed)), Seed: seed, Secrets: maps.Clone(c.world.secrets), Timeout: deliveryTimeout},
 		Exchanges: fx.HTTP,
 	}, nil
 }
+
+// fixturePlan is plan for a fixture's one delivery at the fixtures'
+// logical time, the clock capability pinned there: a fixture records its
+// output at one instant.
+func (c *run) fixturePlan(id int, fx httpfixture.Fixture) (recorder.Planned, error) {
+	p, err := c.plan(id, fx, 1, c.world.fixtureNow)
+	p.Clock = time.Time{}
+	return p, err
+}
+
+// waited is how long after its logical time production would call a
+// delivery of attempt: the retry policy's backoff before each earlier
+// attempt, and a queueing delay drawn from seed.
+func (c *run) waited(attempt int, seed uint64) time.Duration {
+	r := rand.New(rand.NewPCG(seed, seed^0x7761697465640a))
+	d := time.Duration(float64(minQueueing) * math.Pow(float64(maxQueueing)/float64(minQueueing), r.Float64()))
+	for a := 2; a <= attempt; a++ {
+		d += c.node.Retry.Backoff(a)
+	}
+	return d
+}
+
+// The delay between an activation's publication and its call, when
+// nothing failed: a worker's poll, a queue behind it.
+const minQueueing, maxQueueing = 2 * time.Millisecond, 2 * time.Second
 
 // substitution replaces one value of a fixture with another wherever the
 // fixture's recording and output mention it, so that a provider answers

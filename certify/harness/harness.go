@@ -159,13 +159,15 @@ func deliver(ctx context.Context, m *wasmhost.Module, c *client, db dbHandle, d 
 	res.ID = d.ID
 	grants := engine.Grants{
 		Transport: c, KV: kvClient{c}, Dedupe: dedupeClient{c}, Blobs: blobClient{c}, DB: db.DB,
-		Secrets: secrets(d.Secrets), Clock: fixedClock(d.Now), RNG: seededRNG{rand.New(rand.NewPCG(d.Seed, d.Seed^0x72616e64))},
+		Secrets: secrets(d.Secrets), RNG: seededRNG{rand.New(rand.NewPCG(d.Seed, d.Seed^0x72616e64))},
 	}
+	clock := newDeliveryClock(d)
+	grants.Clock = clock
 	timeout := d.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
+	dctx, cancel := context.WithTimeout(context.WithValue(ctx, clockKey{}, clock), timeout)
 	defer cancel()
 	rc := runtime.NewActivationContext(dctx, d.Key, d.Attempt, grants.For(m.Info()), nil, d.Now)
 	out, err := m.Runner().Run(rc, d.Params, d.Input)
@@ -224,6 +226,9 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 	if err != nil {
 		return fmt.Errorf("recorder %s: %w", path, err)
 	}
+	if clock, ok := ctx.Value(clockKey{}).(*deliveryClock); ok {
+		clock.wait(path)
+	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBody))
 	if err != nil {
@@ -251,6 +256,9 @@ func (c *client) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var resp wire.HTTPResponse
 	in := wire.HTTPRequest{Method: req.Method, URL: req.URL.String(), Header: req.Header, Body: body}
+	if clock, ok := req.Context().Value(clockKey{}).(*deliveryClock); ok {
+		in.Clock = clock.sent()
+	}
 	if err := c.call(req.Context(), http.MethodPost, wire.PathHTTP, in, &resp); err != nil {
 		return nil, runtime.Errorf(runtime.Transient, "%s %s: %v", req.Method, req.URL, err)
 	}
@@ -325,8 +333,3 @@ func (s secrets) Secret(_ context.Context, handle string) (string, error) {
 	}
 	return v, nil
 }
-
-// fixedClock reads the time the recorder set for the delivery.
-type fixedClock time.Time
-
-func (c fixedClock) Now() time.Time { return time.Time(c) }

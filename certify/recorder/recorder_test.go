@@ -217,3 +217,38 @@ func TestDedupeFollowsTheWorldClock(t *testing.T) {
 		t.Fatalf("dedupe: %v %v %v", first, again, later)
 	}
 }
+
+// TestTheProviderClockFollowsTheDelivery: an answer's Date is the time
+// the delivery's clock read as the request left, as a live provider's
+// follows the real time (the world's clock when the request names none),
+// and a world whose clock moved past a delivery's logical time calls it
+// that much later.
+func TestTheProviderClockFollowsTheDelivery(t *testing.T) {
+	w := NewWorld(t0, allow("api.example.com"))
+	rec := exchanges(t, `[{"request": {"method": "GET", "url": "https://api.example.com/balance"}, "response": {"status": 200, "body": {"balance": 1}}}]`)
+	clock := t0.Add(3*time.Second + 200*time.Millisecond)
+	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{
+		{Delivery: wire.Delivery{ID: 1, Key: "k1", Now: t0, Clock: clock}, Exchanges: rec},
+		{Delivery: wire.Delivery{ID: 2, Key: "k2", Now: t0}, Exchanges: rec},
+	}}
+	date := func(sent time.Time) string {
+		r := post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://api.example.com/balance", Clock: sent})
+		return r.Header["Date"][0]
+	}
+	if got, want := date(clock), clock.Format(http.TimeFormat); got != want {
+		t.Errorf("Date %q, want the request's clock %q", got, want)
+	}
+	if got, want := date(time.Time{}), t0.Format(http.TimeFormat); got != want {
+		t.Errorf("Date %q, want the world's clock %q", got, want)
+	}
+
+	w.SetNow(t0.Add(12 * time.Hour))
+	work := s.work()
+	if got, want := work.Deliveries[0].Clock, clock.Add(12*time.Hour); !got.Equal(want) {
+		t.Errorf("late delivery's clock %s, want %s", got, want)
+	}
+	if got := work.Deliveries[1].Clock; !got.IsZero() {
+		t.Errorf("a pinned delivery's clock moved to %s", got)
+	}
+}
+

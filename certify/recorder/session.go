@@ -214,7 +214,16 @@ const maxEvents = 1000
 
 func (s *Session) work() wire.Work {
 	w := wire.Work{Concurrency: max(s.Concurrency, 1), Module: s.Module}
+	var now time.Time
+	if s.World != nil {
+		now = s.World.clock()
+	}
 	for _, d := range s.Deliveries {
+		// A world whose clock moved past the logical time (a late
+		// redelivery) calls the activation that much later.
+		if !d.Clock.IsZero() && now.After(d.Now) {
+			d.Clock = d.Clock.Add(now.Sub(d.Now))
+		}
 		w.Deliveries = append(w.Deliveries, d.Delivery)
 	}
 	return w
@@ -279,7 +288,7 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 		if d.Refuse == http.StatusTooManyRequests || d.Refuse == http.StatusServiceUnavailable {
 			resp.Header["Retry-After"] = []string{"1"}
 		}
-		s.World.liveHeaders(resp.Header, resp.Body)
+		s.World.liveHeaders(resp.Header, resp.Body, in.Clock)
 		return resp
 	}
 	if !s.World.http(d.ID, d.Key, d.Input, req) {
@@ -289,7 +298,7 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	if s.Mode == Provider && !req.Write && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
 		if body, ok := s.World.held(req.URL); ok {
 			resp := wire.HTTPResponse{Status: http.StatusOK, Header: map[string][]string{}, Body: body}
-			s.World.liveHeaders(resp.Header, resp.Body)
+			s.World.liveHeaders(resp.Header, resp.Body, in.Clock)
 			return resp
 		}
 	}
@@ -312,7 +321,7 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	for k, v := range ex.Response.Headers {
 		resp.Header[http.CanonicalHeaderKey(k)] = []string{v}
 	}
-	s.World.liveHeaders(resp.Header, resp.Body)
+	s.World.liveHeaders(resp.Header, resp.Body, in.Clock)
 	return resp
 }
 

@@ -97,6 +97,13 @@ func (w *World) SetNow(t time.Time) {
 	w.now = t
 }
 
+// clock is what the world's clock reads.
+func (w *World) clock() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.now
+}
+
 // Reset forgets the state (not the effects, requests or violations
 // recorded): the provider, KV, blobs, dedupe and the database start again.
 func (w *World) Reset(ctx context.Context) error {
@@ -321,13 +328,14 @@ func (w *World) held(url string) ([]byte, bool) {
 }
 
 // liveHeaders adds what every live provider's answer carries and a
-// recording may leave out (Date at the world's clock, Content-Length,
-// a JSON body's Content-Type), so that an answer's headers do not tell
-// the recorder from a provider.
-func (w *World) liveHeaders(h map[string][]string, body []byte) {
-	w.mu.Lock()
-	now := w.now
-	w.mu.Unlock()
+// recording may leave out (Date at the request's clock, or the world's,
+// Content-Length, a JSON body's Content-Type), so that an answer's
+// headers do not tell the recorder from a provider.
+func (w *World) liveHeaders(h map[string][]string, body []byte, sent time.Time) {
+	now := sent
+	if now.IsZero() {
+		now = w.clock()
+	}
 	if _, ok := h["Date"]; !ok {
 		h["Date"] = []string{now.UTC().Format(http.TimeFormat)}
 	}

@@ -78,8 +78,17 @@ type Delivery struct {
 	Key     string          `json:"key"`
 	Attempt int             `json:"attempt"`
 	// Now is the activation's logical time, which the module's clock
-	// reads, and what the clock capability reads.
+	// reads.
 	Now time.Time `json:"now"`
+	// Clock is what the clock capability reads as the call begins: later
+	// than Now by what production's delivery would have waited (queueing,
+	// the retry policy's backoff, a world whose clock moved on). It then
+	// moves as a real clock does, by a little at every reading and by a
+	// provider's latency at every capability call, drawn from Seed, so
+	// that a delivery run again reads the same times. Zero pins the
+	// clock capability at Now for the whole call (a fixture records its
+	// output at one instant).
+	Clock time.Time `json:"clock,omitzero"`
 	// Seed seeds the unseeded rng capability for this delivery: numbers
 	// differ between deliveries, as production's do, and repeat when a
 	// delivery is run again to compare.
@@ -110,6 +119,10 @@ type HTTPRequest struct {
 	URL    string              `json:"url"`
 	Header map[string][]string `json:"header,omitempty"`
 	Body   []byte              `json:"body,omitempty"`
+	// Clock is what the delivery's clock capability read as the request
+	// left (Delivery.Clock), when it moves: the provider's Date follows
+	// it, as a live provider's follows the real time.
+	Clock time.Time `json:"clock,omitzero"`
 }
 
 // HTTPResponse is the provider's answer. Timeout means the provider never

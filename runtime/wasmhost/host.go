@@ -84,8 +84,8 @@ type Options struct {
 	// QueryRows runs the read queries of modules (QueryRows when nil).
 	QueryRows QueryRowsFunc
 	// VirtualSleep makes a module's sleeps advance its clocks without
-	// waiting. A module cannot tell (its clocks read the same either
-	// way); certification uses it, so that a connector's own backoff
+	// waiting. A module cannot tell (its clocks, the clock capability's
+	// included, move by what it slept either way); certification uses it, so that a connector's own backoff
 	// costs no time. Production leaves it off: a sleep there paces real
 	// requests to a real provider.
 	VirtualSleep bool

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/wasmhost"
+	"github.com/flowgen-dev/flowgen/runtime/wasmhost/testdata/confined/sleeper"
 	"github.com/flowgen-dev/flowgen/runtime/wasmhost/testdata/confined/spin"
 	"github.com/flowgen-dev/flowgen/runtime/wasmhost/testdata/confined/writer"
 	"github.com/flowgen-dev/flowgen/runtime/wasmhost/testdata/escapes/hostview"
@@ -155,3 +157,61 @@ func TestInstanceLimits(t *testing.T) {
 		t.Errorf("the exit was not reported: %v", ev.list())
 	}
 }
+
+// TestSkippedSleepsMoveTheClock: a host that skips sleeps
+// (Options.VirtualSleep, certification's) still moves the clock
+// capability by what the module slept, as a real sleep in production
+// would, so a connector cannot tell the two apart by sleeping between
+// two readings, even under a clock that stands still.
+func TestSkippedSleepsMoveTheClock(t *testing.T) {
+	t.Parallel()
+	node := sleeper.NewNode(&sleeper.Connector{})
+	wasm := mustBuild(t, "testdata/confined/sleeper", node.Info())
+	moved := func(virtual bool, clock runtime.Clock, sleep time.Duration) (time.Duration, time.Duration) {
+		t.Helper()
+		h, err := wasmhost.New(context.Background(), wasmhost.Options{VirtualSleep: virtual})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close(context.Background())
+		m, err := h.Load(context.Background(), wasm, node.Info(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rc := runtime.NewActivationContext(ctx, "", 1, runtime.Capabilities{Clock: clock}, nil, logicalTime)
+		start := time.Now()
+		out, err := m.Runner().Run(rc, nil, json.RawMessage(fmt.Sprintf(`{"sleepMillis":%d}`, sleep.Milliseconds())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o struct{ MovedMillis int64 }
+		if err := json.Unmarshal(out, &o); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(o.MovedMillis) * time.Millisecond, time.Since(start)
+	}
+	// Virtual: an hour's sleep under a clock that stands still.
+	got, took := moved(true, standingClock{logicalTime}, time.Hour)
+	if got < time.Hour {
+		t.Errorf("under a host that skips sleeps, the clock moved %s across a sleep of an hour", got)
+	}
+	if took > 5*time.Minute {
+		t.Errorf("the skipped sleep took %s", took)
+	}
+	// Real: the sleep waits, and the real clock moves by it, no more.
+	got, took = moved(false, realClock{}, 300*time.Millisecond)
+	if got < 300*time.Millisecond || got > took {
+		t.Errorf("under a host that sleeps, the clock moved %s across a sleep of 300ms that took %s", got, took)
+	}
+}
+
+// standingClock always reads the same time.
+type standingClock struct{ t time.Time }
+
+func (c standingClock) Now() time.Time { return c.t }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }

@@ -406,13 +406,15 @@ func dbExec(_ *instance, rc *runtime.Context, req []byte, w *wasmabi.Writer) err
 }
 
 // clockNow is the clock capability: the host's clock as granted, in Unix
-// nanoseconds; zero when the activation holds none.
+// nanoseconds, later by what the module's sleeps did not wait (so that a
+// sleep moves it as a real one would); zero when the activation holds
+// none.
 func (inst *instance) clockNow() int64 {
 	if inst.act == nil || !inst.declares(flowtype.Clock) {
 		return 0
 	}
 	if c := inst.act.rc.Caps().Clock; c != nil {
-		return c.Now().UnixNano()
+		return c.Now().UnixNano() + inst.skipped
 	}
 	return 0
 }

@@ -89,6 +89,7 @@ type instance struct {
 	mono    int64         // the module's monotonic clock, in nanoseconds
 	wall    int64         // the module's wall clock at callMono, Unix nanoseconds
 	callAt  int64         // mono when the call began
+	skipped int64         // what the activation's sleeps did not wait (Options.VirtualSleep): the clock capability reads that much later
 	rng     *rand.ChaCha8 // behind random_get
 	pending []byte        // the reply Reply copies
 	output  *output       // standard output and error
@@ -364,6 +365,7 @@ func (inst *instance) begin(rc *runtime.Context, input []byte, seed [32]byte) {
 	inst.wall = rc.LogicalTime().UnixNano()
 	inst.rng.Seed(seed)
 	inst.settling, inst.waits, inst.unsettled, inst.lastWait = false, 0, false, 0
+	inst.skipped = 0
 }
 
 func (inst *instance) end() {
@@ -417,6 +419,7 @@ func (inst *instance) nanosleep(ns int64) {
 		return
 	}
 	if inst.m.host.opts.VirtualSleep && inst.act != nil {
+		inst.skipped += ns
 		return
 	}
 	// Sleep until the call's deadline at most: the activation's, or

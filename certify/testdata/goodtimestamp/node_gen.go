@@ -169,7 +169,7 @@ const manifest = `{
     }
   },
   "provider": "corpus",
-  "summary": "Stamps an event with the activation's time, in three of the forms APIs use.",
+  "summary": "Stamps an event with the time, in three of the forms APIs use.",
   "version": "1.0.0"
 }
 `

@@ -1,0 +1,86 @@
+package harness
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/flowgen-dev/flowgen/certify/wire"
+)
+
+// deliveryClock is a delivery's clock capability (wire.Delivery.Clock):
+// from where the recorder set it, it moves as production's does, by a
+// little at every reading and by a provider's latency at every call the
+// module makes through a capability (the host adds what the module
+// slept), all drawn from the delivery's seed, so that a delivery run
+// again to compare reads the same times. Without wire.Delivery.Clock it
+// stands at the logical time.
+type deliveryClock struct {
+	mu     sync.Mutex
+	t      time.Time
+	moving bool
+	rng    *rand.Rand
+}
+
+// clockKey carries a delivery's clock in its context, for the calls
+// that take time.
+type clockKey struct{}
+
+func newDeliveryClock(d wire.Delivery) *deliveryClock {
+	if d.Clock.IsZero() {
+		return &deliveryClock{t: d.Now}
+	}
+	return &deliveryClock{t: d.Clock, moving: true, rng: rand.New(rand.NewPCG(d.Seed, d.Seed^0x636c6f636b))}
+}
+
+// Now implements runtime.Clock.
+func (c *deliveryClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.moving {
+		c.t = c.t.Add(c.between(300*time.Nanosecond, 40*time.Microsecond))
+	}
+	return c.t
+}
+
+// sent is what the clock reads as a request leaves, without moving it;
+// zero when it stands at the logical time.
+func (c *deliveryClock) sent() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.moving {
+		return time.Time{}
+	}
+	return c.t
+}
+
+// Latencies of what a capability call reaches in production: a
+// provider over the internet, a database or the engine's store nearby.
+const (
+	providerLatencyMin, providerLatencyMax = 20 * time.Millisecond, 800 * time.Millisecond
+	nearbyLatencyMin, nearbyLatencyMax     = 200 * time.Microsecond, 8 * time.Millisecond
+)
+
+// wait moves the clock by the latency of a call to the recorder's path.
+func (c *deliveryClock) wait(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.moving {
+		return
+	}
+	switch path {
+	case wire.PathHTTP:
+		c.t = c.t.Add(c.between(providerLatencyMin, providerLatencyMax))
+	case wire.PathWork, wire.PathResult, wire.PathEvent:
+		// The harness's own calls: production makes none.
+	default:
+		c.t = c.t.Add(c.between(nearbyLatencyMin, nearbyLatencyMax))
+	}
+}
+
+// between draws a duration in [lo, hi), uniform in its logarithm, as
+// latencies spread.
+func (c *deliveryClock) between(lo, hi time.Duration) time.Duration {
+	return time.Duration(float64(lo) * math.Pow(float64(hi)/float64(lo), c.rng.Float64()))
+}
