@@ -194,6 +194,7 @@ func importPath(ctx context.Context, dir string) (string, error) {
 func (c *run) newWorld(now time.Time) (*recorder.World, error) {
 	w := recorder.NewWorld(now, c.allowed)
 	w.ReadOnly = c.spec.Effects < flowtype.Effectful
+	w.Token = c.manifest.Token()
 	if c.spec.Idempotency != nil {
 		for _, d := range c.spec.Idempotency.ProviderDedupe {
 			w.Contract = append(w.Contract, httpfixture.Dedupe{Method: d.Method, Path: d.Path, Header: d.Header, BodyField: d.BodyField})

@@ -59,6 +59,7 @@ var corpus = []struct {
 }{
 	// The spec gate.
 	{"noidemkey", "spec", "error DAG004: effectful connector broken.no_key has no idempotency key", true},
+	{"tokencharge", "spec", `error FMT006: auth.tokenURL "https://api.pay.example/v1/charges": its last path segment does not name a token`, true},
 	{"wrongkind", "spec", "error FIX002: fixture \"throttled\" expects Permanent, but the error answer that decides it is status 429", true},
 	{"unclassified", "spec", `error DATA101: property "email" has no x-data-class`, true},
 	// What cannot become a confined module.
@@ -80,6 +81,7 @@ var corpus = []struct {
 	{"attemptkey", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"blobattempt", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"kvappend", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"tokenstash", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"defaultoff", "duplicate-delivery", "with other key fields and default params (key", true},
 	{"collidingkey", "duplicate-delivery", "fixture paid with other key fields (key", true},
 	{"collidingkey", "duplicate-delivery", "delivered once, it took no effect", true},
@@ -132,7 +134,7 @@ var corpus = []struct {
 // a name-based UUID of the key in the connector's namespace, declared, an
 // upsert that returns the id its database's identity column assigned, a
 // table built lazily under sync.Once (static analysis passes it).
-var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey", "goodnameuuid", "goodidentityid", "goodoncetable"}
+var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey", "goodnameuuid", "goodidentityid", "goodoncetable", "goodoauth"}
 
 // contained lists connectors of the corpus that depend on the host or
 // reach for it natively, but that confinement makes harmless: in their

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"net/netip"
+	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -59,6 +61,7 @@ func (c *checker) run() {
 	c.dataClasses()
 	c.egress()
 	c.secrets()
+	c.auth()
 	c.compensation()
 	c.fixtures()
 	c.fixtureEnv()
@@ -346,6 +349,53 @@ func (c *checker) egress() {
 			c.add(req.At("name"), diag.EGRESS102, "add egress: [<host the connector calls>]",
 				"capability %s reaches the network but the connector declares no egress hosts", req.Name)
 		}
+	}
+}
+
+// auth checks the token endpoint: an https URL, no query, whose last
+// path segment names a token, on a host within egress, sent by a
+// connector that may POST (FMT006); a token
+// cache needs kv.write and a "*" only at its end (FMT006).
+func (c *checker) auth() {
+	a := c.spec.Auth
+	if a == nil {
+		return
+	}
+	has := func(name flowtype.Capability) bool {
+		return slices.ContainsFunc(c.spec.Capabilities, func(r CapabilityRequest) bool { return r.Name == name })
+	}
+	u, err := url.Parse(a.TokenURL)
+	switch {
+	case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil:
+		c.add(a.At("tokenURL"), diag.FMT006, "write the endpoint as an https URL, e.g. https://login.example.com/oauth2/token",
+			"auth.tokenURL %q is not an https URL", a.TokenURL)
+	case u.RawQuery != "" || u.Fragment != "":
+		c.add(a.At("tokenURL"), diag.FMT006, "leave the query out: the endpoint is its scheme, host and path",
+			"auth.tokenURL %q has a query or fragment", a.TokenURL)
+	case !strings.Contains(strings.ToLower(path.Base(u.Path)), "token"):
+		// The rule that keeps a write from being declared a token
+		// request: providers name the endpoint so (/oauth2/token,
+		// /v1/token, /connect/token, /oauth/access_token).
+		c.add(a.At("tokenURL"), diag.FMT006, "name the provider's token endpoint, whose path ends in a token segment, e.g. /oauth2/token",
+			"auth.tokenURL %q: its last path segment does not name a token, so it is not a token endpoint", a.TokenURL)
+	case !flowtype.EgressAllows(c.spec.Egress, flowtype.TargetOf(u)):
+		c.add(a.At("tokenURL"), diag.FMT006, "add the token endpoint's host to egress:",
+			"auth.tokenURL %q is on %s, which the connector's egress does not allow", a.TokenURL, flowtype.TargetOf(u))
+	}
+	if !has(flowtype.HTTPWrite) {
+		c.add(a.At("tokenURL"), diag.FMT006, "declare the http.write capability, which sends the token request's POST",
+			"auth.tokenURL: a token request is a POST, and the connector does not declare http.write")
+	}
+	if a.TokenCache == "" {
+		return
+	}
+	if strings.Contains(strings.TrimSuffix(a.TokenCache, "*"), "*") || a.TokenCache == "*" {
+		c.add(a.At("tokenCache"), diag.FMT006, "name the entry, e.g. oauth/token, or entries with a common prefix, e.g. oauth/token/*",
+			"auth.tokenCache %q: a * may only end a prefix", a.TokenCache)
+	}
+	if !has(flowtype.KVWrite) {
+		c.add(a.At("tokenCache"), diag.FMT006, "declare the kv.write capability, or leave tokenCache out",
+			"auth.tokenCache: the connector does not declare kv.write")
 	}
 }
 

@@ -63,6 +63,7 @@ type Spec struct {
 	Egress       []string                  `json:"egress,omitempty" doc:"Where the connector may connect: hosts (exact, or *.example.com for the hosts below it) and IP addresses, each optionally with :PORT."`
 	Scopes       []string                  `json:"scopes,omitempty" doc:"OAuth-style scopes the connector requests."`
 	Secrets      []Secret                  `json:"secrets,omitempty" doc:"Secret handles (never values) the connector reads."`
+	Auth         *Auth                     `json:"auth,omitempty" doc:"The provider's OAuth 2.0 token endpoint, and the KV entry the connector caches its token in."`
 	Compensation *Compensation             `json:"compensation,omitempty" doc:"The connector that undoes this one's effect."`
 	Cache        *Cache                    `json:"cache,omitempty" doc:"Caching of results for Strict and Stable connectors."`
 	Fixtures     []Fixture                 `json:"fixtures,omitempty" doc:"Named test cases with recorded HTTP exchanges."`
@@ -186,6 +187,19 @@ func (s *Spec) SecretHosts(sec Secret) []string {
 		return sec.Hosts
 	}
 	return s.Egress
+}
+
+// Auth declares the provider's OAuth 2.0 token endpoint (RFC 6749,
+// section 3.2). A token request, a POST there whose form or JSON body
+// names a grant_type, exchanges credentials for an access token and
+// changes nothing at the provider: certification takes it for a read,
+// however often a connector asks, and rewriting the KV entry TokenCache
+// names is not an effect either. Anything else sent to the endpoint is
+// judged as any other request.
+type Auth struct {
+	diag.Source `json:"-"`
+	TokenURL    string `json:"tokenURL" flowgen:"required" doc:"The token endpoint: an https URL on a host within egress, e.g. https://login.example.com/oauth2/token. Only POSTs that name a grant_type there are token requests."`
+	TokenCache  string `json:"tokenCache,omitempty" doc:"The KV entry the connector caches its token in (a trailing * matches any rest, e.g. oauth/token/* for one per tenant); rewriting it is not an effect. Needs kv.write."`
 }
 
 // Compensation names the connector that undoes this one's effect.

@@ -252,3 +252,39 @@ func TestTheProviderClockFollowsTheDelivery(t *testing.T) {
 	}
 }
 
+// TestTokenRequestsAreNoEffects: a token request to the declared endpoint
+// is a read, even from a connector that may only read; caching the token
+// it issued in the declared KV entry is no effect, while anything else
+// written there, or a POST there that names no grant_type, is one.
+func TestTokenRequestsAreNoEffects(t *testing.T) {
+	w := NewWorld(t0, allow("login.example.com", "api.example.com"))
+	w.Token = httpfixture.TokenEndpoint{URL: "https://login.example.com/oauth2/token", Cache: "oauth/*"}
+	rec := exchanges(t, `[{"request": {"method": "POST", "url": "https://login.example.com/oauth2/token"}, "response": {"status": 200, "body": {"access_token": "tok-3f9a", "expires_in": 3600}}}]`)
+	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{{Delivery: wire.Delivery{ID: 1, Key: "k1"}, Exchanges: rec}}}
+	form := map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}}
+	ask := func(body string) {
+		post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "POST", URL: "https://login.example.com/oauth2/token", Header: form, Body: []byte(body)})
+	}
+	ask("grant_type=client_credentials&client_id=c")
+	ask("grant_type=client_credentials&client_id=c")
+	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "oauth/c", Value: []byte(`{"token":"tok-3f9a"}`)})
+	if got := w.Effects()["k1"]; got != 0 {
+		t.Fatalf("token requests and caching the token took %d effects", got)
+	}
+	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "oauth/c", Value: []byte(`{"orders":["o-1"]}`)})
+	if got := w.Effects()["k1"]; got != 1 {
+		t.Errorf("another value in the token cache took %d effects, want 1", got)
+	}
+	ask("amount=100")
+	if got := w.Effects()["k1"]; got != 2 {
+		t.Errorf("a POST to the token endpoint without a grant_type took %d effects in all, want 2", got)
+	}
+
+	ro := NewWorld(t0, allow("login.example.com"))
+	ro.ReadOnly, ro.Token = true, w.Token
+	s = &Session{World: ro, Mode: Provider, Concurrency: 1, Deliveries: []Planned{{Delivery: wire.Delivery{ID: 1, Key: "k1"}, Exchanges: rec}}}
+	ask("grant_type=client_credentials")
+	if v := ro.Violations(); len(v) != 0 {
+		t.Errorf("a token request from a connector that only reads: %v", v)
+	}
+}

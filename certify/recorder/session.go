@@ -322,6 +322,9 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 		resp.Header[http.CanonicalHeaderKey(k)] = []string{v}
 	}
 	s.World.liveHeaders(resp.Header, resp.Body, in.Clock)
+	if req.Token {
+		s.World.issued(resp.Body)
+	}
 	return resp
 }
 

@@ -40,8 +40,9 @@ type Request struct {
 	Host   string
 	Header http.Header
 	Body   []byte
-	// Write is true for a request that is not safe (httpfixture.Safe).
-	Write bool
+	// Token is true for a token request (World.Token), Write for any
+	// other request that is not safe (httpfixture.Safe).
+	Token, Write bool
 	// Effect is true when it changed the provider (httpfixture.Provider).
 	Effect bool
 }
@@ -67,6 +68,11 @@ type World struct {
 	// violation: two keys could share it, and the provider would take one
 	// key's effect for the other's duplicate. Nil accepts any value.
 	CarriesKey func(key string, input []byte, value string, rule int) bool
+	// Token is the provider's token endpoint (the spec's auth): a token
+	// request there is a read, and rewriting the token cache in KV with
+	// a token the endpoint issued is not an effect (any other value
+	// there is).
+	Token httpfixture.TokenEndpoint
 
 	mu         sync.Mutex
 	provider   httpfixture.Provider
@@ -82,6 +88,8 @@ type World struct {
 	resources map[string][]byte
 	// dedupeOwner is the key that first sent each dedupe value.
 	dedupeOwner map[string]string
+	// tokens are the access tokens the token endpoint issued.
+	tokens []string
 }
 
 // NewWorld returns an untouched world whose clock reads now.
@@ -111,7 +119,7 @@ func (w *World) Reset(ctx context.Context) error {
 	defer w.mu.Unlock()
 	w.provider = httpfixture.Provider{}
 	w.kv, w.blobs, w.dedupe = map[string][]byte{}, map[string][]byte{}, map[string]time.Time{}
-	w.resources = nil
+	w.resources, w.tokens = nil, nil
 	if w.DB != nil {
 		return w.DB.Reset(ctx)
 	}
@@ -171,7 +179,8 @@ func (w *World) check(delivery int, key string, req *Request) bool {
 		return false
 	}
 	req.Host = flowtype.TargetOf(u)
-	req.Write = !httpfixture.Safe(req.Method, req.Header)
+	req.Token = w.Token.Asks(req.Method, req.URL, req.Header, req.Body)
+	req.Write = !httpfixture.Safe(req.Method, req.Header) && !req.Token
 	allowed := w.Allowed == nil || w.Allowed(req.Host)
 	if !allowed {
 		w.violate("request to " + req.Host + " (" + req.Method + " " + req.URL + "), which is not in the egress allowlist")
@@ -189,7 +198,7 @@ func (w *World) http(delivery int, key string, input []byte, req *Request) bool 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	allowed := w.check(delivery, key, req)
-	if allowed {
+	if allowed && req.Write {
 		w.provider.Contract = w.Contract
 		read := w.provider.Read(req.Method, req.URL, req.Header, req.Body)
 		if req.Write && w.CarriesKey != nil && read.Ambiguity != "" {
@@ -236,8 +245,31 @@ func (w *World) kvPut(attribution, key string, value []byte) {
 	}
 	if old, ok := w.kv[key]; !ok || !bytes.Equal(old, value) {
 		w.kv[key] = bytes.Clone(value)
-		w.effect(attribution)
+		if !w.Token.Caches(key) || !w.holdsToken(value) {
+			w.effect(attribution)
+		}
 	}
+}
+
+// issued notes the access token in a token endpoint's answer.
+func (w *World) issued(body []byte) {
+	var answer struct {
+		AccessToken string `json:"access_token"`
+	}
+	if json.Unmarshal(body, &answer) != nil || answer.AccessToken == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.tokens, answer.AccessToken) {
+		w.tokens = append(w.tokens, answer.AccessToken)
+	}
+}
+
+// holdsToken reports whether value holds an access token the token
+// endpoint issued, as a token cache does; the caller holds w.mu.
+func (w *World) holdsToken(value []byte) bool {
+	return slices.ContainsFunc(w.tokens, func(t string) bool { return bytes.Contains(value, []byte(t)) })
 }
 
 func (w *World) putIfAbsent(key string, ttl time.Duration) bool {

@@ -38,6 +38,17 @@ type Manifest struct {
 		Secrets  map[string]string
 		Database *struct{ Setup string }
 	}
+	// Auth is the provider's token endpoint, as the spec declares it.
+	Auth *struct{ TokenURL, TokenCache string }
+}
+
+// Token is the declared token endpoint (the zero value when the spec
+// declares none).
+func (m *Manifest) Token() TokenEndpoint {
+	if m.Auth == nil {
+		return TokenEndpoint{}
+	}
+	return TokenEndpoint{URL: m.Auth.TokenURL, Cache: m.Auth.TokenCache}
 }
 
 // Parse reads a manifest.

@@ -24,7 +24,8 @@ import (
 // provider answers the recorded requests in any order and counts effects
 // by the spec's provider contract (providerDedupe; without one, the way
 // payment APIs do: a request with side effects, not GET or HEAD, is a new
-// effect unless it repeats an Idempotency-Key header already seen).
+// effect unless it repeats an Idempotency-Key header already seen); a
+// token request to the spec's auth.tokenURL is none.
 // Every delivery must return the fixture's output, and every idempotency
 // key must see at most one effect within the spec's idempotency TTL; the
 // test names each key that saw more.
@@ -36,7 +37,7 @@ func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 	}
 	env := setup(t, impl, m)
 	info := node.Info()
-	p := &provider{effects: map[string]int{}, byKey: map[string][]httpfixture.Exchange{}}
+	p := &provider{effects: map[string]int{}, byKey: map[string][]httpfixture.Exchange{}, token: m.Token()}
 	if m.Idempotency != nil {
 		p.world.Contract = m.Idempotency.ProviderDedupe
 	}
@@ -91,6 +92,7 @@ type provider struct {
 	byKey     map[string][]httpfixture.Exchange // each fixture's, by its key
 	current   string                            // idempotency key of the delivery being run
 	world     httpfixture.Provider
+	token     httpfixture.TokenEndpoint // a token request there is no effect
 	effects   map[string]int
 	errs      []string
 }
@@ -112,7 +114,7 @@ func (p *provider) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !ex.SameTarget(req.Method, req.URL.String(), p.current) {
 			continue
 		}
-		if p.world.Apply(req.Method, req.URL.String(), req.Header, body) {
+		if !p.token.Asks(req.Method, req.URL.String(), req.Header, body) && p.world.Apply(req.Method, req.URL.String(), req.Header, body) {
 			p.effects[p.current]++
 		}
 		return ex.Answer(req), nil
