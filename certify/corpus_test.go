@@ -87,6 +87,7 @@ var corpus = []struct {
 	{"collidingkey", "duplicate-delivery", "delivered once, it took no effect", true},
 	{"noeffect", "duplicate-delivery", "fixture paid (key", true},
 	{"piileak", "data-classes", "a pii.email value from input /email appears in output /greeting, classified public", true},
+	{"piimasked", "data-classes", `the pii.email value of input /email changes output /ref of fixture "referenced", classified below it, by as little as it changed`, true},
 	{"piierror", "data-classes", "the pii.email value from input /email appears in the error message", true},
 	{"secretleak", "data-classes", "the value of secret crm/api-key appears in output /greeting", true},
 	{"secretlog", "data-classes", "the secret value from secret crm/api-key was written to stderr (as it is) (logs)", true},

@@ -7,6 +7,10 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/flowgen-dev/flowgen/certify/recorder"
 	"github.com/flowgen-dev/flowgen/certify/wire"
@@ -113,7 +117,8 @@ func (c *run) dataClasses(ch *Check) {
 		}
 	}
 	leaks = append(leaks, c.requestLeaks(world, all)...)
-	leaks = append(leaks, c.secretFlow(s, p, canaries)...)
+	leaks = append(leaks, c.secretFlow(s, p, canaries, fixtures)...)
+	leaks = append(leaks, c.classFlow(s, p, canaries, fixtures)...)
 	// The paths no fixture records: every request answered as a provider
 	// refuses or fails (401, 403, 429, 503, a timeout). What the connector
 	// does then, in its errors, logs and requests, must not leak either.
@@ -233,7 +238,7 @@ func originName(cn canary) string {
 // connector lets out: whatever changes with the value carries it, in
 // whatever form (reversed, split, every other character), so it may
 // change only the requests to the hosts the spec sends the secret to.
-func (c *run) secretFlow(s *recorder.Session, p processRun, canaries []canary) []string {
+func (c *run) secretFlow(s *recorder.Session, p processRun, canaries []canary, fixtures map[int]httpfixture.Fixture) []string {
 	var out []string
 	for _, sec := range c.spec.Secrets {
 		other := c.world.like(c.world.secrets[sec.Handle], false)
@@ -261,9 +266,9 @@ func (c *run) secretFlow(s *recorder.Session, p processRun, canaries []canary) [
 			a, b := p.Results[d.ID], q.Results[d.ID]
 			switch {
 			case !bytes.Equal(a.Output, b.Output):
-				out = append(out, where(fmt.Sprintf("the output of fixture %d", d.ID)))
+				out = append(out, where(fmt.Sprintf("the output of fixture %q", fixtures[d.ID].Name)))
 			case (a.Error == nil) != (b.Error == nil) || a.Error != nil && a.Error.Message != b.Error.Message:
-				out = append(out, where(fmt.Sprintf("the outcome or error message of fixture %d", d.ID)))
+				out = append(out, where(fmt.Sprintf("the outcome or error message of fixture %q", fixtures[d.ID].Name)))
 			}
 		}
 		if p.Stdout != q.Stdout || p.Stderr != q.Stderr {
@@ -274,6 +279,207 @@ func (c *run) secretFlow(s *recorder.Session, p processRun, canaries []canary) [
 		}
 	}
 	return out
+}
+
+// maxClassFlows bounds the classified input fields classFlow varies,
+// one run each.
+const maxClassFlows = 8
+
+// classFlow runs the session's deliveries again, once per classified
+// input field (up to maxClassFlows), with one character of that field's
+// canaries changed, and compares what may not carry the value: output
+// fields classified below it, error messages and logs. What changes by
+// a character or two carries the value in a form that keeps it (reversed,
+// shifted, every other character, a stream cipher), which no search for
+// the value finds. What changes wholly (a digest of a document that holds
+// the value, an ETag) does not keep it, and the canaries' search already
+// looks for the value's own digests. Requests are not compared: a
+// classified value goes to the provider by design.
+func (c *run) classFlow(s *recorder.Session, p processRun, canaries []canary, fixtures map[int]httpfixture.Fixture) []string {
+	var origins []string
+	class := map[string]string{}
+	for _, cn := range canaries {
+		if _, ok := class[cn.origin]; !ok && len(origins) < maxClassFlows {
+			origins = append(origins, cn.origin)
+			class[cn.origin] = cn.class
+		}
+	}
+	outSchema := c.spec.OutputSchema(c.spec.PrimaryOutputPort())
+	var out []string
+	for _, origin := range origins {
+		var subs []substitution
+		for _, cn := range canaries {
+			if cn.origin == origin {
+				_, err := strconv.ParseUint(cn.value, 10, 64)
+				subs = append(subs, substitution{old: cn.value, new: oneOff(cn.value), number: err == nil})
+			}
+		}
+		world, err := c.newWorld(c.world.Now)
+		if err != nil {
+			return append(out, err.Error())
+		}
+		again := &recorder.Session{World: world, Mode: s.Mode, Fresh: s.Fresh, Concurrency: 1}
+		valid := true
+		for _, d := range s.Deliveries {
+			fx := substitute(httpfixture.Fixture{Input: d.Input, HTTP: d.Exchanges}, subs)
+			valid = valid && c.validInput(fx.Input)
+			d.Input, d.Exchanges = fx.Input, fx.HTTP
+			again.Deliveries = append(again.Deliveries, d)
+		}
+		if !valid {
+			continue // a changed character the schema refuses
+		}
+		q := c.runSession(again, variants[0], canaries...)
+		where := func(what string) string {
+			return fmt.Sprintf("the %s value of input %s changes %s by as little as it changed: the value flows there, in some form", class[origin], origin, what)
+		}
+		for _, d := range s.Deliveries {
+			a, b := p.Results[d.ID], q.Results[d.ID]
+			switch {
+			case (a.Error == nil) != (b.Error == nil):
+				out = append(out, where(fmt.Sprintf("the outcome of fixture %q", fixtures[d.ID].Name)))
+				continue
+			case a.Error != nil && near(a.Error.Message, b.Error.Message):
+				out = append(out, where(fmt.Sprintf("the error message of fixture %q", fixtures[d.ID].Name)))
+				continue
+			}
+			for _, ptr := range weakerChanges(outSchema, a.Output, b.Output, connectorspec.ClassRank(class[origin])) {
+				out = append(out, where(fmt.Sprintf("output %s of fixture %q, classified below it,", ptr, fixtures[d.ID].Name)))
+			}
+		}
+		if linesNear(p.Stdout, q.Stdout) || linesNear(p.Stderr, q.Stderr) {
+			out = append(out, where("what the connector writes to its logs"))
+		}
+	}
+	return out
+}
+
+// oneOff is v with one letter or digit near its middle changed into the
+// next of its kind (in the part before an @, which like keeps).
+func oneOff(v string) string {
+	end := len(v)
+	if at := strings.LastIndexByte(v, '@'); at > 0 {
+		end = at
+	}
+	b := []byte(v)
+	for i := end / 2; i < end; i++ {
+		switch ch := b[i]; {
+		case ch >= '0' && ch <= '9' && !(i == 0 && ch == '9'):
+			b[i] = '0' + (ch-'0'+1)%10
+			return string(b)
+		case ch >= 'a' && ch <= 'z':
+			b[i] = 'a' + (ch-'a'+1)%26
+			return string(b)
+		case ch >= 'A' && ch <= 'Z':
+			b[i] = 'A' + (ch-'A'+1)%26
+			return string(b)
+		}
+	}
+	return bumpLast(v)
+}
+
+// weakerChanges are the output leaves classified below rank that one
+// output has and the other lacks, or whose values differ by little
+// (near).
+func weakerChanges(sch *jsonschema.Schema, a, b json.RawMessage, rank int) []string {
+	leaves := func(raw json.RawMessage) map[string]string {
+		m := map[string]string{}
+		v, err := decodeJSON(raw)
+		if err != nil {
+			return m
+		}
+		connectorspec.WalkClasses(sch, v, func(ptr, class string, leaf any) {
+			if connectorspec.ClassRank(class) < rank {
+				m[ptr] = fmt.Sprint(leaf)
+			}
+		})
+		return m
+	}
+	la, lb := leaves(a), leaves(b)
+	var out []string
+	for _, ptr := range slices.Sorted(maps.Keys(la)) {
+		if vb, ok := lb[ptr]; !ok || near(la[ptr], vb) {
+			out = append(out, ptr)
+		}
+	}
+	for _, ptr := range slices.Sorted(maps.Keys(lb)) {
+		if _, ok := la[ptr]; !ok {
+			out = append(out, ptr)
+		}
+	}
+	return out
+}
+
+// near reports whether a and b differ, by at most a quarter of their
+// length (two characters at least): what a one-character change of a
+// value makes of a form that keeps it, where a digest changes wholly.
+func near(a, b string) bool {
+	if a == b {
+		return false
+	}
+	limit := max(2, min(len(a), len(b))/4)
+	if len(a) == len(b) {
+		differ := 0
+		for i := range len(a) {
+			if a[i] != b[i] {
+				differ++
+			}
+		}
+		if differ <= limit {
+			return true
+		}
+	}
+	if max(len(a), len(b)) > maxCompared {
+		return false
+	}
+	return editDistance(a, b, limit) <= limit
+}
+
+// maxCompared bounds the texts near measures by edit distance.
+const maxCompared = 2048
+
+// linesNear reports whether two logs differ in their number of lines or
+// in a line that is near its counterpart.
+func linesNear(a, b string) bool {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	if len(la) != len(lb) {
+		return true
+	}
+	for i := range la {
+		if near(la[i], lb[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// editDistance is the Levenshtein distance between a and b, or limit+1
+// when it exceeds limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		best := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			best = min(best, cur[j])
+		}
+		if best > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // worldRequests are the requests of a session's deliveries, in order.
