@@ -58,6 +58,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify/recorder"
+	"github.com/flowgen-dev/flowgen/certify/report"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/certify/wire"
 	"github.com/flowgen-dev/flowgen/connectorspec"
@@ -66,120 +67,45 @@ import (
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/gen"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
-	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/sbom"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 	"github.com/flowgen-dev/flowgen/wasmbuild"
 )
 
-// Outcome is a check's verdict.
-type Outcome string
-
-// The outcomes. Skip means the check did not run: a gate before it
-// failed.
-const (
-	Pass Outcome = "pass"
-	Warn Outcome = "warn"
-	Fail Outcome = "fail"
-	Skip Outcome = "skip"
+// The report's types, from the leaf package report (which pull and
+// policy read without linking the certifier).
+type (
+	// Outcome is a check's verdict.
+	Outcome = report.Outcome
+	// Check is one named check's result.
+	Check = report.Check
+	// Report is a certification run.
+	Report = report.Report
+	// Waiver is one //flowgen:allow comment, as evidence.
+	Waiver = report.Waiver
+	// CheckName names a check.
+	CheckName = report.CheckName
+	// World is what a run drew at random (report.World).
+	World = report.World
+	// Verification is what Verify established (report.Verification).
+	Verification = report.Verification
 )
 
-// Check is one named check's result.
-type Check struct {
-	Name       CheckName `json:"name"`
-	Outcome    Outcome   `json:"outcome"`
-	Summary    string    `json:"summary"`
-	Evidence   []string  `json:"evidence,omitempty"`
-	DurationMS int64     `json:"duration_ms"`
-}
-
-// Report is a certification run.
-type Report struct {
-	Connector string `json:"connector"`
-	Version   string `json:"version"`
-	// ManifestDigest is the sha256 of the connector's manifest (the spec
-	// with its schemas bundled).
-	ManifestDigest string `json:"manifest_digest"`
-	// Module, ModuleVersion and ArtifactDigest identify the artifact that
-	// was certified (package artifact); empty when it could not be built.
-	Module         string `json:"module,omitempty"`
-	ModuleVersion  string `json:"module_version,omitempty"`
-	ArtifactDigest string `json:"artifact_digest,omitempty"`
-	// ModuleDigest names the module every check ran: the connector
-	// compiled to WebAssembly (package wasmbuild), the bytes production
-	// runs confined.
-	ModuleDigest string `json:"module_digest,omitempty"`
-	// ReplayHash summarizes the determinism replay: the sha256 over every
-	// fixture's replay hash, the same in every run (Strict and Stable
-	// connectors only).
-	ReplayHash string `json:"replay_hash,omitempty"`
-	// Sandbox says how connector code ran; Insecure is true when it ran
-	// outside any sandbox (flowgen certify --insecure-no-sandbox), which no
-	// registry accepts.
-	Sandbox  string `json:"sandbox,omitempty"`
-	Insecure bool   `json:"insecure,omitempty"`
-	// Waivers lists every //flowgen:allow comment in the connector's code,
-	// whether it accepted a finding, and why it was refused if it was.
-	Waivers []Waiver `json:"waivers,omitempty"`
-	// World is what the run drew: the seed that repeats it and the
-	// logical time its behaviour checks ran at.
-	World    *World            `json:"world,omitempty"`
-	Checks   []Check           `json:"checks"`
-	Tools    map[string]string `json:"tools"`
-	Started  time.Time         `json:"started"`
-	Finished time.Time         `json:"finished"`
-}
-
-// Waiver is one //flowgen:allow comment, as evidence.
-type Waiver struct {
-	File string `json:"file"`
-	Line int    `json:"line"`
-	Rule string `json:"rule"`
-	// Package is the dependency whose findings a RULE@PACKAGE waiver
-	// accepts.
-	Package string `json:"package,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	// Used is true when it accepted a finding.
-	Used bool `json:"used"`
-	// Refused says why it accepted nothing (a rule that can never be
-	// waived, no reason given, an unknown rule).
-	Refused string `json:"refused,omitempty"`
-}
-
-// Check returns the named check, or nil when it is not in the report.
-func (r *Report) Check(name CheckName) *Check {
-	for i := range r.Checks {
-		if r.Checks[i].Name == name {
-			return &r.Checks[i]
-		}
-	}
-	return nil
-}
-
-// CheckName names a check ("fixtures", "duplicate-delivery", ...).
-type CheckName string
-
-func (n CheckName) String() string { return string(n) }
+// The outcomes (report.Pass and the others).
+const (
+	Pass = report.Pass
+	Warn = report.Warn
+	Fail = report.Fail
+	Skip = report.Skip
+)
 
 // CheckNames lists the checks a run performs, in order.
-func CheckNames() []CheckName {
-	names := make([]CheckName, len(checks))
-	for i, c := range checks {
-		names[i] = c.name
-	}
-	return names
-}
+func CheckNames() []CheckName { return report.CheckNames() }
 
-// Passed reports whether no check failed.
-func (r *Report) Passed() bool {
-	for _, c := range r.Checks {
-		if c.Outcome == Fail {
-			return false
-		}
-	}
-	return true
-}
+// Verify checks a certification directory against a public key
+// (report.Verify).
+func Verify(dir string, pub []byte) (*Verification, error) { return report.Verify(dir, pub) }
 
 // Options steer a run.
 type Options struct {
@@ -187,7 +113,7 @@ type Options struct {
 	Out string
 	// Signer signs the SBOM and the report; without it the signature
 	// check warns, unless SignedBy names who signs them after the run.
-	Signer *signing.Signer
+	Signer *signer.Signer
 	// SignedBy names the party that signs the output after checking the
 	// report (registryd): the certifying process never holds its key.
 	SignedBy string
@@ -227,13 +153,11 @@ const (
 
 // The files a run with Out writes (each with FILE.sig when signed).
 const (
-	ArtifactFile         = "artifact.zip"
-	ArtifactManifestFile = "artifact.json"
-	SBOMFile             = "sbom.spdx.json"
-	ReportFile           = "report.json"
-	// ModuleFile is the connector's module: what every check ran, and
-	// what production runs confined (the report names its digest).
-	ModuleFile = "module.wasm"
+	ArtifactFile         = report.ArtifactFile
+	ArtifactManifestFile = report.ArtifactManifestFile
+	SBOMFile             = report.SBOMFile
+	ReportFile           = report.ReportFile
+	ModuleFile           = report.ModuleFile
 )
 
 // checkDef is one check: its name, whether it is a gate (a failure skips
@@ -738,10 +662,4 @@ func (c *run) writeReport() error {
 		return err
 	}
 	return c.write(filepath.Join(c.opts.Out, ReportFile), data)
-}
-
-// CanonicalJSON renders the report with sorted keys, the form that is
-// signed.
-func (r *Report) CanonicalJSON() ([]byte, error) {
-	return strictyaml.SortedJSON(r)
 }

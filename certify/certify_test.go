@@ -16,6 +16,7 @@ import (
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/internal/testutil"
 	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 func outcomes(r *Report) map[string]Check {
@@ -30,11 +31,11 @@ func outcomes(r *Report) map[string]Check {
 // check (its fixtures replayed under GOMAXPROCS 1 and 4, shuffled), and
 // the signed report and SBOM verify.
 func TestExampleConnectorIsCertifiedAndSigned(t *testing.T) {
-	priv, pub, err := signing.GenerateKey(nil)
+	priv, pub, err := signer.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, _ := signing.LoadSigner(priv, nil)
+	signer, _ := signer.Load(priv, nil)
 	out := t.TempDir()
 	var progress []string
 	r, err := Run(context.Background(), "../examples/connectors/normalize", Options{

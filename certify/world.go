@@ -15,21 +15,6 @@ import (
 	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
-// World is what a run drew at random, recorded in the report so that a
-// run can be repeated (Options.Seed: the same secrets, keys and canaries;
-// the clock is drawn after the run's own start). Nothing in it is a constant a
-// connector could look for: the logical time, the node name its keys are
-// computed under, the secret values and every canary come from Seed.
-type World struct {
-	// Seed draws everything else.
-	Seed uint64 `json:"seed"`
-	// Now is the logical time of the activations of the checks that
-	// judge behaviour (duplicate-delivery, data-classes); the fixtures
-	// and determinism checks run at it in whole seconds, with what the
-	// fixtures record at fixturetest.Now rewritten to that.
-	Now time.Time `json:"now"`
-}
-
 // drawn is a run's world: values shaped like production's, drawn from
 // one seed. It is safe for concurrent use.
 type drawn struct {

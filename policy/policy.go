@@ -28,7 +28,7 @@ import (
 	"strings"
 
 	"github.com/flowgen-dev/flowgen/artifact"
-	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/certify/report"
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/diag"
 	"github.com/flowgen-dev/flowgen/flowtype"
@@ -48,7 +48,7 @@ type Policy struct {
 	Determinism          []flowtype.Determinism `json:"determinism,omitempty"`
 	Egress               *[]string              `json:"egress,omitempty"`
 	ForbiddenDataClasses []string               `json:"forbiddenDataClasses,omitempty"`
-	RequiredChecks       []certify.CheckName    `json:"requiredChecks,omitempty"`
+	RequiredChecks       []report.CheckName     `json:"requiredChecks,omitempty"`
 	Publishers           []string               `json:"publishers,omitempty"`
 	Namespaces           []string               `json:"namespaces,omitempty"`
 	// RefuseWaivers refuses a connector whose certification accepted any
@@ -75,8 +75,8 @@ func Parse(file string, data []byte) (*Policy, error) {
 	if root != nil {
 		connectorspec.CheckHeader(&diags, p.Source, p.APIVersion, p.Kind, Kind)
 		for _, c := range p.RequiredChecks {
-			if !slices.Contains(certify.CheckNames(), c) {
-				diags.Add(p.At("requiredChecks"), diag.FMT006, fmt.Sprintf("one of %s", joinStrings(certify.CheckNames())), "unknown check %q", c)
+			if !slices.Contains(report.CheckNames(), c) {
+				diags.Add(p.At("requiredChecks"), diag.FMT006, fmt.Sprintf("one of %s", joinStrings(report.CheckNames())), "unknown check %q", c)
 			}
 		}
 	}
@@ -94,7 +94,7 @@ func Parse(file string, data []byte) (*Policy, error) {
 type Evidence struct {
 	Namespace string
 	Publisher string
-	Report    *certify.Report
+	Report    *report.Report
 	// Spec is the connector manifest (the spec with bundled schemas).
 	Spec json.RawMessage
 }
@@ -166,7 +166,7 @@ func (p *Policy) Check(e Evidence) []Violation {
 		switch {
 		case c == nil:
 			fail("requiredChecks", "signed certification report", "check %s did not run", name)
-		case c.Outcome != certify.Pass:
+		case c.Outcome != report.Pass:
 			fail("requiredChecks", "signed certification report", "check %s is %s: %s", name, c.Outcome, c.Summary)
 		}
 	}
@@ -231,12 +231,12 @@ func joinStrings[T fmt.Stringer](xs []T) string {
 // that the report is signed by pubPEM and that the manifest's spec is the
 // one the report certified. Any failure is an error: a policy is never
 // checked against unverified evidence.
-func VerifiedEvidence(pubPEM, report, reportSig, manifest []byte, namespace, publisher string) (Evidence, error) {
-	if err := signing.Verify(pubPEM, report, reportSig); err != nil {
+func VerifiedEvidence(pubPEM, reportJSON, reportSig, manifest []byte, namespace, publisher string) (Evidence, error) {
+	if err := signing.Verify(pubPEM, reportJSON, reportSig); err != nil {
 		return Evidence{}, fmt.Errorf("certification report: %w", err)
 	}
-	var r certify.Report
-	if err := json.Unmarshal(report, &r); err != nil {
+	var r report.Report
+	if err := json.Unmarshal(reportJSON, &r); err != nil {
 		return Evidence{}, fmt.Errorf("certification report: %w", err)
 	}
 	var m artifact.Manifest

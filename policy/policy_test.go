@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/certify/report"
 )
 
 func TestParseReportsPositions(t *testing.T) {
@@ -48,8 +48,8 @@ refuseWaivers: true
 			"email": map[string]any{"x-data-class": "pii.email"}, "id": map[string]any{"x-data-class": "public"}}}},
 		"outputs": map[string]any{"out": map[string]any{"$defs": map[string]any{"c": map[string]any{"x-data-class": "pii"}}}},
 	})
-	report := &certify.Report{ManifestDigest: "abc", Checks: []certify.Check{{Name: "fixtures", Outcome: certify.Pass}, {Name: "determinism", Outcome: certify.Warn, Summary: "skipped"}},
-		Waivers: []certify.Waiver{{File: "connector.go", Line: 12, Rule: "asm", Reason: "vendored SIMD", Used: true}, {File: "connector.go", Line: 30, Rule: "env", Refused: "rule env can never be waived"}}}
+	report := &report.Report{ManifestDigest: "abc", Checks: []report.Check{{Name: "fixtures", Outcome: report.Pass}, {Name: "determinism", Outcome: report.Warn, Summary: "skipped"}},
+		Waivers: []report.Waiver{{File: "connector.go", Line: 12, Rule: "asm", Reason: "vendored SIMD", Used: true}, {File: "connector.go", Line: 30, Rule: "env", Refused: "rule env can never be waived"}}}
 	got := p.Check(Evidence{Namespace: "payments", Publisher: "someone", Report: report, Spec: spec})
 	var rules []string
 	for _, v := range got {

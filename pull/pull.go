@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/flowgen-dev/flowgen/artifact"
-	"github.com/flowgen-dev/flowgen/certify"
+	"github.com/flowgen-dev/flowgen/certify/report"
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/policy"
 	"github.com/flowgen-dev/flowgen/registry/api"
@@ -129,7 +129,7 @@ func Pull(ctx context.Context, c *client.Client, k api.Key, opts Options) (*Resu
 	if got := artifact.Digest(files[api.FileArtifact]); got != v.Digest {
 		problems = append(problems, fmt.Sprintf("artifact.zip is %s, but the registry recorded %s: it was modified after publishing", got, v.Digest))
 	}
-	ver, err := certify.Verify(evidenceDir, pub)
+	ver, err := report.Verify(evidenceDir, pub)
 	if err != nil {
 		return nil, err
 	}

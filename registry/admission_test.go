@@ -14,7 +14,7 @@ import (
 	"github.com/flowgen-dev/flowgen/registry"
 	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/client"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 // TestUploadCapsPerTokenAndNamespace: with 8 slots (4 a namespace, 2 a
@@ -90,7 +90,7 @@ func TestUploadCapsPerTokenAndNamespace(t *testing.T) {
 		func(c *registry.Config) { c.MaxConcurrentUploads, c.MaxUploadsPerNamespace = 8, 8 },
 		func(c *registry.Config) { c.MaxUploadsPerNamespace, c.MaxUploadsPerToken = 2, 3 },
 	} {
-		signer, err := signing.LoadSigner(testKey, nil)
+		signer, err := signer.Load(testKey, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

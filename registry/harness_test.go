@@ -29,7 +29,7 @@ import (
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 // harness is a registry on an httptest server with a token per role.
@@ -101,7 +101,7 @@ func diskStores(t testing.TB) harnessOptions {
 }
 
 var testKey = func() []byte {
-	priv, _, err := signing.GenerateKey(nil)
+	priv, _, err := signer.GenerateKey(nil)
 	if err != nil {
 		panic(err)
 	}
@@ -113,7 +113,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	if o.signerPEM == nil {
 		o.signerPEM = testKey
 	}
-	signer, err := signing.LoadSigner(o.signerPEM, nil)
+	signer, err := signer.Load(o.signerPEM, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

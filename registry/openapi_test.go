@@ -12,7 +12,7 @@ import (
 	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 // TestOpenAPIDocumentsEveryRoute: docs/registry-openapi.yaml has every
@@ -35,8 +35,8 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 	defer m.Close()
 	b, _ := blobstore.NewDisk(t.TempDir())
-	priv, _, _ := signing.GenerateKey(nil)
-	signer, _ := signing.LoadSigner(priv, nil)
+	priv, _, _ := signer.GenerateKey(nil)
+	signer, _ := signer.Load(priv, nil)
 	s, err := New(Config{Meta: m, Blobs: b, Signer: signer, Worker: []string{"unused"}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 // commitDuringSearch is a metadata store whose next Search runs hook
@@ -48,8 +48,8 @@ func TestRemovalSeesACommitThatRacesIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			racing := &commitDuringSearch{Store: m}
-			priv, _, _ := signing.GenerateKey(nil)
-			signer, _ := signing.LoadSigner(priv, nil)
+			priv, _, _ := signer.GenerateKey(nil)
+			signer, _ := signer.Load(priv, nil)
 			s, err := New(Config{Meta: racing, Blobs: blobs, Signer: signer, Worker: []string{"unused"}})
 			if err != nil {
 				t.Fatal(err)
@@ -115,8 +115,8 @@ func TestDiscardsArriveTogetherAndGoTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	counting := &countingSearch{Store: m, first: make(chan struct{})}
-	priv, _, _ := signing.GenerateKey(nil)
-	signer, _ := signing.LoadSigner(priv, nil)
+	priv, _, _ := signer.GenerateKey(nil)
+	signer, _ := signer.Load(priv, nil)
 	s, err := New(Config{Meta: counting, Blobs: blobs, Signer: signer, Worker: []string{"unused"}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/registry"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 // TestNamespacesOwnTheirModulePaths: a namespace publishes only under
@@ -47,7 +47,7 @@ func TestNamespacesOwnTheirModulePaths(t *testing.T) {
 		}
 	}
 
-	signer, err := signing.LoadSigner(testKey, nil)
+	signer, err := signer.Load(testKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ import (
 	"github.com/flowgen-dev/flowgen/registry/api"
 	"github.com/flowgen-dev/flowgen/registry/blobstore"
 	"github.com/flowgen-dev/flowgen/registry/meta"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 // Config assembles a registry.
@@ -52,7 +52,7 @@ type Config struct {
 	Blobs blobstore.Store
 	// Signer is the registry's key; it signs the evidence of every version
 	// it certifies.
-	Signer *signing.Signer
+	Signer *signer.Signer
 	Logger *slog.Logger
 	// MaxArtifactSize bounds an uploaded zip (default DefaultMaxArtifactSize).
 	MaxArtifactSize int64

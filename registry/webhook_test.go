@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/registry"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 var hookSecret = []byte("0123456789abcdef0123456789abcdef")
@@ -106,7 +106,7 @@ func TestWebhooksDeliverSignedEventsAtLeastOnce(t *testing.T) {
 	stop()
 
 	// A second process on the same stores: new events only.
-	signer, _ := signing.LoadSigner(testKey, nil)
+	signer, _ := signer.Load(testKey, nil)
 	cfg := registry.Config{Meta: h.meta, Blobs: h.blobs, Signer: signer, Worker: []string{testBinary}, WorkDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	hookConfig(target.URL, true)(&cfg)
@@ -135,7 +135,7 @@ func TestWebhooksDeliverSignedEventsAtLeastOnce(t *testing.T) {
 // receiver there never hears a thing; a redirect is not followed.
 func TestWebhookTargetsStayOutside(t *testing.T) {
 	t.Parallel()
-	signer, _ := signing.LoadSigner(testKey, nil)
+	signer, _ := signer.Load(testKey, nil)
 	o := diskStores(t)
 	for _, url := range []string{"https://127.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://10.0.0.8/hook", "http://hooks.example.com/x",
 		// Special-purpose ranges beyond loopback and private, and IPv6

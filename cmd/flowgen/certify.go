@@ -11,7 +11,7 @@ import (
 	"github.com/flowgen-dev/flowgen/certify"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/internal/flowgenmod"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 // fixtureDBEnv names the default fixture database.
@@ -79,7 +79,7 @@ func runCertify(e *env, args []string) int {
 	if *key != "" {
 		pem, err := os.ReadFile(*key)
 		if err == nil {
-			opts.Signer, err = signing.LoadSigner(pem, []byte(e.getenv(passwordEnv)))
+			opts.Signer, err = signer.Load(pem, []byte(e.getenv(passwordEnv)))
 		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "flowgen certify: %s: %v\n", *key, err)

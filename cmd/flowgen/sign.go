@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/certify"
 	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 const passwordEnv = "FLOWGEN_KEY_PASSWORD"
@@ -63,7 +64,7 @@ func runKeygen(e *env, args []string) int {
 		}
 	}
 	password := []byte(e.getenv(passwordEnv))
-	privPEM, pubPEM, err := signing.GenerateKey(password)
+	privPEM, pubPEM, err := signer.GenerateKey(password)
 	if err == nil {
 		err = os.MkdirAll(*out, 0o755)
 	}
@@ -102,7 +103,7 @@ func runSign(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "flowgen sign: %v\n", err)
 		return exitUsage
 	}
-	s, err := signing.LoadSigner(keyPEM, []byte(e.getenv(passwordEnv)))
+	s, err := signer.Load(keyPEM, []byte(e.getenv(passwordEnv)))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen sign: %s: %v\n", *key, err)
 		return exitUsage

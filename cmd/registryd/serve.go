@@ -17,7 +17,7 @@ import (
 	"github.com/flowgen-dev/flowgen/artifact"
 	"github.com/flowgen-dev/flowgen/certify/sandbox"
 	"github.com/flowgen-dev/flowgen/registry"
-	"github.com/flowgen-dev/flowgen/signing"
+	"github.com/flowgen-dev/flowgen/signing/signer"
 )
 
 // passwordEnv holds the signing key's password, as for flowgen sign.
@@ -266,11 +266,11 @@ func keyPassword(file string) ([]byte, error) {
 
 // loadOrCreateKey reads the signing key, or creates DATA_DIR/registry.key
 // (and .pub) the first time when no key is given.
-func loadOrCreateKey(file, dataDir string, password []byte, log *slog.Logger) (*signing.Signer, error) {
+func loadOrCreateKey(file, dataDir string, password []byte, log *slog.Logger) (*signer.Signer, error) {
 	if file == "" {
 		file = filepath.Join(dataDir, "registry.key")
 		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
-			priv, pub, err := signing.GenerateKey(password)
+			priv, pub, err := signer.GenerateKey(password)
 			if err != nil {
 				return nil, err
 			}
@@ -290,7 +290,7 @@ func loadOrCreateKey(file, dataDir string, password []byte, log *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("signing key: %w", err)
 	}
-	s, err := signing.LoadSigner(pem, password)
+	s, err := signer.Load(pem, password)
 	if err != nil {
 		return nil, fmt.Errorf("signing key %s: %w", file, err)
 	}

@@ -1,4 +1,4 @@
-package certify
+package report
 
 import (
 	"bytes"

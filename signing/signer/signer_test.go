@@ -1,4 +1,4 @@
-package signing
+package signer
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/flowgen-dev/flowgen/internal/testutil"
+	"github.com/flowgen-dev/flowgen/signing"
 )
 
 func TestSignVerify(t *testing.T) {
@@ -23,7 +24,7 @@ func TestSignVerify(t *testing.T) {
 		if encrypted != (password != "") {
 			t.Errorf("password %q: encrypted=%v", password, encrypted)
 		}
-		s, err := LoadSigner(priv, []byte(password))
+		s, err := Load(priv, []byte(password))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,17 +33,17 @@ func TestSignVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Verify(pub, data, sig); err != nil {
+		if err := signing.Verify(pub, data, sig); err != nil {
 			t.Errorf("own signature: %v", err)
 		}
-		if err := Verify(pub, []byte("artifact bytez"), sig); !errors.Is(err, ErrBadSignature) {
+		if err := signing.Verify(pub, []byte("artifact bytez"), sig); !errors.Is(err, signing.ErrBadSignature) {
 			t.Errorf("tampered data: %v", err)
 		}
 		_, otherPub, _ := GenerateKey(nil)
-		if err := Verify(otherPub, data, sig); !errors.Is(err, ErrBadSignature) {
+		if err := signing.Verify(otherPub, data, sig); !errors.Is(err, signing.ErrBadSignature) {
 			t.Errorf("other key: %v", err)
 		}
-		if err := Verify(pub, data, []byte("%%%")); !errors.Is(err, ErrBadSignature) {
+		if err := signing.Verify(pub, data, []byte("%%%")); !errors.Is(err, signing.ErrBadSignature) {
 			t.Errorf("garbage signature: %v", err)
 		}
 		if got, _ := s.PublicKey(); !bytes.Equal(got, pub) {
@@ -50,7 +51,7 @@ func TestSignVerify(t *testing.T) {
 		}
 	}
 	priv, _, _ := GenerateKey([]byte("right"))
-	if _, err := LoadSigner(priv, []byte("wrong")); err == nil {
+	if _, err := Load(priv, []byte("wrong")); err == nil {
 		t.Error("an encrypted key opened with the wrong password")
 	}
 }
@@ -66,7 +67,7 @@ func TestStockCosignVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadSigner(priv, []byte("pw"))
+	s, err := Load(priv, []byte("pw"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +98,12 @@ func TestStockCosignVerifies(t *testing.T) {
 	}
 	cosignKey, _ := os.ReadFile(filepath.Join(dir, "cosign.key"))
 	cosignPub, _ := os.ReadFile(filepath.Join(dir, "cosign.pub"))
-	theirs, err := LoadSigner(cosignKey, []byte("pw"))
+	theirs, err := Load(cosignKey, []byte("pw"))
 	if err != nil {
 		t.Fatalf("a cosign key does not load: %v", err)
 	}
 	sig, _ = theirs.Sign(data)
-	if err := Verify(cosignPub, data, sig); err != nil {
+	if err := signing.Verify(cosignPub, data, sig); err != nil {
 		t.Fatal(err)
 	}
 }
