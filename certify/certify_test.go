@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -314,5 +315,17 @@ func TestDocumentedChecks(t *testing.T) {
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("docs/certification.md lists\n%s\nthe code runs\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCheckNamesAreTheChecksRun: the names package report publishes (for
+// policies and pulls) are the checks this package runs, in order.
+func TestCheckNamesAreTheChecksRun(t *testing.T) {
+	var ran []CheckName
+	for _, c := range checks {
+		ran = append(ran, c.name)
+	}
+	if !slices.Equal(ran, CheckNames()) {
+		t.Errorf("certify runs %v, report names %v", ran, CheckNames())
 	}
 }
