@@ -363,15 +363,9 @@ func oneOff(v string) string {
 	}
 	b := []byte(v)
 	for i := end / 2; i < end; i++ {
-		switch ch := b[i]; {
-		case ch >= '0' && ch <= '9' && !(i == 0 && ch == '9'):
-			b[i] = '0' + (ch-'0'+1)%10
-			return string(b)
-		case ch >= 'a' && ch <= 'z':
-			b[i] = 'a' + (ch-'a'+1)%26
-			return string(b)
-		case ch >= 'A' && ch <= 'Z':
-			b[i] = 'A' + (ch-'A'+1)%26
+		// A leading 9 would become 0 (a number would lose a digit).
+		if next, ok := nextOfKind(b[i]); ok && !(i == 0 && b[i] == '9') {
+			b[i] = next
 			return string(b)
 		}
 	}

@@ -239,19 +239,26 @@ func (c *run) fieldsVariant(fx httpfixture.Fixture, fields []string, changed str
 func bumpLast(s string) string {
 	b := []byte(s)
 	for i := len(b) - 1; i >= 0; i-- {
-		switch ch := b[i]; {
-		case ch >= '0' && ch <= '9':
-			b[i] = '0' + (ch-'0'+1)%10
-			return string(b)
-		case ch >= 'a' && ch <= 'z':
-			b[i] = 'a' + (ch-'a'+1)%26
-			return string(b)
-		case ch >= 'A' && ch <= 'Z':
-			b[i] = 'A' + (ch-'A'+1)%26
+		if next, ok := nextOfKind(b[i]); ok {
+			b[i] = next
 			return string(b)
 		}
 	}
 	return s
+}
+
+// nextOfKind is the letter or digit after ch, wrapping within its kind
+// (z to a, 9 to 0); ok is false for anything else.
+func nextOfKind(ch byte) (next byte, ok bool) {
+	switch {
+	case ch >= '0' && ch <= '9':
+		return '0' + (ch-'0'+1)%10, true
+	case ch >= 'a' && ch <= 'z':
+		return 'a' + (ch-'a'+1)%26, true
+	case ch >= 'A' && ch <= 'Z':
+		return 'A' + (ch-'A'+1)%26, true
+	}
+	return ch, false
 }
 
 // validInput reports whether input validates against the primary input
