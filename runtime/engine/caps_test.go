@@ -435,3 +435,25 @@ func TestRegisterRefusesEffectsWeakerThanCapabilities(t *testing.T) {
 		t.Errorf("Register of a ReadOnly node holding http.read: %v", err)
 	}
 }
+
+// TestHTTPErrorsLeaveTheQueryOut: an error of the HTTP capability names
+// the request's method, host and path, never its query, where an input's
+// values travel (an email, a customer id): the error reaches the job's
+// state, the console and the logs.
+func TestHTTPErrorsLeaveTheQueryOut(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	h := NewHTTP(nil, []string{u.Hostname()})
+	ctx := context.Background()
+	_, err := h.Get(ctx, srv.URL+"/v1/invoices?customer=ada%40corp.example&limit=10", nil)
+	if err == nil || strings.Contains(err.Error(), "ada") || strings.Contains(err.Error(), "customer") || !strings.Contains(err.Error(), "/v1/invoices?…: 401") {
+		t.Errorf("a 401: %v", err)
+	}
+	srv.Close()
+	_, err = h.Get(ctx, srv.URL+"/v1/invoices?customer=ada%40corp.example", nil)
+	if err == nil || strings.Contains(err.Error(), "ada") || strings.Contains(err.Error(), "customer") {
+		t.Errorf("a refused connection: %v", err)
+	}
+}

@@ -129,14 +129,18 @@ func (h *HTTP) do(ctx context.Context, method, rawURL string, header http.Header
 	if err := h.allowed(u); err != nil {
 		return nil, err
 	}
+	// Errors name the request without its query, where an input's
+	// values travel (a customer id, an email): an error reaches the
+	// job's state, the console and the logs.
+	shown := withoutQuery(u)
 	req, err := http.NewRequestWithContext(ctx, method, rawURL, bytes.NewReader(body))
 	if err != nil {
-		return nil, runtime.Errorf(runtime.Permanent, "request %s %s: %w", method, rawURL, err)
+		return nil, runtime.Errorf(runtime.Permanent, "request %s %s: %w", method, shown, err)
 	}
 	for k, vs := range header {
 		ck := http.CanonicalHeaderKey(k)
 		if slices.Contains(transportHeaders, ck) {
-			return nil, runtime.Errorf(runtime.PolicyDenied, "%s %s: header %s frames the connection, which is the transport's to set", method, rawURL, k)
+			return nil, runtime.Errorf(runtime.PolicyDenied, "%s %s: header %s frames the connection, which is the transport's to set", method, shown, k)
 		}
 		req.Header[ck] = append(req.Header[ck], vs...)
 	}
@@ -149,28 +153,32 @@ func (h *HTTP) do(ctx context.Context, method, rawURL string, header http.Header
 		if errors.As(err, &ce) {
 			return nil, ce
 		}
-		return nil, runtime.Errorf(runtime.Transient, "%s %s: %w", method, rawURL, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message repeats the whole URL
+		}
+		return nil, runtime.Errorf(runtime.Transient, "%s %s: %w", method, shown, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPBody+1))
 	if err != nil {
-		return nil, runtime.Errorf(runtime.Transient, "%s %s: reading body: %w", method, rawURL, err)
+		return nil, runtime.Errorf(runtime.Transient, "%s %s: reading body: %w", method, shown, err)
 	}
 	if len(data) > maxHTTPBody {
-		return nil, runtime.Errorf(runtime.Permanent, "%s %s: body larger than %d bytes", method, rawURL, maxHTTPBody)
+		return nil, runtime.Errorf(runtime.Permanent, "%s %s: body larger than %d bytes", method, shown, maxHTTPBody)
 	}
 	out := &runtime.HTTPResponse{Status: resp.StatusCode, Header: resp.Header, Body: data}
-	return out, classify(method, rawURL, resp)
+	return out, classify(method, shown, resp)
 }
 
 // classify maps an HTTP status to an error kind, as
 // flowtype.KindsForResponse allows; nil for success.
-func classify(method, rawURL string, resp *http.Response) error {
+func classify(method, shown string, resp *http.Response) error {
 	code := resp.StatusCode
 	if code < 400 {
 		return nil
 	}
-	e := &runtime.Error{Err: fmt.Errorf("%s %s: %s", method, rawURL, resp.Status), Status: code}
+	e := &runtime.Error{Err: fmt.Errorf("%s %s: %s", method, shown, resp.Status), Status: code}
 	switch {
 	case code == http.StatusForbidden && resp.Header.Get("Retry-After") != "":
 		// Throttled, not refused: a 403 that says when to come back
@@ -196,3 +204,13 @@ var _ interface {
 	runtime.PinnedHTTPReader
 	runtime.HTTPWriter
 } = (*HTTP)(nil)
+
+// withoutQuery is u as errors show it: scheme, host and path, with "?…"
+// for a query and no user information or fragment.
+func withoutQuery(u *url.URL) string {
+	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	if u.RawQuery != "" {
+		return shown.String() + "?…"
+	}
+	return shown.String()
+}
