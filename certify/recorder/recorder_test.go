@@ -254,8 +254,9 @@ func TestTheProviderClockFollowsTheDelivery(t *testing.T) {
 
 // TestTokenRequestsAreNoEffects: a token request to the declared endpoint
 // is a read, even from a connector that may only read; caching the token
-// it issued in the declared KV entry is no effect, while anything else
-// written there, or a POST there that names no grant_type, is one.
+// it issued in the declared KV entry is no effect, once per token issued,
+// while anything else written there, a second write without a new token,
+// or a POST there that names no grant_type, is one.
 func TestTokenRequestsAreNoEffects(t *testing.T) {
 	w := NewWorld(t0, allow("login.example.com", "api.example.com"))
 	w.Token = httpfixture.TokenEndpoint{URL: "https://login.example.com/oauth2/token", Cache: "oauth/*"}
@@ -275,9 +276,15 @@ func TestTokenRequestsAreNoEffects(t *testing.T) {
 	if got := w.Effects()["k1"]; got != 1 {
 		t.Errorf("another value in the token cache took %d effects, want 1", got)
 	}
-	ask("amount=100")
+	// Two token requests, two writes of the token that are no effects.
+	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "oauth/c", Value: []byte(`{"token":"tok-3f9a","n":2}`)})
+	post[struct{}](t, s, wire.PathKVPut, wire.KVRequest{Key: "oauth/c", Value: []byte(`{"token":"tok-3f9a","n":3}`)})
 	if got := w.Effects()["k1"]; got != 2 {
-		t.Errorf("a POST to the token endpoint without a grant_type took %d effects in all, want 2", got)
+		t.Errorf("a third write beside the token after two token requests took %d effects in all, want 2", got)
+	}
+	ask("amount=100")
+	if got := w.Effects()["k1"]; got != 3 {
+		t.Errorf("a POST to the token endpoint without a grant_type took %d effects in all, want 3", got)
 	}
 
 	ro := NewWorld(t0, allow("login.example.com"))
@@ -286,5 +293,28 @@ func TestTokenRequestsAreNoEffects(t *testing.T) {
 	ask("grant_type=client_credentials")
 	if v := ro.Violations(); len(v) != 0 {
 		t.Errorf("a token request from a connector that only reads: %v", v)
+	}
+}
+
+// TestProviderAnswersARepeatedRequestAsRecorded: a request a recording
+// answers twice (a 429, then the success) gets each answer in turn and
+// the last from then on, within each delivery, as a live provider gives.
+func TestProviderAnswersARepeatedRequestAsRecorded(t *testing.T) {
+	w := NewWorld(t0, allow("api.example.com"))
+	rec := exchanges(t, `[{"request": {"method": "GET", "url": "https://api.example.com/invoices"}, "response": {"status": 429, "headers": {"Retry-After": "1"}}},
+		{"request": {"method": "GET", "url": "https://api.example.com/invoices"}, "response": {"status": 200, "body": {"data": []}}}]`)
+	s := &Session{World: w, Mode: Provider, Concurrency: 1, Deliveries: []Planned{
+		{Delivery: wire.Delivery{ID: 1, Key: "k1"}, Exchanges: rec},
+		{Delivery: wire.Delivery{ID: 2, Key: "k1"}, Exchanges: rec},
+	}}
+	list := func() int {
+		return post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://api.example.com/invoices"}).Status
+	}
+	if a, b, c := list(), list(), list(); a != 429 || b != 200 || c != 200 {
+		t.Errorf("delivery 1 got %d, %d, %d; want 429, 200, 200", a, b, c)
+	}
+	post[struct{}](t, s, wire.PathResult, wire.Result{ID: 1, Output: json.RawMessage(`{}`)})
+	if a, b := list(), list(); a != 429 || b != 200 {
+		t.Errorf("delivery 2 got %d, %d; want 429, 200 (its own recording, from the start)", a, b)
 	}
 }

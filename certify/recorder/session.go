@@ -69,7 +69,8 @@ type Session struct {
 	protocol []string
 	resetErr error
 	events   []wire.Event
-	effected map[int]int // requests that took effect, per delivery
+	effected map[int]int          // requests that took effect, per delivery
+	served   map[int]map[int]bool // recorded exchanges answered, per delivery (Provider)
 }
 
 // Outcome is what a session observed.
@@ -94,7 +95,7 @@ type Outcome struct {
 func (s *Session) init() {
 	if s.results == nil {
 		s.results, s.cursor, s.problems, s.repeats = map[int]wire.Result{}, map[int]int{}, map[int][]string{}, map[int]int{}
-		s.effected = map[int]int{}
+		s.effected, s.served = map[int]int{}, map[int]map[int]bool{}
 	}
 }
 
@@ -323,7 +324,7 @@ func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	}
 	s.World.liveHeaders(resp.Header, resp.Body, in.Clock)
 	if req.Token {
-		s.World.issued(resp.Body)
+		s.World.issued(d.Key, resp.Body)
 	}
 	return resp
 }
@@ -346,20 +347,20 @@ func (s *Session) answer(d *Planned, req *Request) (httpfixture.Exchange, string
 		}
 		return ex, ""
 	}
-	var target *httpfixture.Exchange
-	for i := range d.Exchanges {
-		ex := &d.Exchanges[i]
-		if !ex.SameTarget(req.Method, req.URL, d.Key) {
-			continue
-		}
-		if len(ex.Diff(req.Method, req.URL, req.Header, req.Body, d.Key)) == 0 {
-			return *ex, ""
-		}
-		if target == nil {
-			target = ex
+	// The recorded exchanges of this request: a live provider answers a
+	// repeated request as the recording goes on (a 429, then the
+	// success), each answer once, those that match the request to the
+	// letter first, and the last one from then on.
+	var exact, same []int
+	for i, ex := range d.Exchanges {
+		if ex.SameTarget(req.Method, req.URL, d.Key) {
+			same = append(same, i)
+			if len(ex.Diff(req.Method, req.URL, req.Header, req.Body, d.Key)) == 0 {
+				exact = append(exact, i)
+			}
 		}
 	}
-	if target == nil {
+	if len(same) == 0 {
 		// A live provider answers what no fixture recorded (inputs
 		// generated from the schemas reach such requests): a write
 		// succeeds, a read finds nothing.
@@ -371,7 +372,30 @@ func (s *Session) answer(d *Planned, req *Request) (httpfixture.Exchange, string
 		}
 		return ex, ""
 	}
-	return *target, ""
+	if s.served[d.ID] == nil {
+		s.served[d.ID] = map[int]bool{}
+	}
+	served := s.served[d.ID]
+	unserved := func(of []int) int {
+		for _, i := range of {
+			if !served[i] {
+				return i
+			}
+		}
+		return -1
+	}
+	pick := unserved(exact)
+	if pick < 0 {
+		pick = unserved(same)
+	}
+	if pick < 0 {
+		pick = same[len(same)-1]
+		if len(exact) > 0 {
+			pick = exact[len(exact)-1]
+		}
+	}
+	served[pick] = true
+	return d.Exchanges[pick], ""
 }
 
 func (s *Session) db(ctx context.Context, req wire.DBRequest) wire.DBResponse {

@@ -88,8 +88,11 @@ type World struct {
 	resources map[string][]byte
 	// dedupeOwner is the key that first sent each dedupe value.
 	dedupeOwner map[string]string
-	// tokens are the access tokens the token endpoint issued.
+	// tokens are the access tokens the token endpoint issued; fresh
+	// counts, per key, the tokens its deliveries were issued and have
+	// not yet cached.
 	tokens []string
+	fresh  map[string]int
 }
 
 // NewWorld returns an untouched world whose clock reads now.
@@ -119,7 +122,7 @@ func (w *World) Reset(ctx context.Context) error {
 	defer w.mu.Unlock()
 	w.provider = httpfixture.Provider{}
 	w.kv, w.blobs, w.dedupe = map[string][]byte{}, map[string][]byte{}, map[string]time.Time{}
-	w.resources, w.tokens = nil, nil
+	w.resources, w.tokens, w.fresh = nil, nil, nil
 	if w.DB != nil {
 		return w.DB.Reset(ctx)
 	}
@@ -245,14 +248,19 @@ func (w *World) kvPut(attribution, key string, value []byte) {
 	}
 	if old, ok := w.kv[key]; !ok || !bytes.Equal(old, value) {
 		w.kv[key] = bytes.Clone(value)
-		if !w.Token.Caches(key) || !w.holdsToken(value) {
+		// Caching a token is no effect once per token issued: state
+		// kept beside the token, rewritten on every activation, is.
+		if w.Token.Caches(key) && w.fresh[attribution] > 0 && w.holdsToken(value) {
+			w.fresh[attribution]--
+		} else {
 			w.effect(attribution)
 		}
 	}
 }
 
-// issued notes the access token in a token endpoint's answer.
-func (w *World) issued(body []byte) {
+// issued notes the access token in a token endpoint's answer to a
+// delivery of key.
+func (w *World) issued(key string, body []byte) {
 	var answer struct {
 		AccessToken string `json:"access_token"`
 	}
@@ -264,6 +272,10 @@ func (w *World) issued(body []byte) {
 	if !slices.Contains(w.tokens, answer.AccessToken) {
 		w.tokens = append(w.tokens, answer.AccessToken)
 	}
+	if w.fresh == nil {
+		w.fresh = map[string]int{}
+	}
+	w.fresh[key]++
 }
 
 // holdsToken reports whether value holds an access token the token
@@ -314,7 +326,7 @@ func (w *World) hold(req *Request) {
 		if json.Unmarshal(w.resources[req.URL], &doc) != nil || json.Unmarshal(req.Body, &patch) != nil {
 			return
 		}
-		merged, err := json.Marshal(mergePatch(doc, patch))
+		merged, err := json.Marshal(httpfixture.MergePatch(doc, patch))
 		if err != nil {
 			return
 		}
@@ -329,26 +341,6 @@ func (w *World) hold(req *Request) {
 		w.resources = map[string][]byte{}
 	}
 	w.resources[req.URL] = bytes.Clone(req.Body)
-}
-
-// mergePatch applies a JSON merge patch.
-func mergePatch(doc, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	d, ok := doc.(map[string]any)
-	if !ok {
-		d = map[string]any{}
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(d, k)
-			continue
-		}
-		d[k] = mergePatch(d[k], v)
-	}
-	return d
 }
 
 // held returns what a write left at url, if any.

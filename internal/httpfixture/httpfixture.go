@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -413,9 +414,18 @@ func (p *Provider) ApplyRead(method, rawURL string, header http.Header, body []b
 	}
 	switch m {
 	case http.MethodPut:
-		next = "put " + string(body)
+		next = "put " + canonicalJSON(body)
 	case http.MethodDelete:
 		next = "deleted"
+	case http.MethodPatch:
+		// A JSON merge patch (RFC 7396), or a JSON object a provider
+		// merges alike: applied again, it changes nothing. Over a body a
+		// PUT left, the whole document is known; otherwise what the
+		// patches set so far is.
+		var ok bool
+		if next, ok = patched(p.state[rawURL], header, body); !ok {
+			return true
+		}
 	default:
 		return true
 	}
@@ -424,4 +434,63 @@ func (p *Provider) ApplyRead(method, rawURL string, header http.Header, body []b
 	}
 	p.state[rawURL] = next
 	return true
+}
+
+// patched is the state a PATCH leaves over state ("put DOC", "patch
+// DOC" or none): ok is false for a body that is not a JSON object, or a
+// JSON Patch (a list of operations, which need not be idempotent).
+func patched(state string, header http.Header, body []byte) (next string, ok bool) {
+	if media, _, _ := mime.ParseMediaType(header.Get("Content-Type")); media == "application/json-patch+json" {
+		return "", false
+	}
+	var patch map[string]any
+	if json.Unmarshal(body, &patch) != nil || patch == nil {
+		return "", false
+	}
+	kind, doc := "patch ", any(nil)
+	for _, prefix := range []string{"put ", "patch "} {
+		if rest, found := strings.CutPrefix(state, prefix); found && json.Unmarshal([]byte(rest), &doc) == nil {
+			kind = prefix
+			break
+		}
+	}
+	merged, err := json.Marshal(MergePatch(doc, patch))
+	if err != nil {
+		return "", false
+	}
+	return kind + string(merged), true
+}
+
+// MergePatch applies a JSON merge patch (RFC 7396) to doc.
+func MergePatch(doc, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	d, ok := doc.(map[string]any)
+	if !ok {
+		d = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(d, k)
+			continue
+		}
+		d[k] = MergePatch(d[k], v)
+	}
+	return d
+}
+
+// canonicalJSON is body with its object keys sorted, when it is JSON;
+// otherwise body as it is.
+func canonicalJSON(body []byte) string {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return string(body)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(body)
+	}
+	return string(b)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
@@ -26,7 +27,8 @@ import (
 // payment APIs do: a request with side effects, not GET or HEAD, is a new
 // effect unless it repeats an Idempotency-Key header already seen); a
 // token request to the spec's auth.tokenURL is none.
-// Every delivery must return the fixture's output, and every idempotency
+// Every delivery must return the fixture's output (when the node declares
+// Stable determinism or better), and every idempotency
 // key must see at most one effect within the spec's idempotency TTL; the
 // test names each key that saw more.
 func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
@@ -37,7 +39,7 @@ func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 	}
 	env := setup(t, impl, m)
 	info := node.Info()
-	p := &provider{effects: map[string]int{}, byKey: map[string][]httpfixture.Exchange{}, token: m.Token()}
+	p := &provider{effects: map[string]int{}, byKey: map[string][]httpfixture.Exchange{}, token: m.Token(), served: map[[2]int]bool{}}
 	if m.Idempotency != nil {
 		p.world.Contract = m.Idempotency.ProviderDedupe
 	}
@@ -50,7 +52,13 @@ func Duplicates(t *testing.T, node runtime.Runner, impl any, manifest []byte) {
 		if key, err := engine.IdempotencyKey(info, info.ID, fx.Input); err == nil {
 			p.byKey[key] = append(p.byKey[key], fx.HTTP...)
 		}
-		deliveries = append(deliveries, testharness.Delivery{Name: "fixture " + fx.Name, Params: fx.Params, Input: fx.Input, Output: fx.Output})
+		d := testharness.Delivery{Name: "fixture " + fx.Name, Params: fx.Params, Input: fx.Input}
+		if info.Determinism <= flowtype.Stable {
+			// A BestEffort node may answer a redelivery otherwise (the
+			// clock it reads); certification compares only these too.
+			d.Output = fx.Output
+		}
+		deliveries = append(deliveries, d)
 	}
 	if len(deliveries) == 0 {
 		t.Fatal("no fixture expects an output: nothing to deliver")
@@ -93,6 +101,7 @@ type provider struct {
 	current   string                            // idempotency key of the delivery being run
 	world     httpfixture.Provider
 	token     httpfixture.TokenEndpoint // a token request there is no effect
+	served    map[[2]int]bool           // answers given in this delivery (setCurrent): {0 own recording, 1 all}, index
 	effects   map[string]int
 	errs      []string
 }
@@ -100,7 +109,7 @@ type provider struct {
 func (p *provider) setCurrent(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.current = key
+	p.current, p.served = key, map[[2]int]bool{}
 }
 
 func (p *provider) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -110,14 +119,28 @@ func (p *provider) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		body, _ = io.ReadAll(req.Body)
 	}
-	for _, ex := range slices.Concat(p.byKey[p.current], p.exchanges) {
-		if !ex.SameTarget(req.Method, req.URL.String(), p.current) {
-			continue
+	// A request recorded more than once (a 429, then the success) gets
+	// each answer in turn within a delivery, and the last from then on;
+	// the delivered fixture's recording answers first (two fixtures may
+	// post to one URL).
+	all, from := p.byKey[p.current], 0
+	if !slices.ContainsFunc(all, func(ex httpfixture.Exchange) bool { return ex.SameTarget(req.Method, req.URL.String(), p.current) }) {
+		all, from = p.exchanges, 1
+	}
+	pick := -1
+	for i, ex := range all {
+		if ex.SameTarget(req.Method, req.URL.String(), p.current) {
+			if pick = i; !p.served[[2]int{from, i}] {
+				break
+			}
 		}
+	}
+	if pick >= 0 {
+		p.served[[2]int{from, pick}] = true
 		if !p.token.Asks(req.Method, req.URL.String(), req.Header, body) && p.world.Apply(req.Method, req.URL.String(), req.Header, body) {
 			p.effects[p.current]++
 		}
-		return ex.Answer(req), nil
+		return all[pick].Answer(req), nil
 	}
 	msg := fmt.Sprintf("no recorded exchange answers %s %s", req.Method, req.URL)
 	p.errs = append(p.errs, msg)
