@@ -17,6 +17,7 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
+	"github.com/flowgen-dev/flowgen/runtime/engine"
 )
 
 // dataClasses runs every fixture, error paths included, in the run's
@@ -45,6 +46,10 @@ func (c *run) dataClasses(ch *Check) {
 	s := &recorder.Session{World: world, Mode: recorder.Provider, Fresh: true, Concurrency: 1}
 	var canaries []canary
 	fixtures := map[int]httpfixture.Fixture{}
+	// Each fixture at attempt 1 and, where the retry policy redelivers,
+	// at a later attempt drawn from it: a connector that lets a value out
+	// only on a retry is seen doing it.
+	budget := engine.DeliveryBudget(c.node.Retry)
 	for i, fx := range c.manifest.Fixtures {
 		v, cs := c.canaryVariant(fx)
 		p, err := c.plan(i, v, 1, c.world.Now)
@@ -54,6 +59,13 @@ func (c *run) dataClasses(ch *Check) {
 		s.Deliveries = append(s.Deliveries, p)
 		fixtures[i] = fx
 		canaries = append(canaries, cs...)
+		if budget > 1 {
+			later := laterAttempt + i
+			if p, err := c.plan(later, v, 2+int(c.world.uintn(uint64(budget-1))), c.world.Now); err == nil {
+				s.Deliveries = append(s.Deliveries, p)
+				fixtures[later] = fx
+			}
+		}
 	}
 	if len(s.Deliveries) == 0 {
 		ch.Outcome, ch.Summary = Warn, "no fixture could be delivered, so no canary was traced"
@@ -169,7 +181,17 @@ func (c *run) dataClasses(ch *Check) {
 		ch.Outcome, ch.Summary = Fail, "a classified or secret value reaches a weaker output, an error, the logs or a host it may not, or a fixture ends otherwise in a drawn world"
 		return
 	}
-	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d canaries (classified input fields and secrets) through %d fixtures in a drawn world: none reached a weaker output, an error, the logs or another host", len(all), len(s.Deliveries))
+	traced := 0
+	for id := range fixtures {
+		if id < laterAttempt {
+			traced++
+		}
+	}
+	attempts := "at attempt 1"
+	if budget > 1 {
+		attempts = "at attempt 1 and a later one"
+	}
+	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d canaries (classified input fields and secrets) through %d fixtures %s in a drawn world: none reached a weaker output, an error, the logs or another host", len(all), traced, attempts)
 }
 
 // otherOutcome says how a result differs in kind from what fixture fx
@@ -280,6 +302,10 @@ func (c *run) secretFlow(s *recorder.Session, p processRun, canaries []canary, f
 	}
 	return out
 }
+
+// laterAttempt numbers the data-classes deliveries at a later attempt
+// (laterAttempt + the fixture's index), below the refusal runs' offsets.
+const laterAttempt = 50000
 
 // maxClassFlows bounds the classified input fields classFlow varies,
 // one run each.

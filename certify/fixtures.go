@@ -18,13 +18,14 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
 	"github.com/flowgen-dev/flowgen/internal/strictyaml"
 	"github.com/flowgen-dev/flowgen/runtime/wasmabi"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
 // fixtureSession runs every fixture in order in a fresh world, each
 // fixture starting from an empty state, answered strictly from its own
 // recording.
 func (c *run) fixtureSession(v variant) (*recorder.Session, *recorder.World, processRun, error) {
-	world, err := c.newWorld(c.world.fixtureNow)
+	world, err := c.newWorld(fixturetest.Now)
 	if err != nil {
 		return nil, nil, processRun{}, err
 	}
@@ -124,7 +125,7 @@ func (c *run) instanceLifetime() []string {
 // fixtures' logical time, each delivery in a world of its own (Fresh):
 // only the instance remembers the ones before. Result k is order[k]'s.
 func (c *run) deliverToOneInstance(order []httpfixture.Fixture) (processRun, error) {
-	world, err := c.newWorld(c.world.fixtureNow)
+	world, err := c.newWorld(fixturetest.Now)
 	if err != nil {
 		return processRun{}, err
 	}
@@ -387,7 +388,7 @@ func (c *run) determinism(ch *Check) {
 		runs = append(runs, v.name+": "+describe(v))
 	}
 	ch.Evidence = append(ch.Evidence, "processes: "+strings.Join(runs, "; "),
-		fmt.Sprintf("pins: clock fixed at %s; random sources seeded from each activation's key; HTTP answered from each fixture's recording; state fresh per fixture", c.world.fixtureNow.Format(time.RFC3339)))
+		fmt.Sprintf("pins: clock fixed at %s; random sources seeded from each activation's key; HTTP answered from each fixture's recording; state fresh per fixture", fixturetest.Now.Format(time.RFC3339)))
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d fixtures %s across %d sandboxed processes; replay hash %s", len(c.manifest.Fixtures), what, len(variants), c.report.ReplayHash)
 }
 

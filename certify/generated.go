@@ -117,7 +117,8 @@ func (c *run) generatedInputs() []dupInput {
 }
 
 // alterations lists the changes schema allows to the object raw, whose
-// fields are at prefix; key fields (of the input) are left to keyVariant.
+// fields are at prefix; key fields (of the input) are left to keyVariant,
+// but for an enum's other values, which keyVariant cannot draw.
 func alterations(schema *jsonschema.Schema, raw json.RawMessage, prefix string, keyFields map[string]bool, input bool) []alteration {
 	schema = resolve(schema)
 	v, err := decodeJSON(raw)
@@ -129,8 +130,8 @@ func alterations(schema *jsonschema.Schema, raw json.RawMessage, prefix string, 
 	for _, name := range slices.Sorted(maps.Keys(schema.Properties)) {
 		ps := resolve(schema.Properties[name])
 		path := prefix + name
-		if input && keyFields[path] {
-			continue
+		if input && keyFields[path] && ps.Enum == nil {
+			continue // keyVariant draws it anew; an enum takes its values below
 		}
 		cur, present := obj[name]
 		set := func(what string, value any, flag bool) {

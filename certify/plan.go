@@ -20,6 +20,7 @@ import (
 	"github.com/flowgen-dev/flowgen/internal/leak"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/engine"
+	"github.com/flowgen-dev/flowgen/testharness/fixturetest"
 )
 
 // deliveryTimeout bounds one delivery in the harness.
@@ -41,6 +42,11 @@ func (c *run) key(input json.RawMessage) (string, error) {
 // logical time, its secrets the world's (the fixture's placeholders
 // rewritten to them), its clock capability as production's would read.
 func (c *run) plan(id int, fx httpfixture.Fixture, attempt int, now time.Time) (recorder.Planned, error) {
+	return c.planWith(id, substitute(fx, c.world.timeSubs), attempt, now)
+}
+
+// planWith is plan without rewriting the fixture's times.
+func (c *run) planWith(id int, fx httpfixture.Fixture, attempt int, now time.Time) (recorder.Planned, error) {
 	key, err := c.key(fx.Input)
 	if err != nil {
 		return recorder.Planned{}, fmt.Errorf("fixture %q: %w", fx.Name, err)
@@ -54,11 +60,12 @@ func (c *run) plan(id int, fx httpfixture.Fixture, attempt int, now time.Time) (
 	}, nil
 }
 
-// fixturePlan is plan for a fixture's one delivery at the fixtures'
-// logical time, the clock capability pinned there: a fixture records its
-// output at one instant.
+// fixturePlan is plan for a fixture's one delivery at the time the
+// author's fixture tests run at (fixturetest.Now), the clock capability
+// pinned there: a fixture records its output at that instant, and what
+// it derives from it (an expiry a day later, a weekday) only there.
 func (c *run) fixturePlan(id int, fx httpfixture.Fixture) (recorder.Planned, error) {
-	p, err := c.plan(id, fx, 1, c.world.fixtureNow)
+	p, err := c.planWith(id, fx, 1, fixturetest.Now)
 	p.Clock = time.Time{}
 	return p, err
 }
@@ -77,7 +84,7 @@ func (c *run) waited(attempt int, seed uint64) time.Duration {
 
 // The delay between an activation's publication and its call, when
 // nothing failed: a worker's poll, a queue behind it.
-const minQueueing, maxQueueing = 2 * time.Millisecond, 2 * time.Second
+const minQueueing, maxQueueing = 50 * time.Microsecond, 2 * time.Second
 
 // substitution replaces one value of a fixture with another wherever the
 // fixture's recording and output mention it, so that a provider answers
@@ -178,7 +185,8 @@ func (c *run) keyVariant(fx httpfixture.Fixture) (httpfixture.Fixture, bool) {
 func (c *run) fieldsVariant(fx httpfixture.Fixture, fields []string, changed string) (httpfixture.Fixture, bool) {
 	// Drawn values, grown to be unmistakable, then in the original's
 	// length (for patterns and maximum lengths), then the last character
-	// bumped.
+	// bumped. Each field on its own: one the schema holds to its value
+	// (an enum, a const) keeps it, and the others still change.
 	for attempt := 0; attempt < 3; attempt++ {
 		in, err := decodeJSON(fx.Input)
 		if err != nil {
@@ -194,16 +202,18 @@ func (c *run) fieldsVariant(fx httpfixture.Fixture, fields []string, changed str
 			if !ok {
 				continue
 			}
+			var sub substitution
 			switch x := v.(type) {
 			case string:
 				nv := c.world.unused(x, attempt == 0)
 				if attempt == 2 || nv == x {
 					nv = bumpLast(x)
 				}
-				if nv != x && x != "" {
-					setPath(obj, field, nv)
-					subs = append(subs, substitution{old: x, new: nv})
+				if nv == x || x == "" {
+					continue
 				}
+				setPath(obj, field, nv)
+				sub = substitution{old: x, new: nv}
 			case json.Number:
 				n, err := x.Int64()
 				if err != nil {
@@ -214,11 +224,18 @@ func (c *run) fieldsVariant(fx httpfixture.Fixture, fields []string, changed str
 					nv = strconv.FormatInt(n+1, 10)
 				}
 				setPath(obj, field, json.Number(nv))
-				subs = append(subs, substitution{old: x.String(), new: nv, number: true})
+				sub = substitution{old: x.String(), new: nv, number: true}
+			default:
+				continue
 			}
+			if b, err := json.Marshal(obj); err != nil || !c.validInput(b) {
+				setPath(obj, field, v) // the schema holds this one
+				continue
+			}
+			subs = append(subs, sub)
 		}
 		if len(subs) == 0 {
-			return fx, false
+			continue
 		}
 		variant := substitute(fx, subs)
 		b, err := json.Marshal(obj)
@@ -350,7 +367,7 @@ func (c *run) canaryVariant(fx httpfixture.Fixture) (httpfixture.Fixture, []cana
 			if x == "" {
 				return
 			}
-			sub = substitution{old: x, new: c.world.like(x, true)}
+			sub = substitution{old: x, new: c.world.likeInFormat(x, true)}
 		case json.Number:
 			digits := strings.TrimPrefix(x.String(), "-")
 			if _, err := strconv.ParseUint(digits, 10, 64); err != nil || len(digits) < leak.MinLength {
@@ -375,7 +392,7 @@ func (c *run) canaryVariant(fx httpfixture.Fixture) (httpfixture.Fixture, []cana
 		// growing the strings.
 		for i := range subs {
 			if !subs[i].number {
-				subs[i].new = c.world.like(subs[i].old, false)
+				subs[i].new = c.world.likeInFormat(subs[i].old, false)
 				canaries[i].value, canaries[i].look = subs[i].new, leak.NewValue(subs[i].new)
 			}
 		}

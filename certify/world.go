@@ -23,18 +23,16 @@ type drawn struct {
 	// computes them under the node's name in its flow.
 	node string
 	// secrets are the values each declared handle resolves to; subs
-	// rewrite the fixtures' placeholders into them, and fixturetest.Now,
-	// in the forms outputs write it, into fixtureNow.
-	secrets map[string]string
-	subs    []substitution
+	// rewrite the fixtures' placeholders into them. timeSubs rewrite
+	// fixturetest.Now, in the forms outputs write it, into Now in whole
+	// seconds, for the checks that run in the drawn world.
+	secrets  map[string]string
+	subs     []substitution
+	timeSubs []substitution
 	// secretLooks are the secrets as canaries, worked out once
 	// (secretCanaries).
 	secretsOnce sync.Once
 	secretLooks []canary
-	// fixtureNow is the logical time of the fixtures and determinism
-	// checks: Now in whole seconds, as fixturetest.Now is, so that what
-	// a fixture records at fixturetest.Now can be rewritten to it.
-	fixtureNow time.Time
 	// declared are the URL path segments the spec itself names (its
 	// providerDedupe paths): public, so a secret URL keeps them where
 	// it has them, and the provider's contract still matches its path.
@@ -59,8 +57,7 @@ func newDrawn(spec *connectorspec.Spec, m *httpfixture.Manifest, seed uint64, st
 	d := &drawn{World: World{Seed: seed}, rng: rand.New(rand.NewPCG(seed, seed^0x636572746966790a)), secrets: map[string]string{}}
 	// With nanoseconds, as a published activation's time has.
 	d.Now = started.UTC().Add(time.Duration(d.rng.Int64N(int64(30 * 24 * time.Hour))))
-	d.fixtureNow = d.Now.Truncate(time.Second)
-	d.subs = timeSubstitutions(fixturetest.Now, d.fixtureNow)
+	d.timeSubs = timeSubstitutions(fixturetest.Now, d.Now.Truncate(time.Second))
 	d.node = d.word() + "-" + d.word()
 	if spec.Idempotency != nil {
 		for _, p := range spec.Idempotency.ProviderDedupe {

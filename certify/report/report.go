@@ -141,9 +141,10 @@ type World struct {
 	// Seed draws everything else.
 	Seed uint64 `json:"seed"`
 	// Now is the logical time of the activations of the checks that
-	// judge behaviour (duplicate-delivery, data-classes); the fixtures
-	// and determinism checks run at it in whole seconds, with what the
-	// fixtures record at fixturetest.Now rewritten to that.
+	// judge behaviour (duplicate-delivery, data-classes), with what the
+	// fixtures record at fixturetest.Now rewritten to it; the fixtures
+	// and determinism checks run at fixturetest.Now, where the fixtures
+	// record their outputs.
 	Now time.Time `json:"now"`
 }
 
