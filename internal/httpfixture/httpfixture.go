@@ -244,8 +244,13 @@ func JSONDiff(want, got []byte) string {
 // Timeout is true, as a transport reports a provider that never answered.
 type TimeoutError struct{ What string }
 
+// Error reads as net/http's own timeout does, so that a connector cannot
+// tell a recorded timeout from a live one.
 func (e TimeoutError) Error() string {
-	return e.What + ": timeout awaiting response headers (recorded)"
+	if e.What == "" {
+		return "net/http: timeout awaiting response headers"
+	}
+	return e.What + ": net/http: timeout awaiting response headers"
 }
 
 // Timeout implements net.Error.
