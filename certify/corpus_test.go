@@ -82,6 +82,7 @@ var corpus = []struct {
 	{"blobattempt", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"kvappend", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
 	{"tokenstash", "duplicate-delivery", "effect(s) under duplicate deliveries, but one delivery has 1", true},
+	{"tokenevery", "duplicate-delivery", "asked for a new token although the spec declares a token cache", true},
 	{"defaultoff", "duplicate-delivery", "with other key fields and default params (key", true},
 	{"collidingkey", "duplicate-delivery", "fixture paid with other key fields (key", true},
 	{"collidingkey", "duplicate-delivery", "delivered once, it took no effect", true},

@@ -275,6 +275,7 @@ func (c *run) duplicates(ch *Check) {
 	// its activations, its keys or the times it saw, and drops its key
 	// after some, is seen doing it: no key may take more effects than its
 	// input's one delivery.
+	storm.SetNow(now) // the life's deliveries are called at their own times
 	s = &recorder.Session{World: storm, Mode: recorder.Provider, Concurrency: 1}
 	lifeKeys := map[string]int{} // drawn keys → the effects their input's one delivery has
 	for j := 0; len(s.Deliveries) < wasmabi.InstanceActivations; j++ {
@@ -300,6 +301,7 @@ func (c *run) duplicates(ch *Check) {
 	for _, f := range c.judgeDeliveries(p, s, order, false) {
 		failures = append(failures, fmt.Sprintf("over one instance's %d activations: %s", wasmabi.InstanceActivations, f))
 	}
+	failures = append(failures, c.tokenCacheUsed(storm, s)...)
 	lifeEffects, over := storm.Effects(), 0
 	for _, key := range slices.Sorted(maps.Keys(lifeKeys)) {
 		if got, want := lifeEffects[key], lifeKeys[key]; got > want {
@@ -483,6 +485,31 @@ func (c *run) duplicates(ch *Check) {
 		return
 	}
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d deliveries of %d inputs, %d generated from the schemas (bursts, concurrent, late, skewed, attempts 1-%d, one instance's life, lost answers, later dates): every key kept the effects of one delivery", deliveries, len(inputs), generated-unjudged, budget)
+}
+
+// tokenCacheUsed judges a declared token cache over one instance's life:
+// a token is cached once per token issued, no effect, so a connector
+// that asks for a new token on most activations uses no cache, hammers
+// the token endpoint, and could keep state beside each new token that no
+// count sees.
+func (c *run) tokenCacheUsed(w *recorder.World, s *recorder.Session) []string {
+	if c.spec.Auth == nil || c.spec.Auth.TokenCache == "" {
+		return nil
+	}
+	ids := map[int]bool{}
+	for _, d := range s.Deliveries {
+		ids[d.ID] = true
+	}
+	asked := map[int]bool{}
+	for _, r := range w.Requests() {
+		if r.Token && ids[r.Delivery] {
+			asked[r.Delivery] = true
+		}
+	}
+	if len(asked)*2 > len(s.Deliveries) {
+		return []string{fmt.Sprintf("over one instance's %d activations, %d asked for a new token although the spec declares a token cache (auth.tokenCache): a cached token serves until it expires", len(s.Deliveries), len(asked))}
+	}
+	return nil
 }
 
 // dupWorld is a world of the duplicate schedule, which also reports as a
