@@ -31,7 +31,9 @@ func TestRepeatedMergePatchTakesNoEffect(t *testing.T) {
 		t.Error("a patch of what the PUT left took an effect")
 	}
 	ops := http.Header{"Content-Type": {"application/json-patch+json"}}
-	if !apply("PATCH", `[{"op":"add","path":"/tags/-","value":"x"}]`, ops) || !apply("PATCH", `[{"op":"add","path":"/tags/-","value":"x"}]`, ops) {
-		t.Error("a JSON Patch is not an effect every time")
+	for i := range 2 {
+		if !apply("PATCH", `[{"op":"add","path":"/tags/-","value":"x"}]`, ops) {
+			t.Errorf("JSON Patch %d took no effect", i+1)
+		}
 	}
 }
