@@ -17,10 +17,11 @@ import (
 // again to compare reads the same times. Without wire.Delivery.Clock it
 // stands at the logical time.
 type deliveryClock struct {
-	mu     sync.Mutex
-	t      time.Time
-	moving bool
-	rng    *rand.Rand
+	mu       sync.Mutex
+	t        time.Time
+	moving   bool
+	rng      *rand.Rand
+	delivery int // the delivery's id, which its requests name
 }
 
 // clockKey carries a delivery's clock in its context, for the calls
@@ -29,9 +30,9 @@ type clockKey struct{}
 
 func newDeliveryClock(d wire.Delivery) *deliveryClock {
 	if d.Clock.IsZero() {
-		return &deliveryClock{t: d.Now}
+		return &deliveryClock{t: d.Now, delivery: d.ID}
 	}
-	return &deliveryClock{t: d.Clock, moving: true, rng: rand.New(rand.NewPCG(d.Seed, d.Seed^0x636c6f636b))}
+	return &deliveryClock{t: d.Clock, moving: true, rng: rand.New(rand.NewPCG(d.Seed, d.Seed^0x636c6f636b)), delivery: d.ID}
 }
 
 // Now implements runtime.Clock.

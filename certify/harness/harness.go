@@ -257,7 +257,7 @@ func (c *client) RoundTrip(req *http.Request) (*http.Response, error) {
 	var resp wire.HTTPResponse
 	in := wire.HTTPRequest{Method: req.Method, URL: req.URL.String(), Header: req.Header, Body: body}
 	if clock, ok := req.Context().Value(clockKey{}).(*deliveryClock); ok {
-		in.Clock = clock.sent()
+		in.Clock, in.Delivery = clock.sent(), clock.delivery+1
 	}
 	// Errors name no URL: the HTTP capability wraps them with the
 	// request as production shows it (its query left out).

@@ -318,3 +318,22 @@ func TestProviderAnswersARepeatedRequestAsRecorded(t *testing.T) {
 		t.Errorf("delivery 2 got %d, %d; want 429, 200 (its own recording, from the start)", a, b)
 	}
 }
+
+// TestConcurrentCopiesEachGetTheirAnswers: requests that name their
+// delivery are answered from its own turn through the recording, however
+// the copies of a burst interleave.
+func TestConcurrentCopiesEachGetTheirAnswers(t *testing.T) {
+	w := NewWorld(t0, allow("api.example.com"))
+	rec := exchanges(t, `[{"request": {"method": "GET", "url": "https://api.example.com/invoices"}, "response": {"status": 401}},
+		{"request": {"method": "GET", "url": "https://api.example.com/invoices"}, "response": {"status": 200}}]`)
+	s := &Session{World: w, Mode: Provider, Concurrency: 2, Deliveries: []Planned{
+		{Delivery: wire.Delivery{ID: 0, Key: "k1"}, Exchanges: rec},
+		{Delivery: wire.Delivery{ID: 1, Key: "k1"}, Exchanges: rec},
+	}}
+	list := func(delivery int) int {
+		return post[wire.HTTPResponse](t, s, wire.PathHTTP, wire.HTTPRequest{Method: "GET", URL: "https://api.example.com/invoices", Delivery: delivery + 1}).Status
+	}
+	if a, b, c, d := list(0), list(1), list(1), list(0); a != 401 || b != 401 || c != 200 || d != 200 {
+		t.Errorf("interleaved copies got %d, %d, %d, %d; want 401, 401, 200, 200", a, b, c, d)
+	}
+}

@@ -142,6 +142,19 @@ func (s *Session) current() *Planned {
 	return &s.Deliveries[len(s.Deliveries)-1]
 }
 
+// sender is the delivery a request names (wire.HTTPRequest.Delivery),
+// or, when it names none the session runs, current.
+func (s *Session) sender(named int) *Planned {
+	if named > 0 {
+		for i := range s.Deliveries {
+			if s.Deliveries[i].ID == named-1 {
+				return &s.Deliveries[i]
+			}
+		}
+	}
+	return s.current()
+}
+
 // ServeHTTP serves the wire protocol.
 func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -267,7 +280,7 @@ func (s *Session) result(ctx context.Context, res wire.Result) {
 
 func (s *Session) http(in wire.HTTPRequest) wire.HTTPResponse {
 	s.mu.Lock()
-	d := s.current()
+	d := s.sender(in.Delivery)
 	s.mu.Unlock()
 	if d == nil {
 		return wire.HTTPResponse{Refused: "no delivery is running"}

@@ -123,6 +123,10 @@ type HTTPRequest struct {
 	// left (Delivery.Clock), when it moves: the provider's Date follows
 	// it, as a live provider's follows the real time.
 	Clock time.Time `json:"clock,omitzero"`
+	// Delivery is the delivery that sent it (Delivery.ID + 1; 0 when
+	// unknown): concurrent copies each get their recording's answers in
+	// turn.
+	Delivery int `json:"delivery,omitempty"`
 }
 
 // HTTPResponse is the provider's answer. Timeout means the provider never
