@@ -136,7 +136,7 @@ var corpus = []struct {
 // a name-based UUID of the key in the connector's namespace, declared, an
 // upsert that returns the id its database's identity column assigned, a
 // table built lazily under sync.Once (static analysis passes it).
-var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey", "goodnameuuid", "goodidentityid", "goodoncetable", "goodoauth"}
+var goodControls = []string{"goodorderkey", "goodtwofixtures", "goodkv", "goodwaiver", "goodbodyfield", "goodsortedkeys", "gooddryrun", "goodreadthenput", "gooduuid", "goodtimestamp", "gooduuidkey", "goodnameuuid", "goodidentityid", "goodoncetable", "goodoauth", "goodpresign"}
 
 // contained lists connectors of the corpus that depend on the host or
 // reach for it natively, but that confinement makes harmless: in their
