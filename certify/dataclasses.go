@@ -6,8 +6,8 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -17,7 +17,6 @@ import (
 	"github.com/flowgen-dev/flowgen/connectorspec"
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/httpfixture"
-	"github.com/flowgen-dev/flowgen/runtime/engine"
 )
 
 // dataClasses runs every fixture, error paths included, in the run's
@@ -35,8 +34,10 @@ import (
 // for a success): a connector that behaves only in the world its author
 // recorded would behave otherwise in production. The fixtures run again
 // with every request refused or failing (secretFlow's twin for the paths
-// no fixture records), and once per secret with only its value redrawn
-// (secretFlow).
+// no fixture records), once per secret and once per classified input
+// field with one character of its value changed (secretFlow, classFlow);
+// every fixture also runs at a later attempt where the retry policy
+// redelivers.
 func (c *run) dataClasses(ch *Check) {
 	world, err := c.newWorld(c.world.Now)
 	if err != nil {
@@ -49,7 +50,7 @@ func (c *run) dataClasses(ch *Check) {
 	// Each fixture at attempt 1 and, where the retry policy redelivers,
 	// at a later attempt drawn from it: a connector that lets a value out
 	// only on a retry is seen doing it.
-	budget := engine.DeliveryBudget(c.node.Retry)
+	redelivers := c.node.Retry.MaxAttempts
 	for i, fx := range c.manifest.Fixtures {
 		v, cs := c.canaryVariant(fx)
 		p, err := c.plan(i, v, 1, c.world.Now)
@@ -59,9 +60,9 @@ func (c *run) dataClasses(ch *Check) {
 		s.Deliveries = append(s.Deliveries, p)
 		fixtures[i] = fx
 		canaries = append(canaries, cs...)
-		if budget > 1 {
+		if redelivers > 1 {
 			later := laterAttempt + i
-			if p, err := c.plan(later, v, 2+int(c.world.uintn(uint64(budget-1))), c.world.Now); err == nil {
+			if p, err := c.plan(later, v, 2+int(c.world.uintn(uint64(redelivers-1))), c.world.Now); err == nil {
 				s.Deliveries = append(s.Deliveries, p)
 				fixtures[later] = fx
 			}
@@ -188,7 +189,7 @@ func (c *run) dataClasses(ch *Check) {
 		}
 	}
 	attempts := "at attempt 1"
-	if budget > 1 {
+	if redelivers > 1 {
 		attempts = "at attempt 1 and a later one"
 	}
 	ch.Outcome, ch.Summary = Pass, fmt.Sprintf("%d canaries (classified input fields and secrets) through %d fixtures %s in a drawn world: none reached a weaker output, an error, the logs or another host", len(all), traced, attempts)
@@ -336,8 +337,7 @@ func (c *run) classFlow(s *recorder.Session, p processRun, canaries []canary, fi
 		var subs []substitution
 		for _, cn := range canaries {
 			if cn.origin == origin {
-				_, err := strconv.ParseUint(cn.value, 10, 64)
-				subs = append(subs, substitution{old: cn.value, new: oneOff(cn.value), number: err == nil})
+				subs = append(subs, substitution{old: cn.value, new: oneOff(cn.value), number: cn.number})
 			}
 		}
 		world, err := c.newWorld(c.world.Now)
@@ -380,22 +380,50 @@ func (c *run) classFlow(s *recorder.Session, p processRun, canaries []canary, fi
 	return out
 }
 
-// oneOff is v with one letter or digit near its middle changed into the
-// next of its kind (in the part before an @, which like keeps).
+// oneOff is v with one letter or digit of its drawn part (what like
+// redraws: after a URL's host, a token's prefix, before an address's
+// domain) changed into the next of its kind, near the middle, keeping
+// what makes it valid: hex stays hex, a card number its Luhn digit, an
+// IBAN its check digits.
 func oneOff(v string) string {
-	end := len(v)
-	if at := strings.LastIndexByte(v, '@'); at > 0 {
-		end = at
-	}
+	from, to := drawnPart(v)
+	hex := strings.Trim(v[from:to], "0123456789abcdef") == ""
 	b := []byte(v)
-	for i := end / 2; i < end; i++ {
+	for i := from + (to-from)/2; i < to; i++ {
+		next, ok := nextOfKind(b[i])
+		if hex && b[i] == 'f' {
+			next = 'a'
+		}
 		// A leading 9 would become 0 (a number would lose a digit).
-		if next, ok := nextOfKind(b[i]); ok && !(i == 0 && b[i] == '9') {
+		if ok && !(i == 0 && b[i] == '9') {
 			b[i] = next
-			return string(b)
+			out := string(b)
+			switch {
+			case luhnValid(v):
+				out = out[:len(out)-1] + string(luhnDigit(out[:len(out)-1]))
+			case ibanValid(v):
+				out = out[:2] + ibanCheck(out[:2], out[4:]) + out[4:]
+			}
+			if out != v {
+				return out
+			}
 		}
 	}
 	return bumpLast(v)
+}
+
+// drawnPart is where like draws in example: after a URL's scheme and
+// host or a token's prefix, before an address's domain.
+func drawnPart(example string) (from, to int) {
+	to = len(example)
+	if u, err := url.Parse(example); err == nil && u.Scheme != "" && u.Host != "" && strings.Contains(example, "://") {
+		return strings.Index(example, "://") + 3 + len(u.Host), to
+	}
+	from = tokenPrefix(example)
+	if at := strings.LastIndexByte(example, '@'); at > from {
+		to = at
+	}
+	return from, to
 }
 
 // weakerChanges are the output leaves classified below rank that one
@@ -438,6 +466,18 @@ func weakerChanges(sch *jsonschema.Schema, a, b json.RawMessage, rank int) []str
 func near(a, b string) bool {
 	if a == b {
 		return false
+	}
+	if len(a) == len(b) {
+		// A kept form that stands more than once changes in as many
+		// places: count them, and call a change of most of a short
+		// text (a colour code drawn from a hash) whole.
+		differ := 0
+		for i := range len(a) {
+			if a[i] != b[i] {
+				differ++
+			}
+		}
+		return differ <= nearSpan && differ*2 <= len(a)
 	}
 	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
 		a, b = a[1:], b[1:]

@@ -42,6 +42,27 @@ func TestNearTellsKeptFormsFromDigests(t *testing.T) {
 	if !linesNear("a\nb", "a\nb\nc") || linesNear("a\n"+digest(v), "a\n"+digest(w)) || !linesNear("x "+v, "x "+w) {
 		t.Error("linesNear")
 	}
+	twice := func(s string) string { r := reverse(s); return r + "." + r }
+	if !near(twice(v), twice(w)) {
+		t.Error("a value kept twice is not near")
+	}
+	if near("#e57373", "#64b5f6") {
+		t.Error("a colour code drawn from a hash is near")
+	}
+	for _, c := range []struct{ in, keep string }{
+		{"https://hooks.zapier.com/hooks/catch/123/abc/", "https://hooks.zapier.com/"},
+		{"sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_"},
+	} {
+		if got := oneOff(c.in); got == c.in || !strings.HasPrefix(got, c.keep) {
+			t.Errorf("oneOff(%q) = %q", c.in, got)
+		}
+	}
+	if got := oneOff("0123456789abcdef0123456789abcdef"); strings.Trim(got, "0123456789abcdef") != "" || got == "0123456789abcdef0123456789abcdef" {
+		t.Errorf("oneOff of hex = %q", got)
+	}
+	if got := oneOff("4242424242424242"); !luhnValid(got) || got == "4242424242424242" {
+		t.Errorf("oneOff of a card number = %q", got)
+	}
 	if got := oneOff("4242"); got != "4252" {
 		t.Errorf("oneOff(4242) = %q", got)
 	}

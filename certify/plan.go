@@ -328,6 +328,7 @@ type canary struct {
 	class  string // the input field's data class, or "secret"
 	origin string // the field's JSON Pointer, or the secret handle
 	look   leak.Value
+	number bool // a JSON number, replaced only as a whole number
 }
 
 // canaryParts is how many consecutive characters of a secret count as
@@ -381,7 +382,7 @@ func (c *run) canaryVariant(fx httpfixture.Fixture) (httpfixture.Fixture, []cana
 			return
 		}
 		subs = append(subs, sub)
-		canaries = append(canaries, canary{value: sub.new, class: class, origin: ptr, look: leak.NewValue(sub.new)})
+		canaries = append(canaries, canary{value: sub.new, class: class, origin: ptr, look: leak.NewValue(sub.new), number: sub.number})
 	})
 	if len(subs) == 0 {
 		return fx, nil

@@ -4,7 +4,6 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"math/rand/v2"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,15 +155,8 @@ const minDrawn = 16
 // than minDrawn characters were drawn and grow is set, drawn letters and
 // digits are added at the end of the drawn part.
 func (d *drawn) like(example string, grow bool) string {
-	from, to, isURL := 0, len(example), false
-	if u, err := url.Parse(example); err == nil && u.Scheme != "" && u.Host != "" && strings.Contains(example, "://") {
-		from, isURL = strings.Index(example, "://")+3+len(u.Host), true
-	} else {
-		from = tokenPrefix(example)
-		if at := strings.LastIndexByte(example, '@'); at > from {
-			to = at
-		}
-	}
+	from, to := drawnPart(example)
+	isURL := from > 0 && strings.Contains(example[:from], "://")
 	const lower, upper, digits = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
 	b := []byte(example[from:to])
 	kept := make([]bool, len(b))

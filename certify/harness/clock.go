@@ -56,6 +56,18 @@ func (c *deliveryClock) sent() time.Time {
 	return c.t
 }
 
+// Slept takes a sleep the wasm host skipped: a moving clock moves by it,
+// as production's would have while the module slept; a pinned one stays,
+// as the author's fixture tests' clock does.
+func (c *deliveryClock) Slept(d time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.moving {
+		c.t = c.t.Add(d)
+	}
+	return true
+}
+
 // Latencies of what a capability call reaches in production: a
 // provider over the internet or in the same rack, a database or the
 // engine's store nearby. Drawn uniform in their logarithm over all that

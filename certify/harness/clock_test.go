@@ -10,7 +10,7 @@ import (
 // TestDeliveryClockMoves: a delivery's clock never reads the same twice,
 // moves by a provider's latency at an HTTP call and by less at a nearby
 // store's, and reads the same times when the delivery runs again; without
-// a clock it stands at the logical time.
+// a clock it stands at the logical time, sleeps included.
 func TestDeliveryClockMoves(t *testing.T) {
 	now := time.Date(2026, 11, 28, 3, 4, 5, 0, time.UTC)
 	d := wire.Delivery{Now: now, Clock: now.Add(40 * time.Millisecond), Seed: 7}
@@ -58,8 +58,16 @@ func TestDeliveryClockMoves(t *testing.T) {
 		}
 	}
 
+	moving := newDeliveryClock(d)
+	before := moving.sent()
+	moving.Slept(3 * time.Second)
+	if got := moving.sent().Sub(before); got != 3*time.Second {
+		t.Errorf("a skipped sleep of 3s moved the clock by %s", got)
+	}
+
 	pinned := newDeliveryClock(wire.Delivery{Now: now, Seed: 7})
 	pinned.wait(wire.PathHTTP)
+	pinned.Slept(time.Hour)
 	if a, b := pinned.Now(), pinned.Now(); !a.Equal(now) || !b.Equal(now) || !pinned.sent().IsZero() {
 		t.Errorf("a pinned clock read %s and %s (sent %s), want %s", a, b, pinned.sent(), now)
 	}

@@ -262,6 +262,9 @@ func (c *client) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Errors name no URL: the HTTP capability wraps them with the
 	// request as production shows it (its query left out).
 	if err := c.call(req.Context(), http.MethodPost, wire.PathHTTP, in, &resp); err != nil {
+		// The cause is the harness's, for whoever reads its stderr; the
+		// connector sees what a dropped connection looks like.
+		fmt.Fprintf(os.Stderr, "harness: %s %s: %v\n", req.Method, req.URL.Host, err)
 		return nil, errors.New("read: connection reset by peer")
 	}
 	switch {

@@ -397,14 +397,16 @@ func (s *Session) answer(d *Planned, req *Request) (httpfixture.Exchange, string
 		}
 		return -1
 	}
+	// An answer recorded for another body at the same target serves
+	// only a request no exact recording matches.
 	pick := unserved(exact)
-	if pick < 0 {
-		pick = unserved(same)
-	}
-	if pick < 0 {
-		pick = same[len(same)-1]
-		if len(exact) > 0 {
-			pick = exact[len(exact)-1]
+	switch {
+	case pick >= 0:
+	case len(exact) > 0:
+		pick = exact[len(exact)-1]
+	default:
+		if pick = unserved(same); pick < 0 {
+			pick = same[len(same)-1]
 		}
 	}
 	served[pick] = true

@@ -86,8 +86,8 @@ type Delivery struct {
 	// moves as a real clock does, by a little at every reading and by a
 	// provider's latency at every capability call, drawn from Seed, so
 	// that a delivery run again reads the same times. Zero pins the
-	// clock capability at Now for the whole call (a fixture records its
-	// output at one instant).
+	// clock capability at Now for the whole call, sleeps included (a
+	// fixture records its output at one instant).
 	Clock time.Time `json:"clock,omitzero"`
 	// Seed seeds the unseeded rng capability for this delivery: numbers
 	// differ between deliveries, as production's do, and repeat when a

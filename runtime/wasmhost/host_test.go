@@ -200,6 +200,12 @@ func TestSkippedSleepsMoveTheClock(t *testing.T) {
 	if took > 5*time.Minute {
 		t.Errorf("the skipped sleep took %s", took)
 	}
+	// Virtual, under a clock that keeps its own time: the clock takes
+	// the sleep.
+	keeping := &keepingClock{t: logicalTime}
+	if got, _ := moved(true, keeping, time.Hour); got < time.Hour || keeping.slept < time.Hour {
+		t.Errorf("a clock that keeps its own time moved %s and was told of %s across a sleep of an hour", got, keeping.slept)
+	}
 	// Real: the sleep waits, and the real clock moves by it, no more.
 	got, took = moved(false, realClock{}, 300*time.Millisecond)
 	if got < 300*time.Millisecond || got > took {
@@ -215,3 +221,16 @@ func (c standingClock) Now() time.Time { return c.t }
 type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
+
+// keepingClock keeps its own time and takes the sleeps a host skips.
+type keepingClock struct {
+	t     time.Time
+	slept time.Duration
+}
+
+func (c *keepingClock) Now() time.Time { return c.t }
+
+func (c *keepingClock) Slept(d time.Duration) bool {
+	c.t, c.slept = c.t.Add(d), c.slept+d
+	return true
+}

@@ -419,7 +419,12 @@ func (inst *instance) nanosleep(ns int64) {
 		return
 	}
 	if inst.m.host.opts.VirtualSleep && inst.act != nil {
-		inst.skipped += ns
+		// The clock capability moves by what was skipped: a clock
+		// that keeps its own time takes it (and its readings and what
+		// it tells the provider agree), any other reads that much later.
+		if c, ok := inst.act.rc.Caps().Clock.(interface{ Slept(time.Duration) bool }); !ok || !c.Slept(time.Duration(ns)) {
+			inst.skipped += ns
+		}
 		return
 	}
 	// Sleep until the call's deadline at most: the activation's, or
