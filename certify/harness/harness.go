@@ -169,7 +169,15 @@ func deliver(ctx context.Context, m *wasmhost.Module, c *client, db dbHandle, d 
 	}
 	dctx, cancel := context.WithTimeout(context.WithValue(ctx, clockKey{}, clock), timeout)
 	defer cancel()
-	rc := runtime.NewActivationContext(dctx, d.Key, d.Attempt, grants.For(m.Info()), nil, d.Now)
+	caps := grants.For(m.Info())
+	if caps.Clock != nil {
+		// The delivery's clock itself, not the grant's one-method
+		// wrapper: the wasm host tells it of the sleeps it skips
+		// (deliveryClock.Slept). Only the host sees it; the module reads
+		// the clock through its host function.
+		caps.Clock = clock
+	}
+	rc := runtime.NewActivationContext(dctx, d.Key, d.Attempt, caps, nil, d.Now)
 	out, err := m.Runner().Run(rc, d.Params, d.Input)
 	if err != nil {
 		e := &wire.Error{Kind: runtime.KindOf(err).String(), Message: err.Error()}

@@ -252,13 +252,6 @@ func (c dbWriter) ExecContext(ctx context.Context, query string, args ...any) (s
 
 func (c clock) Now() time.Time { return c.b.Now() }
 
-// Slept passes a sleep the host skipped to a clock that keeps its own
-// time (certification's), and reports whether it took it.
-func (c clock) Slept(d time.Duration) bool {
-	s, ok := c.b.(interface{ Slept(time.Duration) bool })
-	return ok && s.Slept(d)
-}
-
 // Secret resolves handle when the connector declares it, and refuses
 // every other handle (another team's secret, say) without asking the
 // backend.
