@@ -103,7 +103,7 @@ func (c *run) endsAsRecordedWithAuthorsSecrets(i int, fx httpfixture.Fixture) bo
 	}
 	s := &recorder.Session{World: world, Mode: recorder.Cassette, Fresh: true, Concurrency: 1, Deliveries: []recorder.Planned{{
 		Delivery: wire.Delivery{ID: i, Params: fx.Params, Input: fx.Input, Key: key, Attempt: 1, Now: fixturetest.Now,
-			Seed: c.world.Seed ^ uint64(i)*0x9e3779b97f4a7c15, Secrets: secrets, Timeout: deliveryTimeout},
+			Seed: c.deliverySeed(i), Secrets: secrets, Timeout: deliveryTimeout},
 		Exchanges: fx.HTTP,
 	}}}
 	return len(c.judgeFixtureAs(c.runSession(s, variants[0]), i, fx)) == 0

@@ -52,13 +52,17 @@ func (c *run) planWith(id int, fx httpfixture.Fixture, attempt int, now time.Tim
 		return recorder.Planned{}, fmt.Errorf("fixture %q: %w", fx.Name, err)
 	}
 	fx = substitute(fx, c.world.subs)
-	seed := c.world.Seed ^ uint64(id)*0x9e3779b97f4a7c15
+	seed := c.deliverySeed(id)
 	return recorder.Planned{
 		Delivery: wire.Delivery{ID: id, Params: fx.Params, Input: fx.Input, Key: key, Attempt: attempt,
 			Now: now, Clock: now.Add(c.waited(attempt, seed)), Seed: seed, Secrets: maps.Clone(c.world.secrets), Timeout: deliveryTimeout},
 		Exchanges: fx.HTTP,
 	}, nil
 }
+
+// deliverySeed is delivery id's seed, drawn from the world's: the same
+// for a delivery run again.
+func (c *run) deliverySeed(id int) uint64 { return c.world.Seed ^ uint64(id)*0x9e3779b97f4a7c15 }
 
 // fixturePlan is plan for a fixture's one delivery at the time the
 // author's fixture tests run at (fixturetest.Now), the clock capability
