@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/engine"
-	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/serve/localrun"
 )
@@ -90,8 +89,8 @@ func sweepStore(e *env, spec string, retention time.Duration, asJSON bool) int {
 	}
 	defer st.Close()
 	sw, err := engine.New(st, engine.Options{Owner: "flowgen-store-sweep", Retention: retention, SweepEvery: -1}).Sweep(e.ctx)
-	if r, ok := st.(store.Reclaimer); ok && err == nil && sw.Jobs+sw.Records+sw.Blobs+sw.Acked > 0 {
-		err = r.Reclaim(e.ctx) // workers do it after their sweeps
+	if err == nil && sw.Jobs+sw.Records+sw.Blobs+sw.Acked > 0 {
+		err = st.Reclaim(e.ctx) // workers do it after their sweeps
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "flowgen store sweep: %v\n", err)

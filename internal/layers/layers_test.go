@@ -83,8 +83,11 @@ func under(rel, tree string) bool { return rel == tree || strings.HasPrefix(rel,
 //     other and the strict YAML reader; runtype, the runtime's vocabulary,
 //     reaches only flowtype;
 //   - the engine (runtime/internal/engine) reaches only the vocabulary,
-//     the store seam and the ledgers: it sees node code only through its
-//     Task interface, never the node API of package runtime;
+//     the store seam, the ledgers and the observability interfaces
+//     (runtime/observe): it sees node code only through its Task
+//     interface, never the node API of package runtime;
+//   - no package of the runtime links Prometheus or OpenTelemetry: their
+//     adapters (telemetry/) are linked by the programs that want them;
 //   - the registry client reaches only the registry's wire types (and the
 //     Retry-After reader, a leaf), and stays small;
 //   - the artifact format does not link the code generator.
@@ -127,11 +130,23 @@ func TestLayers(t *testing.T) {
 		case rel == "runtime/wasmguest", rel == "runtime/wasmhost":
 			only(p, "runtime", "runtime/runtype", "runtime/wasmabi", "flowtype")
 		case rel == "runtime/internal/engine":
-			only(p, "flowtype", "runtime/runtype", "runtime/idemkey", "runtime/ledger", "runtime/store")
+			only(p, "flowtype", "runtime/runtype", "runtime/idemkey", "runtime/ledger", "runtime/store", "runtime/observe")
+		case rel == "runtime/observe":
+			only(p, "flowtype", "runtime/runtype")
 		case slices.Contains(formats, rel):
 			only(p, formats...)
 		case under(rel, "runtime"):
-			forbidden(p, "gen", "registry", "certify", "artifact", "connectorvet", "sbom", "signing", "policy", "testharness", "cmd", "examples", "serve")
+			forbidden(p, "gen", "registry", "certify", "artifact", "connectorvet", "sbom", "signing", "policy", "testharness", "cmd", "examples", "serve", "telemetry")
+			// Prometheus and OpenTelemetry are adapters' business
+			// (telemetry/): the runtime tells observe.Metrics and
+			// observe.Tracer. 188 packages outside the standard library
+			// under runtime/ before, 115 after.
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, "github.com/prometheus/") || strings.HasPrefix(d, "go.opentelemetry.io/") {
+					t.Errorf("%s depends on %s; the runtime reaches metrics and traces only through runtime/observe", rel, d)
+					break
+				}
+			}
 		case rel == "registry/client":
 			only(p, "registry/api", "internal/retryafter")
 			const limit = 200 // 471 before registry/api; 189 after

@@ -23,6 +23,8 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/telemetry/oteltraces"
+	"github.com/flowgen-dev/flowgen/telemetry/prommetrics"
 )
 
 type item struct {
@@ -437,7 +439,7 @@ func BenchmarkObservabilityCost(b *testing.B) {
 			s.Close()
 			plain := float64(jobs*3) / elapsed.Seconds()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-			elapsed, s = runJobsWith(b, linearFlow(), `{"n":1}`, jobs, Options{Metrics: prometheus.NewRegistry(), Tracing: tp})
+			elapsed, s = runJobsWith(b, linearFlow(), `{"n":1}`, jobs, Options{Metrics: prommetrics.New(prometheus.NewRegistry(), nil), Tracing: oteltraces.New(tp)})
 			s.Close()
 			tp.Shutdown(context.Background())
 			observed := float64(jobs*3) / elapsed.Seconds()

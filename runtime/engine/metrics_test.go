@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/telemetry/prommetrics"
 )
 
 // metricValue sums the samples of metric name in reg whose labels include
@@ -60,7 +61,7 @@ func TestMetricsCountAKnownRun(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, b backend, r *rig) {
 		ctx := context.Background()
 		reg := prometheus.NewRegistry()
-		e := New(r.store, Options{Owner: "w", Now: r.clock.Now, Metrics: reg})
+		e := New(r.store, Options{Owner: "w", Now: r.clock.Now, Metrics: prommetrics.New(reg, r.store)})
 		for _, f := range []*runtime.Flow{linearFlow(), sagaFlow(r.sink, true), sleepFlow(runtime.Sleep{For: time.Minute})} {
 			if err := e.Register(f); err != nil {
 				t.Fatal(err)
@@ -150,7 +151,8 @@ func (d *describingRegisterer) Register(c prometheus.Collector) error {
 func TestObservabilityDocsNameRealMetrics(t *testing.T) {
 	t.Parallel()
 	reg := &describingRegisterer{Registerer: prometheus.NewRegistry()}
-	New(newRig(t).store, Options{Metrics: reg})
+	s := newRig(t).store
+	New(s, Options{Metrics: prommetrics.New(reg, s)})
 	slices.Sort(reg.names)
 	doc, err := os.ReadFile("../../docs/observability.md")
 	if err != nil {

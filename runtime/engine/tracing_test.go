@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/telemetry/oteltraces"
+	"github.com/flowgen-dev/flowgen/telemetry/prommetrics"
 )
 
 // TestOneTraceAcrossRetriesSubflowsAndRestarts: a job started under a
@@ -52,9 +54,9 @@ func TestOneTraceAcrossRetriesSubflowsAndRestarts(t *testing.T) {
 			Edges: []runtime.Edge{{From: "flaky", FromPort: "out", To: "sub"}, {From: "sub", FromPort: "out", To: "last"}}}
 		takeovers := prometheus.NewRegistry()
 		worker := func(owner string) *Engine {
-			opts := Options{Owner: owner, Now: r.clock.Now, Tracing: tp}
+			opts := Options{Owner: owner, Now: r.clock.Now, Tracing: oteltraces.New(tp)}
 			if owner == "second" {
-				opts.Metrics = takeovers
+				opts.Metrics = prommetrics.New(takeovers, r.store)
 			}
 			e := New(r.store, opts)
 			for _, f := range []*runtime.Flow{inner, outer} {
@@ -186,7 +188,7 @@ func TestHTTPCallsAreClientSpansWithTraceparent(t *testing.T) {
 		})
 	r := newRig(t)
 	routes := &ConnectTo{Routes: []ConnectRoute{{Host: "stock.example.com", Target: target}}}
-	e := New(r.store, Options{Tracing: tp, Capabilities: Grants{Store: r.store, Tracing: tp, Transport: routes}.For})
+	e := New(r.store, Options{Tracing: oteltraces.New(tp), Capabilities: Grants{Store: r.store, Transport: oteltraces.Transport(routes, tp)}.For})
 	if err := e.Register(&runtime.Flow{Name: "fetching", Nodes: []*runtime.FlowNode{{Alias: "fetch", Runner: fetch}}}); err != nil {
 		t.Fatal(err)
 	}

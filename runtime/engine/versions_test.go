@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	"github.com/flowgen-dev/flowgen/telemetry/prommetrics"
 )
 
 // pathed is what the versioned flows pass along: the nodes that ran.
@@ -84,13 +85,13 @@ func TestJobsFinishOnTheirVersion(t *testing.T) {
 		}
 
 		bothMetrics, freshMetrics := prometheus.NewRegistry(), prometheus.NewRegistry()
-		both := New(r.store, Options{Owner: "both", Now: r.clock.Now, Metrics: bothMetrics})
+		both := New(r.store, Options{Owner: "both", Now: r.clock.Now, Metrics: prommetrics.New(bothMetrics, r.store)})
 		for _, f := range []*runtime.Flow{v2(), v1()} {
 			if err := both.Register(f); err != nil {
 				t.Fatal(err)
 			}
 		}
-		fresh := New(r.store, Options{Owner: "fresh", Now: r.clock.Now, Metrics: freshMetrics})
+		fresh := New(r.store, Options{Owner: "fresh", Now: r.clock.Now, Metrics: prommetrics.New(freshMetrics, r.store)})
 		if err := fresh.Register(v2()); err != nil {
 			t.Fatal(err)
 		}

@@ -34,6 +34,9 @@ var (
 	// ErrFenced: the lease is no longer the job's current lease; the
 	// holder must stop writing for the job.
 	ErrFenced = errors.New("store: lease fenced")
+	// ErrUnsupported: the backend lacks the capability the operation
+	// needs (see Capabilities).
+	ErrUnsupported = errors.New("store: not supported by this backend")
 )
 
 // Store is a transactional key-value store with counters, leases and
@@ -56,8 +59,68 @@ type Store interface {
 	PurgeAcked(ctx context.Context, stream string, before time.Time, max int) (int, error)
 	// Backlog reports the stream's queue as one consistent read.
 	Backlog(ctx context.Context, stream string) (Backlog, error)
+	// Notify returns a channel that receives a value soon after each
+	// commit that published on stream a message any worker may take now
+	// (several commits may share one value), so an idle worker's latency
+	// is not bounded by a poll interval; a backend that keeps a job's new
+	// messages for its lease holder, busy with the job, may stay silent on
+	// those. The channel closes when ctx ends.
+	Notify(ctx context.Context, stream string) (<-chan struct{}, error)
+	// Ready reports whether stream may have a message visible now, for an
+	// idle worker that would rather look than open a write transaction to
+	// reserve. false means a Reserve would find nothing; true is a hint
+	// only (the message's job may be leased by another owner, or another
+	// worker reserve it first). A backend whose reservation costs no more
+	// than a look (see Capabilities.ExpensiveCommits) may always answer
+	// true.
+	Ready(ctx context.Context, stream string) (bool, error)
+	// Reclaim makes the space of deleted rows reusable without locking
+	// out readers or writers, for a sweeper that deleted; a table another
+	// maintenance pass holds is skipped. A backend that reuses freed
+	// space at once (bbolt) does nothing.
+	Reclaim(ctx context.Context) error
+	// Capabilities says what the backend does beyond what every backend
+	// does; it never changes over the store's life.
+	Capabilities() Capabilities
 	// Close releases the store; a closed store's methods return errors.
 	Close() error
+}
+
+// Capabilities are what a backend does that not every backend does, and
+// what its operations cost. The engine reads them once, when it is made,
+// and picks its ways of working by them; nothing else asks a store what
+// it is.
+type Capabilities struct {
+	// LocksRows: write transactions lock the rows they touch, not the
+	// whole store (PostgreSQL; not bbolt, whose one writer would hold up
+	// every other), so many may be open at once and a transaction may
+	// stay open while a short computation runs without delaying the
+	// others' commits.
+	LocksRows bool
+	// Savepoints: Tx.Atomically undoes a unit that fails and the
+	// transaction goes on (PostgreSQL). Without it Atomically fails with
+	// ErrUnsupported and does not run its unit.
+	Savepoints bool
+	// ExpensiveCommits: a write transaction costs much more than a read
+	// (bbolt: one writer at a time and a sync to disk each), so an idle
+	// worker asks Ready before it opens one to reserve.
+	ExpensiveCommits bool
+}
+
+// Collation is the step 2 compound write: add Delta to the Semaphore
+// counter and, when the result equals Threshold, add Weight to the GUID
+// counter.
+type Collation struct {
+	// Semaphore is the counter Delta moves.
+	Semaphore []byte
+	// Delta is added to Semaphore.
+	Delta int64
+	// Threshold is the value of Semaphore that hits.
+	Threshold int64
+	// GUID is the counter Weight is added to on a hit.
+	GUID []byte
+	// Weight is added to GUID on a hit.
+	Weight int64
 }
 
 // ReadTx reads values, counters, leases and messages.
@@ -131,11 +194,27 @@ type Tx interface {
 	// Bump is Add for a caller that needs no new value: the backend may
 	// send it later (see Tx), and ErrOverflow then fails the transaction.
 	Bump(key []byte, delta, max int64) error
-	// Collate is the step 2 compound primitive: it adds delta to the
-	// semaphore counter and, when the result equals threshold, adds weight
-	// to the guid counter, reporting whether the threshold was hit. Both
-	// changes commit with the rest of the transaction.
-	Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error)
+	// Collate makes c's writes and reports whether its threshold was
+	// hit. Both changes commit with the rest of the transaction.
+	Collate(c Collation) (bool, error)
+	// CollateAndRead is Collate and, when the threshold was hit, ReadMany
+	// of keys and counters, whose answer then sees what the collation
+	// did; on a miss values and ns are nil. It is one round trip on a
+	// networked store, so a step that may close its job reads what
+	// closing needs with the collation's answer.
+	CollateAndRead(c Collation, keys, counters [][]byte) (hit bool, values [][]byte, ns []int64, err error)
+	// Atomically runs fn inside the transaction as one unit, where the
+	// backend has Capabilities.Savepoints (ErrUnsupported otherwise, fn
+	// not run). When fn returns nil, its writes have reached the backend
+	// and been accepted: a held-back write's error (see Tx) is returned
+	// here, and fn's work is undone. When fn fails, everything it did is
+	// undone, its error is returned and the transaction goes on as it was
+	// before fn. fn must not call Atomically. An error the transaction
+	// itself cannot survive (a lost connection) fails every later
+	// operation and the Update. A batch of unrelated units of work shares
+	// one transaction and one commit this way, and a unit that fails
+	// takes nothing of the others with it.
+	Atomically(fn func(Tx) error) error
 	// Reserve makes up to max of the oldest visible messages of stream
 	// invisible for visibility and returns them, each with a receipt,
 	// ordered by job and then ID (so that transactions reserving several
@@ -198,72 +277,6 @@ type Tx interface {
 	// holder's next Fence fails with ErrFenced, and a later AcquireLease
 	// would count its tokens from the start again.
 	DeleteLease(job []byte) error
-}
-
-// Savepoints is implemented by transactions that can undo part of their
-// work and go on (PostgreSQL's savepoints; not bbolt). A batch of
-// unrelated units of work shares one transaction and one commit this way,
-// and a unit that fails takes nothing of the others with it.
-type Savepoints interface {
-	// Atomically runs fn inside the transaction as one unit. When fn
-	// returns nil, its writes have reached the backend and been accepted:
-	// a held-back write's error (see Tx) is returned here, and fn's work
-	// is undone. When fn fails, everything it did is undone, its error is
-	// returned and the transaction goes on as it was before fn. fn must
-	// not call Atomically. An error the transaction itself cannot survive
-	// (a lost connection) fails every later operation and the Update.
-	Atomically(fn func(Tx) error) error
-}
-
-// CollatingReader is implemented by transactions whose reads cost a
-// round trip (PostgreSQL; not bbolt): a step that may close its job reads
-// what closing needs in the round trip of its collation.
-type CollatingReader interface {
-	// CollateAndRead is Collate followed by ReadMany of keys and
-	// counters, in one round trip; the reads see what the collation did.
-	CollateAndRead(semaphore []byte, delta, threshold int64, guid []byte, weight int64, keys, counters [][]byte) (hit bool, values [][]byte, ns []int64, err error)
-}
-
-// Notifier is implemented by stores that can tell idle workers when a
-// message is published, so latency is not bounded by a poll interval.
-type Notifier interface {
-	// Notify returns a channel that receives a value soon after each commit
-	// that published on stream a message any worker may take now (several
-	// commits may share one value); a backend that keeps a job's new
-	// messages for its lease holder, busy with the job, may stay silent on
-	// those. The channel closes when ctx ends.
-	Notify(ctx context.Context, stream string) (<-chan struct{}, error)
-}
-
-// RowLocking is implemented by stores whose write transactions lock the
-// rows they touch, not the whole store (PostgreSQL; not bbolt, whose one
-// writer would hold up every other): a transaction may stay open while a
-// short computation runs without delaying the others' commits.
-type RowLocking interface {
-	// LocksRows is a marker; it does nothing.
-	LocksRows()
-}
-
-// Peeker is implemented by stores whose write transactions cost much more
-// than reads (an fsync each, as on bbolt): an idle worker looks before it
-// opens a write transaction to reserve.
-type Peeker interface {
-	// Ready reports whether stream has a message visible now. false means
-	// a Reserve would find nothing; true is a hint only (the message's job
-	// may be leased by another owner, or another worker reserve it first).
-	Ready(ctx context.Context, stream string) (bool, error)
-}
-
-// Reclaimer is implemented by stores whose deleted rows take up space
-// until a maintenance pass (PostgreSQL's VACUUM; not bbolt, which reuses
-// freed pages at once): the retention sweeper calls it after it deleted,
-// so the space is reused even where the server's autovacuum is off or
-// falls behind.
-type Reclaimer interface {
-	// Reclaim makes the space of deleted rows reusable, without locking
-	// out readers or writers; a table another maintenance pass holds is
-	// skipped.
-	Reclaim(ctx context.Context) error
 }
 
 // Backlog is a stream's queue at one moment.

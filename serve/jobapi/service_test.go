@@ -20,6 +20,7 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/serve/jobapi"
+	"github.com/flowgen-dev/flowgen/telemetry/oteltraces"
 )
 
 type order struct {
@@ -369,7 +370,7 @@ func TestStartCarriesTheCallersTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	e := engine.New(s, engine.Options{Owner: "test", Tracing: tp})
+	e := engine.New(s, engine.Options{Owner: "test", Tracing: oteltraces.New(tp)})
 	if err := e.Register(approvalFlow()); err != nil {
 		t.Fatal(err)
 	}

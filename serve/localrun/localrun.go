@@ -32,6 +32,8 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
 	"github.com/flowgen-dev/flowgen/serve/jobapi"
+	"github.com/flowgen-dev/flowgen/telemetry/oteltraces"
+	"github.com/flowgen-dev/flowgen/telemetry/prommetrics"
 )
 
 // IsDatabaseURL reports whether a --store value names PostgreSQL.
@@ -318,7 +320,7 @@ func commonFlags(fs *flag.FlagSet) flags {
 // FLOWGEN_DATABASE_URL and FLOWGEN_CONNECT_TO, and whose metrics go to
 // metrics (none when nil), then registers the flows and returns their
 // names.
-func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metrics prometheus.Registerer) (*engine.Engine, []string, func(), error) {
+func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metrics *prometheus.Registry) (*engine.Engine, []string, func(), error) {
 	st, err := OpenStore(ctx, *f.store, true)
 	if err != nil {
 		return nil, nil, nil, err
@@ -339,9 +341,12 @@ func (f flags) engine(ctx context.Context, p Process, flows []Constructor, metri
 	}
 	closers = append(closers, func() error { stopTracing(); return nil })
 	grants := engine.Grants{Store: st, BlobDir: *f.blobs, Secrets: engine.EnvSecrets{Lookup: p.LookupEnv}}
-	opts := engine.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Retention: *f.retention, Metrics: metrics, ModuleDir: *f.moduleDir}
+	opts := engine.Options{Owner: fmt.Sprintf("%s-%d", hostname(), os.Getpid()), Retention: *f.retention, ModuleDir: *f.moduleDir}
+	if metrics != nil {
+		opts.Metrics = prommetrics.New(metrics, st)
+	}
 	if tp != nil {
-		grants.Tracing, opts.Tracing = tp, tp
+		grants.Transport, opts.Tracing = oteltraces.Transport(engine.PublicTransport, tp), oteltraces.New(tp)
 	}
 	if url := p.getenv("FLOWGEN_DATABASE_URL"); url != "" {
 		db, err := sql.Open("postgres", url)

@@ -42,7 +42,7 @@ type ranAhead = *entry
 // is predictable, up to max of them. It stops at the first that does not
 // succeed; an error is a crash point's or the end of ctx.
 func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *result, max int) ([]ranAhead, error) {
-	if e.rowLocking || res == nil {
+	if e.caps.LocksRows || res == nil {
 		return nil, nil
 	}
 	var out []ranAhead

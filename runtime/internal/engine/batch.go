@@ -60,7 +60,7 @@ const claimers = 2
 // more each commit carries: its workers claim at will, and every claimed
 // delivery goes on at once (at most workers × Options.Batch in flight).
 func (e *Engine) limits(workers int) limits {
-	if !e.rowLocking {
+	if !e.caps.LocksRows {
 		return limits{}
 	}
 	return limits{claims: make(chan struct{}, claimers), slots: make(chan struct{}, max(workers, 1))}
@@ -68,8 +68,8 @@ func (e *Engine) limits(workers int) limits {
 
 // stepBatch is StepBatch under lim.
 func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error) {
-	if p, ok := e.store.(store.Peeker); ok {
-		ready, err := p.Ready(ctx, runtype.WorkStream)
+	if e.caps.ExpensiveCommits {
+		ready, err := e.store.Ready(ctx, runtype.WorkStream)
 		if err != nil {
 			return 0, fmt.Errorf("peek: %w", err)
 		}
@@ -150,7 +150,7 @@ func (e *Engine) claim(ctx context.Context, tx store.Tx, max int, careful bool) 
 	if err != nil {
 		return 0, nil, false, err
 	}
-	if _, ok := tx.(store.Savepoints); !ok || len(folded) == 0 {
+	if !e.caps.Savepoints || len(folded) == 0 {
 		return len(ms), entered, false, nil
 	}
 	slices.SortStableFunc(folded, lockOrder)

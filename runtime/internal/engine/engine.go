@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -36,8 +35,8 @@ type Options struct {
 	Retention  time.Duration
 	SweepEvery time.Duration
 	SweepBatch int
-	Metrics    prometheus.Registerer
-	Tracing    trace.TracerProvider
+	Metrics    observe.Metrics
+	Tracing    observe.Tracer
 }
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
@@ -63,9 +62,10 @@ type Engine struct {
 	// need not wait out the TTL.
 	held sync.Map
 
-	// rowLocking: the store's transactions lock rows, so deliveries of
-	// Pure nodes fold their entry into one commit (fold.go).
-	rowLocking bool
+	// caps are what the store can do; the engine picks its ways of
+	// working by them (LocksRows: deliveries of Pure nodes fold their
+	// entry into one commit, fold.go).
+	caps store.Capabilities
 
 	// local is the Run that takes on the jobs this engine starts, if one
 	// does (local.go).
@@ -82,7 +82,7 @@ type Engine struct {
 	// The step protocol (step.go) carries one to the other and commits.
 	proc    *processor
 	router  router
-	metrics *metrics
+	metrics metrics
 	tracing *tracing
 }
 
@@ -108,10 +108,13 @@ func New(s store.Store, opts Options) *Engine {
 	if opts.After == nil {
 		opts.After = time.After
 	}
-	_, rowLocking := s.(store.RowLocking)
+	var caps store.Capabilities
+	if s != nil { // an engine only to register flows with, in tests
+		caps = s.Capabilities()
+	}
 	if opts.Batch <= 0 {
 		opts.Batch = defaultBatch
-		if !rowLocking {
+		if !caps.LocksRows {
 			opts.Batch = defaultBatchOneWriter
 		}
 	}
@@ -129,8 +132,8 @@ func New(s store.Store, opts Options) *Engine {
 		log = slog.Default()
 	}
 	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}, versions: map[string][]*compiled{}}
-	e.rowLocking = rowLocking
-	e.metrics = newMetrics(opts.Metrics, s)
+	e.caps = caps
+	e.metrics = newMetrics(opts.Metrics)
 	e.tracing = newTracing(opts.Tracing, s, opts.Owner)
 	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}
 	return e
@@ -539,8 +542,8 @@ func taskMessage(job runtype.JobID, t task, at time.Time) (store.Message, error)
 // workers, and returns nil then. A failed step (a lost database connection,
 // a fenced commit) is logged and retried after a backoff: the message comes
 // back after its visibility timeout and the ledgers skip what committed.
-// Idle workers wait for the store's publish notifications when it has them
-// (store.Notifier), and poll with a short backoff otherwise. On a store
+// Idle workers wait for the store's publish notifications (Store.Notify),
+// and poll with a short backoff when it cannot give them. On a store
 // with one writer, a Run also takes on the jobs its engine starts while it
 // works, without claiming them, and hands back those it has not taken on
 // when it stops (local.go).
@@ -564,7 +567,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 						return
 					}
 					if errors.Is(err, store.ErrFenced) {
-						e.metrics.fenced.Inc()
+						e.metrics.Add(observe.Fenced, 1)
 					}
 					e.log.Warn("step failed; will retry", "err", err, "in", failed)
 					sleepCtx(ctx, failed)
@@ -627,11 +630,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // and returns the baton they pass to idle workers, and whether they come.
 func (e *Engine) wakeups(ctx context.Context) (*baton, bool) {
 	b := newBaton()
-	n, ok := e.store.(store.Notifier)
-	if !ok {
-		return b, false
-	}
-	ch, err := n.Notify(ctx, runtype.WorkStream)
+	ch, err := e.store.Notify(ctx, runtype.WorkStream)
 	if err != nil {
 		e.log.Warn("no publish notifications; polling", "err", err)
 		return b, false

@@ -32,7 +32,7 @@ import (
 // fold reports whether the delivery en may run inside its own entry
 // transaction.
 func (e *Engine) fold(c *compiled, en *entry) bool {
-	if !e.rowLocking || en.deferred || en.killed || en.guid.WorkDone() || en.guid.ChildrenSpawned() {
+	if !e.caps.LocksRows || en.deferred || en.killed || en.guid.WorkDone() || en.guid.ChildrenSpawned() {
 		return false
 	}
 	return foldsTask(c, en.t)
@@ -113,7 +113,7 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, 
 // commit, and a batch of pure steps costs no round trip and no
 // subtransaction per unit. A failure there fails the batch, and the
 // caller claims again carefully: each unit inside a savepoint of its own
-// (store.Savepoints), so a unit that fails is undone alone and its
+// (store.Capabilities.Savepoints), so a unit that fails is undone alone and its
 // delivery goes on unfolded after the batch commits, like those that
 // never folded. In that mode only a crash point or the end of ctx fails
 // the whole batch.
@@ -171,7 +171,7 @@ func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, c
 			if err := unit(tx); err != nil {
 				return nil, nil, fmt.Errorf("%s, folded without a savepoint: %w", en.t.Act, err)
 			}
-		} else if err := tx.(store.Savepoints).Atomically(unit); err != nil {
+		} else if err := tx.Atomically(unit); err != nil {
 			en.stepped, en.closed, en.gather, en.next = false, false, nil, nil
 			e.log.Warn("a folded delivery did not commit with its batch; it goes on alone", "act", en.t.Act, "err", err)
 			continue

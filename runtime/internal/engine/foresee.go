@@ -62,7 +62,7 @@ func mayClose(en *entry) bool {
 func (e *Engine) foresee(en *entry) {
 	en.foreseen = nil
 	started := en.t.Started
-	if e.rowLocking || started == 0 || !mayClose(en) {
+	if e.caps.LocksRows || started == 0 || !mayClose(en) {
 		return
 	}
 	out := outcome{nodes: []string{en.t.Node}, results: [][]byte{resultKey(en.job, en.t.Act)}}

@@ -45,7 +45,7 @@ type localRun struct {
 // taken on has been taken as far as the Run goes. Nothing is taken on while another Run of
 // the engine does so already, or on a store whose transactions lock rows.
 func (e *Engine) runLocally(ctx context.Context, lim limits, capacity int) (stop func()) {
-	if e.rowLocking {
+	if e.caps.LocksRows {
 		return func() {}
 	}
 	r := &localRun{ctx: ctx, lim: lim, slots: make(chan struct{}, max(capacity, 1))}

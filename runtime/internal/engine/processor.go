@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/idemkey"
+	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -28,7 +29,7 @@ type processor struct {
 	store   store.Store
 	opts    *Options // the engine's, defaults applied
 	log     *slog.Logger
-	metrics *metrics
+	metrics metrics
 	tracing *tracing
 	// afterFunc runs a function once a duration has passed on the
 	// engine's clock (afterOn).
@@ -41,7 +42,7 @@ func (p *processor) now() time.Time { return p.opts.Now() }
 // its result, or errRetryLater after handing the message back for a retry.
 // It never routes.
 func (p *processor) work(ctx context.Context, c *compiled, en *entry) (res result, err error) {
-	p.metrics.started.WithLabelValues(flowName(en.t.Flow), en.t.Node).Inc()
+	p.metrics.Add(observe.Started, 1, flowName(en.t.Flow), en.t.Node)
 	ctx, traced := p.tracing.activation(ctx, en)
 	defer func() { traced(res, err) }()
 	return p.attempt(ctx, c, en)
@@ -168,7 +169,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 		if err != nil {
 			return result{}, err
 		}
-		p.metrics.retried.WithLabelValues(flowName(t.Flow), t.Node, string(runtype.FailureOf(kind))).Inc()
+		p.metrics.Add(observe.Retried, 1, flowName(t.Flow), t.Node, string(runtype.FailureOf(kind)))
 		return result{}, errRetryLater
 	}
 	if ctx.Err() != nil {

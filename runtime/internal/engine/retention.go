@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -111,7 +112,7 @@ func (e *Engine) Sweep(ctx context.Context) (sw runtype.Swept, err error) {
 	defer func() { // what committed counts, also when a later commit failed
 		for what, n := range map[string]int{"jobs": sw.Jobs, "records": sw.Records, "blobs": sw.Blobs, "acked": sw.Acked} {
 			if n > 0 {
-				e.metrics.swept.WithLabelValues(what).Add(float64(n))
+				e.metrics.Add(observe.Swept, float64(n), what)
 			}
 		}
 	}()
@@ -409,12 +410,12 @@ func unreferenceBlob(tx store.Tx, ref string) (int, error) {
 	return 1, nil
 }
 
-// reclaimEvery is how often at most the sweeper asks a store.Reclaimer to
+// reclaimEvery is how often at most the sweeper asks the store to
 // make the space it freed reusable.
 const reclaimEvery = 30 * time.Second
 
 // runSweeper sweeps every Options.SweepEvery until ctx ends; after a sweep
-// that deleted, it lets a store.Reclaimer reclaim the space, at most every
+// that deleted, it lets the store reclaim the space, at most every
 // reclaimEvery.
 func (e *Engine) runSweeper(ctx context.Context) {
 	if e.opts.SweepEvery <= 0 {
@@ -437,8 +438,8 @@ func (e *Engine) runSweeper(ctx context.Context) {
 			e.log.Info("swept", "jobs", sw.Jobs, "records", sw.Records, "blobs", sw.Blobs, "acked", sw.Acked)
 			deleted = true
 		}
-		if r, ok := e.store.(store.Reclaimer); ok && deleted && time.Since(reclaimed) >= reclaimEvery {
-			if err := r.Reclaim(ctx); err != nil && ctx.Err() == nil {
+		if deleted && time.Since(reclaimed) >= reclaimEvery {
+			if err := e.store.Reclaim(ctx); err != nil && ctx.Err() == nil {
 				e.log.Warn("reclaiming the space of swept rows; will try again", "err", err)
 				continue
 			}

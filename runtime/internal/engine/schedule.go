@@ -10,6 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -161,7 +162,7 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 	}
 	for result, n := range map[string]int{"started": started, "skipped": skipped, "dropped": dropped} {
 		if n > 0 {
-			e.metrics.ticks.WithLabelValues(s.Name, result).Add(float64(n))
+			e.metrics.Add(observe.Ticks, float64(n), s.Name, result)
 		}
 	}
 	return started, e.crash(runtype.CrashScheduled)

@@ -14,7 +14,6 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // result is an activation's write-once outcome.
@@ -94,9 +93,9 @@ type entry struct {
 	// status is the job's final status when this delivery finished it
 	// (for the metrics, after the commit).
 	status *runtype.JobStatus
-	// span is the span of the activation's attempt (tracing.go): a
-	// subflow's child job is traced under it.
-	span trace.SpanContext
+	// span is the traceparent of the activation's attempt (tracing.go):
+	// a subflow's child job is traced under it.
+	span string
 	// folding is set while the node runs inside the transaction that
 	// reserved its message (see fold): the processor then renews no lease
 	// and leaves the hand-back of a retry in later, which that
@@ -652,11 +651,12 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	}
 	en.ending = nil
 	delta := semaphoreDelta(t, children)
-	if cr, ok := tx.(store.CollatingReader); ok && delta < 0 {
+	closing := store.Collation{Semaphore: semKey(job), Delta: delta, GUID: en.guidKey(), Weight: ledger.JobClosed}
+	if delta < 0 {
 		// This step may close the job: what step 3 reads comes with the
 		// collation's answer.
 		keys, counters := endingKeys(en)
-		hit, values, ns, err := cr.CollateAndRead(semKey(job), delta, 0, en.guidKey(), ledger.JobClosed, keys, counters)
+		hit, values, ns, err := tx.CollateAndRead(closing, keys, counters)
 		if hit {
 			end := endingOf(values, ns)
 			en.ending = &end
@@ -671,7 +671,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		// activations of one job at once, do not queue on its semaphore.
 		return false, nil
 	}
-	return tx.Collate(semKey(job), delta, 0, en.guidKey(), ledger.JobClosed)
+	return tx.Collate(closing)
 }
 
 // seal stamps res as en's result, and its place in the job's history,

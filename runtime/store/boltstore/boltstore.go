@@ -102,6 +102,15 @@ func Open(path string, opts Options) (*Store, error) {
 // Close closes the file.
 func (s *Store) Close() error { return s.db.Close() }
 
+// Capabilities: one writer at a time, each commit a sync (unless NoSync,
+// which still keeps one writer), no partial undo.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{ExpensiveCommits: true}
+}
+
+// Reclaim does nothing: bbolt reuses freed pages at once.
+func (s *Store) Reclaim(ctx context.Context) error { return ctx.Err() }
+
 // Path returns the store's file path.
 func (s *Store) Path() string { return s.db.Path() }
 
@@ -330,18 +339,34 @@ func (t *tx) Bump(key []byte, delta, max int64) error {
 	return err
 }
 
-func (t *tx) Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error) {
-	sem, err := t.Add(semaphore, delta, maxCounter)
+func (t *tx) Collate(c store.Collation) (bool, error) {
+	sem, err := t.Add(c.Semaphore, c.Delta, maxCounter)
 	if err != nil {
 		return false, err
 	}
-	if sem != threshold {
+	if sem != c.Threshold {
 		return false, nil
 	}
-	if _, err := t.Add(guid, weight, maxCounter); err != nil {
+	if _, err := t.Add(c.GUID, c.Weight, maxCounter); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// CollateAndRead is Collate, then ReadMany on a hit: bbolt has no round
+// trips to save.
+func (t *tx) CollateAndRead(c store.Collation, keys, counters [][]byte) (bool, [][]byte, []int64, error) {
+	hit, err := t.Collate(c)
+	if !hit || err != nil {
+		return hit, nil, nil, err
+	}
+	values, ns, err := t.ReadMany(keys, counters)
+	return hit, values, ns, err
+}
+
+// Atomically fails: a bbolt transaction cannot undo part of its work.
+func (t *tx) Atomically(func(store.Tx) error) error {
+	return fmt.Errorf("boltstore: atomic units: %w", store.ErrUnsupported)
 }
 
 // maxCounter bounds semaphores and ledgers stored through Collate; ledger

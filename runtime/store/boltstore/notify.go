@@ -8,13 +8,6 @@ import (
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/flowgen-dev/flowgen/runtime/store"
-)
-
-var (
-	_ store.Notifier = (*Store)(nil)
-	_ store.Peeker   = (*Store)(nil)
 )
 
 // subscribers are the in-process listeners of each stream: one process
@@ -24,7 +17,7 @@ type subscribers struct {
 	subs map[string]map[chan struct{}]bool
 }
 
-// Notify implements store.Notifier in process: the channel receives a
+// Notify works in process: the channel receives a
 // value after each committed Update that published on stream.
 func (s *Store) Notify(ctx context.Context, stream string) (<-chan struct{}, error) {
 	ch := make(chan struct{}, 1)
@@ -69,7 +62,7 @@ func (t *tx) published(stream string) {
 	}
 }
 
-// Ready implements store.Peeker: a read-only look at the stream's ready
+// Ready is a read-only look at the stream's ready
 // index, so an idle worker learns there is nothing to reserve without a
 // write transaction and its fsync.
 func (s *Store) Ready(ctx context.Context, stream string) (bool, error) {

@@ -6,13 +6,9 @@ import (
 	"time"
 
 	"github.com/lib/pq"
-
-	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-var _ store.Notifier = (*Store)(nil)
-
-// Notify implements store.Notifier with LISTEN: one connection per call,
+// Notify uses LISTEN: one connection per call,
 // reconnected by lib/pq after a server restart (a reconnect also wakes the
 // listener, since notifications may have been missed meanwhile).
 func (s *Store) Notify(ctx context.Context, stream string) (<-chan struct{}, error) {

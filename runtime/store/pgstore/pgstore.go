@@ -43,14 +43,19 @@ type Store struct {
 	url  string // for LISTEN; empty when made with New
 }
 
-var (
-	_ store.Store      = (*Store)(nil)
-	_ store.RowLocking = (*Store)(nil)
-	_ store.Savepoints = (*tx)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
-// LocksRows implements store.RowLocking: PostgreSQL transactions lock rows.
-func (s *Store) LocksRows() {}
+// Capabilities: PostgreSQL transactions lock rows and have savepoints; a
+// commit costs a round trip, as a look would.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{LocksRows: true, Savepoints: true}
+}
+
+// Ready always answers true: a reservation costs one round trip, as a
+// look would, so an idle worker gains nothing by looking first.
+func (s *Store) Ready(ctx context.Context, stream string) (bool, error) {
+	return ctx.Err() == nil, ctx.Err()
+}
 
 // Open connects to the database at url (a lib/pq connection string or
 // postgres:// URL) and checks that the schema is migrated. Parameters
@@ -455,23 +460,25 @@ func (t *tx) Bump(key []byte, delta, max int64) error {
 	return t.queue(op{kind: opBump, k: key, a: delta, b: max})
 }
 
-func (t *tx) Collate(semaphore []byte, delta, threshold int64, guid []byte, weight int64) (bool, error) {
-	hit, _, _, err := t.CollateAndRead(semaphore, delta, threshold, guid, weight, nil, nil)
+func (t *tx) Collate(c store.Collation) (bool, error) {
+	hit, _, _, err := t.CollateAndRead(c, nil, nil)
 	return hit, err
 }
 
-var _ store.CollatingReader = (*tx)(nil)
-
-// CollateAndRead implements store.CollatingReader: the collation and the
-// reads are operations of one flowgen_apply call.
-func (t *tx) CollateAndRead(semaphore []byte, delta, threshold int64, guid []byte, weight int64, keys, counters [][]byte) (bool, [][]byte, []int64, error) {
-	ops := append([]op{{kind: opCollate, k: semaphore, a: delta, b: threshold, k2: guid, c: weight}}, reads(keys, counters)...)
+// CollateAndRead: the collation and the reads are operations of one
+// flowgen_apply call, so the reads cost no round trip even when the
+// collation misses and their answers go unused.
+func (t *tx) CollateAndRead(c store.Collation, keys, counters [][]byte) (bool, [][]byte, []int64, error) {
+	ops := append([]op{{kind: opCollate, k: c.Semaphore, a: c.Delta, b: c.Threshold, k2: c.GUID, c: c.Weight}}, reads(keys, counters)...)
 	replies, err := t.ask(ops...)
 	if err != nil {
 		return false, nil, nil, fmt.Errorf("collate: %w", err)
 	}
+	if !replies[0].applied {
+		return false, nil, nil, nil
+	}
 	values, ns := answers(replies[1:], keys, counters)
-	return replies[0].applied, values, ns, nil
+	return true, values, ns, nil
 }
 
 // redact hides a password in a connection string for error messages.

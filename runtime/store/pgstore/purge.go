@@ -87,7 +87,7 @@ func (t *tx) DeletePrefix(prefix []byte, max int) (int, error) {
 // autovacuum worker, another process's sweeper) holds.
 const reclaimSQL = `VACUUM (SKIP_LOCKED) flowgen_kv, flowgen_counters, flowgen_messages, flowgen_leases`
 
-// Reclaim implements store.Reclaimer. VACUUM cannot run in a transaction:
+// Reclaim vacuums. VACUUM cannot run in a transaction:
 // it is a statement of its own on a pooled connection.
 func (s *Store) Reclaim(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, reclaimSQL); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// Atomically implements store.Savepoints with a savepoint that costs no
+// Atomically uses a savepoint that costs no
 // round trip of its own: the writes queued before fn, then SAVEPOINT,
 // travel in front of fn's first statement, and RELEASE in front of the
 // statement after fn. fn's queued writes are sent before it returns, so

@@ -416,7 +416,7 @@ func testCollate(t *testing.T, h *harness) {
 	var hits []bool
 	for _, delta := range []int64{1, -1, -2} { // 3, 2, 0
 		h.update(func(tx store.Tx) error {
-			hit, err := tx.Collate([]byte("sem"), delta, 0, []byte(fmt.Sprintf("guid%d", delta)), weight)
+			hit, err := tx.Collate(store.Collation{Semaphore: []byte("sem"), Delta: delta, GUID: []byte(fmt.Sprintf("guid%d", delta)), Weight: weight})
 			hits = append(hits, hit)
 			return err
 		})
@@ -429,27 +429,28 @@ func testCollate(t *testing.T, h *harness) {
 	}
 	// The semaphore never goes below zero.
 	err := h.s.Update(context.Background(), func(tx store.Tx) error {
-		_, err := tx.Collate([]byte("sem"), -1, 0, []byte("g"), weight)
+		_, err := tx.Collate(store.Collation{Semaphore: []byte("sem"), Delta: -1, GUID: []byte("g"), Weight: weight})
 		return err
 	})
 	if !errors.Is(err, store.ErrOverflow) {
 		t.Fatalf("semaphore below zero: %v", err)
 	}
-	// A store that reads along with a collation shows the reads what the
-	// collation did, and reads what is absent as absent.
+	// Reads along with a collation that hits see what the collation did,
+	// and read what is absent as absent; a miss reads nothing.
 	h.update(func(tx store.Tx) error {
-		cr, ok := tx.(store.CollatingReader)
-		if !ok {
-			return nil
-		}
 		if err := tx.Put([]byte("meta"), []byte("m")); err != nil {
 			return err
 		}
-		if _, err := tx.Add([]byte("sem2"), 1, 1<<40); err != nil {
+		if _, err := tx.Add([]byte("sem2"), 2, 1<<40); err != nil {
 			return err
 		}
-		hit, values, ns, err := cr.CollateAndRead([]byte("sem2"), -1, 0, []byte("guid2"), weight,
-			[][]byte{[]byte("meta"), []byte("none")}, [][]byte{[]byte("guid2"), []byte("sem2")})
+		c := store.Collation{Semaphore: []byte("sem2"), Delta: -1, GUID: []byte("guid2"), Weight: weight}
+		keys, counters := [][]byte{[]byte("meta"), []byte("none")}, [][]byte{[]byte("guid2"), []byte("sem2")}
+		hit, values, ns, err := tx.CollateAndRead(c, keys, counters)
+		if err != nil || hit || values != nil || ns != nil {
+			t.Errorf("collate and read, a miss: hit %v, values %q, counters %v, %v; want false, nothing read", hit, values, ns, err)
+		}
+		hit, values, ns, err = tx.CollateAndRead(c, keys, counters)
 		if err != nil {
 			return err
 		}
@@ -1144,16 +1145,11 @@ func testDurableAcrossReopen(t *testing.T, h *harness) {
 	}
 }
 
-// testNotify runs only for stores that implement store.Notifier: a
-// committed publish wakes the subscriber.
+// testNotify: a committed publish wakes the subscriber.
 func testNotify(t *testing.T, h *harness) {
-	n, ok := h.s.(store.Notifier)
-	if !ok {
-		t.Skip("the backend has no publish notifications (workers poll)")
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := n.Notify(ctx, "s")
+	ch, err := h.s.Notify(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1225,17 +1221,15 @@ func byteKeys(keys []string) [][]byte {
 	return bs
 }
 
-// testPeek runs only for stores that implement store.Peeker: Ready says
-// false exactly when no message is visible.
+// testPeek: Ready never says false while a message is visible; on a
+// store with expensive commits, whose workers look before they reserve,
+// it says false exactly when none is.
 func testPeek(t *testing.T, h *harness) {
-	p, ok := h.s.(store.Peeker)
-	if !ok {
-		t.Skip("the backend does not peek (reserving finds out)")
-	}
+	exact := h.s.Capabilities().ExpensiveCommits
 	ready := func(want bool, when string) {
 		t.Helper()
-		got, err := p.Ready(context.Background(), "s")
-		if err != nil || got != want {
+		got, err := h.s.Ready(context.Background(), "s")
+		if err != nil || (got != want && (want || exact)) {
 			t.Fatalf("%s: ready %v (%v), want %v", when, got, err, want)
 		}
 	}
@@ -1488,14 +1482,21 @@ func testSettleWhereReserved(t *testing.T, h *harness) {
 func testAtomically(t *testing.T, h *harness) {
 	errUnit := errors.New("the unit gives up")
 	h.update(func(tx store.Tx) error { return tx.PutOnce([]byte("once"), []byte("first")) })
-	hasSavepoints := false
-	h.update(func(tx store.Tx) error { _, hasSavepoints = tx.(store.Savepoints); return nil })
-	if !hasSavepoints {
-		t.Skip("this store's transactions have no savepoints")
+	if !h.s.Capabilities().Savepoints {
+		// Without savepoints a unit is refused, and never half done.
+		ran := false
+		h.update(func(tx store.Tx) error {
+			err := tx.Atomically(func(store.Tx) error { ran = true; return nil })
+			if !errors.Is(err, store.ErrUnsupported) || ran {
+				t.Errorf("Atomically without savepoints: %v (unit ran: %v), want ErrUnsupported and not run", err, ran)
+			}
+			return nil
+		})
+		return
 	}
 	var outcomes []error
 	h.update(func(tx store.Tx) error {
-		sp := tx.(store.Savepoints)
+		sp := tx
 		outcomes = nil
 		if err := tx.Put([]byte("outer/before"), []byte("1")); err != nil {
 			return err
@@ -1535,7 +1536,7 @@ func testAtomically(t *testing.T, h *harness) {
 		if err := tx.PutOnce([]byte("once"), []byte("third")); err != nil {
 			return err
 		}
-		unitErr := tx.(store.Savepoints).Atomically(func(tx store.Tx) error {
+		unitErr := tx.Atomically(func(tx store.Tx) error {
 			_, err := tx.Add([]byte("unit/after-refusal"), 1, 10)
 			return err
 		})

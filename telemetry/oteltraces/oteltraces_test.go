@@ -1,4 +1,4 @@
-package engine
+package oteltraces
 
 import (
 	"context"
@@ -18,14 +18,14 @@ func TestTraceparentIsTheStandardOne(t *testing.T) {
 		})
 		carrier := propagation.MapCarrier{}
 		propagator.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
-		if got, want := traceparent(sc), carrier.Get("traceparent"); got != want {
+		if got, want := Traceparent(sc), carrier.Get("traceparent"); got != want {
 			t.Errorf("traceparent %q, the propagator writes %q", got, want)
 		}
-		if back := spanContextOf(traceparent(sc)); !back.Equal(sc.WithRemote(true)) {
+		if back := SpanContextOf(Traceparent(sc)); !back.Equal(sc.WithRemote(true)) {
 			t.Errorf("read back %v, want %v", back, sc)
 		}
 	}
-	if traceparent(trace.SpanContext{}) != "" {
+	if Traceparent(trace.SpanContext{}) != "" {
 		t.Error("an invalid span context has a traceparent")
 	}
 }
