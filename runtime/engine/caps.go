@@ -15,7 +15,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/internal/atomicfile"
 	"github.com/flowgen-dev/flowgen/runtime"
-	core "github.com/flowgen-dev/flowgen/runtime/internal/engine"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -29,7 +29,7 @@ type StoreKV struct {
 // NewStoreKV returns the KV capability for a connector namespace.
 func NewStoreKV(s store.Store, namespace string) *StoreKV { return &StoreKV{s, namespace} }
 
-func (k *StoreKV) key(key string) []byte { return core.KVKey(k.namespace, key) }
+func (k *StoreKV) key(key string) []byte { return protocol.KVKey(k.namespace, key) }
 
 // Get implements KVReader.
 func (k *StoreKV) Get(ctx context.Context, key string) ([]byte, bool, error) {
@@ -80,7 +80,7 @@ func NewStoreDedupe(s store.Store, namespace string, now func() time.Time) *Stor
 // out; recording an expired key counts as absent. A claim an earlier
 // release recorded outside any namespace still counts until it expires.
 func (d *StoreDedupe) PutIfAbsent(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	k := core.CapabilityDedupeKey(d.namespace, key)
+	k := protocol.CapabilityDedupeKey(d.namespace, key)
 	now := d.now()
 	present := func(tx store.Tx, k []byte) (bool, error) {
 		v, err := tx.Get(k)
@@ -91,7 +91,7 @@ func (d *StoreDedupe) PutIfAbsent(ctx context.Context, key string, ttl time.Dura
 	}
 	var fresh bool
 	err := d.s.Update(ctx, func(tx store.Tx) error {
-		for _, k := range [][]byte{k, core.LegacyCapabilityDedupeKey(key)} {
+		for _, k := range [][]byte{k, protocol.LegacyCapabilityDedupeKey(key)} {
 			if k == nil {
 				continue
 			}
@@ -104,7 +104,7 @@ func (d *StoreDedupe) PutIfAbsent(ctx context.Context, key string, ttl time.Dura
 		if err := tx.Put(k, binary.BigEndian.AppendUint64(nil, uint64(expires.UnixNano()))); err != nil {
 			return err
 		}
-		return core.ExpireAt(tx, k, expires)
+		return protocol.ExpireAt(tx, k, expires)
 	})
 	if err != nil {
 		return false, runtime.NewError(runtime.Transient, err)

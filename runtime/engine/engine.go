@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/runtime"
 	core "github.com/flowgen-dev/flowgen/runtime/internal/engine"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -80,6 +81,11 @@ type Options struct {
 	// Grants.Transport) for client spans and traceparent headers.
 	Tracing observe.Tracer
 }
+
+// ErrNewerFormat: the store was written by a release with a newer on-disk
+// format than this one reads (the store's format version is kept in the
+// store; docs/runtime.md). Nothing was read or written.
+var ErrNewerFormat = protocol.ErrNewerFormat
 
 // Crash points, in protocol order. Steps 1 and 2 commit in one
 // transaction, with the ack, and with step 3 when the message closes its
@@ -237,7 +243,9 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 // and poll with a short backoff when it cannot give them. On the
 // embedded store, a Run also takes on the jobs its engine starts while it
 // works, without claiming them, and hands back those it has not taken on
-// when it stops.
+// when it stops. It returns at once, with an error wrapping
+// ErrNewerFormat, on a store a newer release wrote; Start refuses such a
+// store the same way.
 func (e *Engine) Run(ctx context.Context, workers int) error {
 	return e.core.Run(ctx, workers)
 }

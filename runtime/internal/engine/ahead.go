@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -69,7 +70,7 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 		if err := e.crash(runtype.CrashEntered); err != nil {
 			return nil, err
 		}
-		id := messageID(en.job, next.Act)
+		id := protocol.MessageID(en.job, next.Act)
 		ahead := &entry{t: next, job: en.job, lease: en.lease, c: c, folding: true, entered: e.now(),
 			m: store.Message{ID: id, Stream: runtype.WorkStream, Job: en.job[:], Attempt: 1,
 				Receipt: store.Receipt{ID: id, Stream: runtype.WorkStream, Token: 1}}}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -72,7 +73,7 @@ func spend(tx store.Tx, job runtype.JobID, b jobBudget, ts []task) error {
 	if charged == 0 {
 		return nil
 	}
-	spent, err := tx.Add(spentKey(job), int64(charged), budgetCeiling)
+	spent, err := tx.Add(protocol.SpentKey(job), int64(charged), budgetCeiling)
 	if err != nil {
 		return fmt.Errorf("budget: %w", err)
 	}
@@ -90,7 +91,7 @@ func spend(tx store.Tx, job runtype.JobID, b jobBudget, ts []task) error {
 
 // spent is how many activations a job has charged to its budget.
 func spent(tx store.ReadTx, job runtype.JobID) (int64, error) {
-	return tx.Counter(spentKey(job))
+	return tx.Counter(protocol.SpentKey(job))
 }
 
 // overdue is the refusal of an activation that would begin after the job's

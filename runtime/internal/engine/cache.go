@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -47,7 +48,7 @@ func (p *processor) cached(ctx context.Context, info runtype.NodeInfo, t task) (
 		return result{}, false, nil // the call reports the input's problem
 	}
 	var rec cacheRecord
-	found, err := lookupJSON(ctx, p.store, cacheEntryKey(key), &rec)
+	found, err := lookupJSON(ctx, p.store, protocol.CacheEntryKey(key), &rec)
 	if err != nil {
 		return result{}, false, fmt.Errorf("cache: %w", err)
 	}
@@ -80,8 +81,8 @@ func (e *Engine) recordCache(tx store.Tx, c *compiled, en *entry, res *result) e
 	if info.Cache.TTL > 0 {
 		rec.Expires = e.now().Add(info.Cache.TTL)
 	}
-	if err := putJSON(tx, cacheEntryKey(key), rec); err != nil || rec.Expires.IsZero() {
+	if err := putJSON(tx, protocol.CacheEntryKey(key), rec); err != nil || rec.Expires.IsZero() {
 		return err
 	}
-	return ExpireAt(tx, cacheEntryKey(key), rec.Expires)
+	return protocol.ExpireAt(tx, protocol.CacheEntryKey(key), rec.Expires)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -22,7 +23,7 @@ var errParked = errors.New("parked")
 func (p *processor) decision(ctx context.Context, job runtype.JobID, t task) (result, error) {
 	var d runtype.Decision
 	err := p.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(signalKey(job, t.Act))
+		raw, err := tx.Get(protocol.SignalKey(job, t.Act))
 		if err != nil {
 			return err
 		}
@@ -50,7 +51,7 @@ func (e *Engine) park(ctx context.Context, en *entry, why string, also func(stor
 		if err := tx.Fence(en.lease); err != nil {
 			return err
 		}
-		if err := tx.Put(waitKey(en.job, en.t.Act), en.m.Payload); err != nil {
+		if err := tx.Put(protocol.WaitKey(en.job, en.t.Act), en.m.Payload); err != nil {
 			return err
 		}
 		ev := runtype.HistoryEvent{Event: runtype.EventParked, Act: en.t.Act, Attempt: en.m.Attempt, Since: en.entered.UTC(), Detail: why}
@@ -103,7 +104,7 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 			if t.Kind == runtype.Undo {
 				return true, nil // the decision travels in the resumption
 			}
-			return true, tx.PutOnce(signalKey(job, t.Act), raw)
+			return true, tx.PutOnce(protocol.SignalKey(job, t.Act), raw)
 		})
 	})
 	if err != nil {
@@ -131,7 +132,7 @@ func (e *Engine) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick 
 		t   task
 	}
 	var found []parked
-	err := tx.Scan(jobPrefix(job, "wait"), func(k, v []byte) error {
+	err := tx.Scan(protocol.JobPrefix(job, "wait"), func(k, v []byte) error {
 		var t task
 		if err := cbor.Unmarshal(v, &t); err != nil {
 			return err

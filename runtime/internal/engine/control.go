@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -21,7 +22,7 @@ func (e *Engine) Kill(ctx context.Context, job runtype.JobID, reason string) err
 
 // killTx tombstones job and, recursively, the subflow jobs it started.
 func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int) error {
-	if _, err := tx.Get(metaKey(job)); err != nil {
+	if _, err := tx.Get(protocol.MetaKey(job)); err != nil {
 		if sweptChild(err, depth) {
 			return nil
 		}
@@ -31,8 +32,8 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 		return fmt.Errorf("kill %s: subflows nested deeper than 64", job)
 	}
 	// The first reason stands: a second kill changes nothing.
-	if _, err := tx.Get(tombKey(job)); errors.Is(err, store.ErrNotFound) {
-		if err := tx.Put(tombKey(job), []byte(reason)); err != nil {
+	if _, err := tx.Get(protocol.TombKey(job)); errors.Is(err, store.ErrNotFound) {
+		if err := tx.Put(protocol.TombKey(job), []byte(reason)); err != nil {
 			return err
 		}
 		if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventKilled, Detail: reason}); err != nil {
@@ -43,7 +44,7 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 	}
 	// Kill beats pause: a paused job winds down at once, canceled, with
 	// no one resuming it first.
-	if err := tx.Delete(pausedKey(job)); err != nil {
+	if err := tx.Delete(protocol.PausedKey(job)); err != nil {
 		return err
 	}
 	children, err := subflowJobs(tx, job)
@@ -75,7 +76,7 @@ func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
 	at := []byte(time.Now().UTC().Format(time.RFC3339))
 	return e.store.Update(ctx, func(tx store.Tx) error {
 		return eachSubflowJob(tx, job, "pause", 0, func(job runtype.JobID) error {
-			if _, err := tx.Get(tombKey(job)); err == nil {
+			if _, err := tx.Get(protocol.TombKey(job)); err == nil {
 				return nil // killed: it winds down, and kill beats pause
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -83,7 +84,7 @@ func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
 			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventPaused}); err != nil {
 				return err
 			}
-			return tx.Put(pausedKey(job), at)
+			return tx.Put(protocol.PausedKey(job), at)
 		})
 	})
 }
@@ -98,7 +99,7 @@ func (e *Engine) Resume(ctx context.Context, job runtype.JobID) error {
 			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventResumed}); err != nil {
 				return err
 			}
-			return tx.Delete(pausedKey(job))
+			return tx.Delete(protocol.PausedKey(job))
 		})
 	})
 }
@@ -106,7 +107,7 @@ func (e *Engine) Resume(ctx context.Context, job runtype.JobID) error {
 // eachSubflowJob calls fn for job and, depth first, every subflow job it
 // started; job must exist.
 func eachSubflowJob(tx store.Tx, job runtype.JobID, what string, depth int, fn func(runtype.JobID) error) error {
-	if _, err := tx.Get(metaKey(job)); err != nil {
+	if _, err := tx.Get(protocol.MetaKey(job)); err != nil {
 		if sweptChild(err, depth) {
 			return nil
 		}
@@ -140,7 +141,7 @@ func sweptChild(err error, depth int) bool {
 // subflowJobs are the child jobs job's subflow activations started.
 func subflowJobs(tx store.ReadTx, job runtype.JobID) ([]runtype.JobID, error) {
 	var children []runtype.JobID
-	err := tx.Scan(jobPrefix(job, "sub"), func(k, v []byte) error {
+	err := tx.Scan(protocol.JobPrefix(job, "sub"), func(k, v []byte) error {
 		var child runtype.JobID
 		copy(child[:], v)
 		children = append(children, child)
@@ -151,7 +152,7 @@ func subflowJobs(tx store.ReadTx, job runtype.JobID) ([]runtype.JobID, error) {
 
 // isPaused reports whether the job is paused.
 func isPaused(tx store.ReadTx, job runtype.JobID) (bool, error) {
-	_, err := tx.Get(pausedKey(job))
+	_, err := tx.Get(protocol.PausedKey(job))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

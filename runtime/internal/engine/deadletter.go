@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -83,7 +84,7 @@ func TakeDeadLetter(ctx context.Context, s store.Store, id runtype.MessageID, ac
 	var next runtype.MessageID
 	take := func(tx store.Tx) error {
 		var was taken
-		if found, err := getJSON(tx, deadLetterKey(id), &was); err != nil {
+		if found, err := getJSON(tx, protocol.DeadLetterKey(id), &was); err != nil {
 			return err
 		} else if found {
 			return alreadyTaken(was, action, &next)
@@ -143,11 +144,11 @@ func revive(tx store.Tx, m store.Message, action runtype.DeadLetterAction, reaso
 	}
 	var job runtype.JobID
 	copy(job[:], m.Job)
-	next := runtype.MessageID(messageID(job, "dlq/"+hex.EncodeToString(m.ID[:])))
+	next := runtype.MessageID(protocol.MessageID(job, "dlq/"+hex.EncodeToString(m.ID[:])))
 	if err := tx.Enqueue(store.Message{ID: next, Stream: runtype.WorkStream, Job: m.Job, Payload: payload}); err != nil {
 		return runtype.MessageID{}, err
 	}
-	return next, putJSON(tx, deadLetterKey(m.ID), taken{Action: action, Message: next.String(), Reason: reason})
+	return next, putJSON(tx, protocol.DeadLetterKey(m.ID), taken{Action: action, Message: next.String(), Reason: reason})
 }
 
 // DeadLetters lists the dead letters of the engine's store.

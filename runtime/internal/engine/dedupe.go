@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -37,7 +38,7 @@ func (p *processor) deduped(ctx context.Context, info runtype.NodeInfo, t task) 
 		return result{}, false, nil // the call reports the key problem
 	}
 	var rec dedupeRecord
-	found, err := lookupJSON(ctx, p.store, edgeDedupeKey(key), &rec)
+	found, err := lookupJSON(ctx, p.store, protocol.EdgeDedupeKey(key), &rec)
 	if err != nil {
 		return result{}, false, fmt.Errorf("dedupe store: %w", err)
 	}
@@ -70,8 +71,8 @@ func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) 
 		ttl = defaultDedupeTTL
 	}
 	rec := dedupeRecord{Expires: e.now().Add(ttl), Output: res.Output, Job: en.job.String()}
-	if err := putJSON(tx, edgeDedupeKey(key), rec); err != nil {
+	if err := putJSON(tx, protocol.EdgeDedupeKey(key), rec); err != nil {
 		return err
 	}
-	return ExpireAt(tx, edgeDedupeKey(key), rec.Expires)
+	return protocol.ExpireAt(tx, protocol.EdgeDedupeKey(key), rec.Expires)
 }

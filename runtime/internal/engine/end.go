@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -71,12 +72,12 @@ func encodeEnd(job runtype.JobID, st runtype.JobStatus, retention time.Duration,
 	if err != nil {
 		return jobEnd{}, err
 	}
-	return jobEnd{st: st, raw: raw, expiry: jobExpiry(job, st.Finished, retention), parent: parent}, nil
+	return jobEnd{st: st, raw: raw, expiry: protocol.JobExpiry(job, st.Finished, retention), parent: parent}, nil
 }
 
 // write writes end of job in tx.
 func (end jobEnd) write(tx store.Tx, e *Engine, job runtype.JobID) error {
-	if err := tx.Put(statusKey(job), end.raw); err != nil {
+	if err := tx.Put(protocol.StatusKey(job), end.raw); err != nil {
 		return err
 	}
 	if end.expiry != nil {

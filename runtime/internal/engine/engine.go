@@ -14,6 +14,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -66,6 +67,10 @@ type Engine struct {
 	// working by them (LocksRows: deliveries of Pure nodes fold their
 	// entry into one commit, fold.go).
 	caps store.Capabilities
+
+	// formatRecorded says the store carries its format version
+	// (protocol.ReadFormat); until it does, every start records it.
+	formatRecorded atomic.Bool
 
 	// local is the Run that takes on the jobs this engine starts, if one
 	// does (local.go).
@@ -171,7 +176,7 @@ type jobMeta struct {
 	// Trace is the W3C traceparent of the span that started the job
 	// (tracing.go); its activations' spans are its children.
 	Trace string `json:"trace,omitempty"`
-	// Recorded is the job's start's place in its history (historyPlace):
+	// Recorded is the job's start's place in its history (protocol.HistoryPlace):
 	// the record is the started event (startedEvent). Jobs started before
 	// it existed have none, and their started event a value of its own.
 	Recorded string `json:"recorded,omitempty"`
@@ -244,6 +249,9 @@ type start struct {
 // newStart prepares a job of c with input under key (none when empty),
 // opening its trace under ctx's span (tracing.go).
 func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input json.RawMessage) (start, error) {
+	if err := e.checkFormat(ctx); err != nil {
+		return start{}, err
+	}
 	job, err := runtype.NewJobID()
 	if err != nil {
 		return start{}, err
@@ -268,8 +276,13 @@ func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input js
 // job's entry activations are published reserved to this engine and
 // entered (local.go), and writeStart returns their deliveries.
 func (e *Engine) writeStart(tx store.Tx, c *compiled, s start, local bool) ([]*entry, error) {
+	if !e.formatRecorded.Load() {
+		if err := protocol.RecordFormat(tx); err != nil {
+			return nil, err
+		}
+	}
 	if s.key != "" {
-		if err := tx.PutOnce(startKey(s.key), s.claim); err != nil {
+		if err := tx.PutOnce(protocol.StartKey(s.key), s.claim); err != nil {
 			return nil, err
 		}
 	}
@@ -282,6 +295,21 @@ func (e *Engine) writeStart(tx store.Tx, c *compiled, s start, local bool) ([]*e
 	return e.enterStarted(tx, ps)
 }
 
+// checkFormat refuses a store whose format this release cannot read,
+// reading the store's format until it is recorded (writeStart records
+// it), then never again.
+func (e *Engine) checkFormat(ctx context.Context) error {
+	if e.formatRecorded.Load() {
+		return nil
+	}
+	f, err := protocol.ReadFormat(ctx, e.store)
+	if err != nil {
+		return err
+	}
+	e.formatRecorded.Store(f.Recorded)
+	return nil
+}
+
 // startKeyRecord is what a job key names: the job its first start created.
 type startKeyRecord struct {
 	Job  string `json:"job"`
@@ -292,7 +320,7 @@ type startKeyRecord struct {
 // the key to another found.
 func (e *Engine) startedUnder(ctx context.Context, flow, key string) (runtype.JobID, bool, error) {
 	var claim startKeyRecord
-	if err := e.viewJSON(ctx, startKey(key), &claim); err != nil {
+	if err := e.viewJSON(ctx, protocol.StartKey(key), &claim); err != nil {
 		return runtype.JobID{}, false, fmt.Errorf("start %s under key %q: %w", flow, key, err)
 	}
 	job, err := runtype.ParseJobID(claim.Job)
@@ -309,7 +337,7 @@ func (e *Engine) startedUnder(ctx context.Context, flow, key string) (runtype.Jo
 // given entry activations, in the caller's transaction. Creating the same
 // job again is a no-op, so a replayed parent step starts its subflow once.
 func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta jobMeta, entries []string) error {
-	if _, err := tx.Get(metaKey(job)); err == nil {
+	if _, err := tx.Get(protocol.MetaKey(job)); err == nil {
 		return nil
 	}
 	rec, err := encodeJob(job, c, meta, entries)
@@ -367,14 +395,14 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 // to the stream, see spend).
 func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob, reserve bool) ([]publishedStep, error) {
 	meta := rec.meta
-	if err := tx.PutOnce(metaKey(job), rec.raw); err != nil {
+	if err := tx.PutOnce(protocol.MetaKey(job), rec.raw); err != nil {
 		return nil, err
 	}
-	if err := tx.Put(jobIndexKey(job), rec.indexed); err != nil {
+	if err := tx.Put(protocol.JobIndexKey(job), rec.indexed); err != nil {
 		return nil, err
 	}
 	// No status: a job without one is running (readStatus).
-	if err := tx.Bump(semKey(job), int64(len(rec.entries)), maxSemaphore); err != nil {
+	if err := tx.Bump(protocol.SemKey(job), int64(len(rec.entries)), maxSemaphore); err != nil {
 		return nil, err
 	}
 	if err := storeBoundary(tx, meta.Input); err != nil {
@@ -535,7 +563,7 @@ func taskMessage(job runtype.JobID, t task, at time.Time) (store.Message, error)
 	if err != nil {
 		return store.Message{}, err
 	}
-	return store.Message{ID: messageID(job, t.Act+t.Resume), Stream: runtype.WorkStream, Job: job[:], Payload: payload}, nil
+	return store.Message{ID: protocol.MessageID(job, t.Act+t.Resume), Stream: runtype.WorkStream, Job: job[:], Payload: payload}, nil
 }
 
 // Run works until ctx is cancelled, with the given number of concurrent
@@ -546,8 +574,12 @@ func taskMessage(job runtype.JobID, t task, at time.Time) (store.Message, error)
 // and poll with a short backoff when it cannot give them. On a store
 // with one writer, a Run also takes on the jobs its engine starts while it
 // works, without claiming them, and hands back those it has not taken on
-// when it stops (local.go).
+// when it stops (local.go). It returns at once, with an error wrapping
+// protocol.ErrNewerFormat, on a store a newer release wrote.
 func (e *Engine) Run(ctx context.Context, workers int) error {
+	if err := e.checkFormat(ctx); errors.Is(err, protocol.ErrNewerFormat) {
+		return err // any other error: the steps will find out, and retry
+	}
 	wake, notified := e.wakeups(ctx)
 	lim := e.limits(workers)
 	lim.wake = wake

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -53,7 +54,7 @@ func TestEnterDerivesTheKindOfOldMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.Update(context.Background(), func(tx store.Tx) error {
-			en, err := e.enter(tx, store.Message{ID: messageID(job, act), Job: job[:], Payload: payload, Attempt: 1})
+			en, err := e.enter(tx, store.Message{ID: protocol.MessageID(job, act), Job: job[:], Payload: payload, Attempt: 1})
 			if err != nil {
 				return err
 			}
@@ -92,7 +93,7 @@ func TestJobIndexBackfill(t *testing.T) {
 	// Remove the index, as a store from before it would be.
 	err := s.Update(ctx, func(tx store.Tx) error {
 		for _, j := range jobs {
-			if err := tx.Delete(jobIndexKey(j)); err != nil {
+			if err := tx.Delete(protocol.JobIndexKey(j)); err != nil {
 				return err
 			}
 		}
@@ -127,12 +128,12 @@ func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 		setup func(tx store.Tx) error
 	}{
 		{"at the ceiling", ledger.MaxLeg2, func(store.Tx) error { return nil }},
-		{"paused", 3, func(tx store.Tx) error { return tx.Put(pausedKey(job), nil) }},
+		{"paused", 3, func(tx store.Tx) error { return tx.Put(protocol.PausedKey(job), nil) }},
 	} {
-		act := activityKey(job, "n@")
-		m := store.Message{ID: messageID(job, tc.name), Stream: runtype.WorkStream, Job: job[:], Payload: payload}
+		act := protocol.ActivityKey(job, "n@")
+		m := store.Message{ID: protocol.MessageID(job, tc.name), Stream: runtype.WorkStream, Job: job[:], Payload: payload}
 		err := s.Update(context.Background(), func(tx store.Tx) error {
-			if err := tx.Delete(pausedKey(job)); err != nil {
+			if err := tx.Delete(protocol.PausedKey(job)); err != nil {
 				return err
 			}
 			if err := tx.Enqueue(m); err != nil {
@@ -240,7 +241,7 @@ type semaphoreWatcher struct {
 func (semaphoreWatcher) Info() runtype.NodeInfo { return runtype.NodeInfo{ID: "t.watch"} }
 func (w semaphoreWatcher) Call(ctx context.Context, c Call) (json.RawMessage, error) {
 	err := w.s.View(ctx, func(tx store.ReadTx) error {
-		n, err := tx.Counter(semKey(*w.job))
+		n, err := tx.Counter(protocol.SemKey(*w.job))
 		*w.seen = append(*w.seen, n)
 		return err
 	})
@@ -393,7 +394,7 @@ func TestShardedFanOutCountsInShards(t *testing.T) {
 	}
 	forEach := runtype.EntryOf("each").String()
 	err = s.View(ctx, func(tx store.ReadTx) error {
-		if n := mustCounter(t, tx, aggregateKey(job, forEach)); n != 6 {
+		if n := mustCounter(t, tx, protocol.AggregateKey(job, forEach)); n != 6 {
 			t.Errorf("forEach counter %d, want 6 shards", n)
 		}
 		for shard := range 6 {
@@ -401,7 +402,7 @@ func TestShardedFanOutCountsInShards(t *testing.T) {
 			if shard == 5 {
 				want = 5
 			}
-			if n := mustCounter(t, tx, aggregateShardKey(job, forEach, shard)); n != want {
+			if n := mustCounter(t, tx, protocol.AggregateShardKey(job, forEach, shard)); n != want {
 				t.Errorf("shard %d counted %d, want %d", shard, n, want)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
 
@@ -65,7 +66,7 @@ func (e *Engine) foresee(en *entry) {
 	if e.caps.LocksRows || started == 0 || !mayClose(en) {
 		return
 	}
-	out := outcome{nodes: []string{en.t.Node}, results: [][]byte{resultKey(en.job, en.t.Act)}}
+	out := outcome{nodes: []string{en.t.Node}, results: [][]byte{protocol.ResultKey(en.job, en.t.Act)}}
 	st := jobStatus(out, time.Unix(0, started).UTC(), e.now().UTC(), []*result{en.res}, false)
 	end, err := encodeEnd(en.job, st, e.retention(en.c), nil)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -66,10 +67,10 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.Update(ctx, func(tx store.Tx) error {
-			if err := tx.Put(resultKey(job, act), raw); err != nil {
+			if err := tx.Put(protocol.ResultKey(job, act), raw); err != nil {
 				return err
 			}
-			if err := tx.Put(termKey(job, act), []byte("n")); err != nil {
+			if err := tx.Put(protocol.TermKey(job, act), []byte("n")); err != nil {
 				return err
 			}
 			if err := change(tx); err != nil {
@@ -86,7 +87,7 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 				return err
 			}
 			fits = f.fits(out, end)
-			raw, err := tx.Get(metaKey(job))
+			raw, err := tx.Get(protocol.MetaKey(job))
 			if err != nil {
 				return err
 			}
@@ -94,7 +95,7 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			rs, err := readResults(tx, out.results, map[string]*result{string(resultKey(job, act)): en.res})
+			rs, err := readResults(tx, out.results, map[string]*result{string(protocol.ResultKey(job, act)): en.res})
 			if err != nil {
 				return err
 			}
@@ -126,13 +127,13 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 	other := runtype.EntryOf("m").String()
 	for name, change := range map[string]func(tx store.Tx) error{
 		"another terminal activation": func(tx store.Tx) error {
-			if err := tx.Put(resultKey(job, other), []byte(`{"act":"`+other+`","output":{"z":3}}`)); err != nil {
+			if err := tx.Put(protocol.ResultKey(job, other), []byte(`{"act":"`+other+`","output":{"z":3}}`)); err != nil {
 				return err
 			}
-			return tx.Put(termKey(job, other), []byte("m"))
+			return tx.Put(protocol.TermKey(job, other), []byte("m"))
 		},
-		"a failure": func(tx store.Tx) error { return tx.Put(failKey(job, other), []byte("m failed")) },
-		"a kill":    func(tx store.Tx) error { return tx.Put(tombKey(job), []byte("killed")) },
+		"a failure": func(tx store.Tx) error { return tx.Put(protocol.FailKey(job, other), []byte("m failed")) },
+		"a kill":    func(tx store.Tx) error { return tx.Put(protocol.TombKey(job), []byte("killed")) },
 	} {
 		if fits, built := closing(change); fits {
 			t.Errorf("%s after the foresight: step 3 took the foreseen end (%s), which is not what it builds: %s", name, f.end.raw, built.raw)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -66,7 +67,7 @@ func (e *Engine) gatherAll(tx store.Tx, gs []*gather) error {
 	for _, g := range gs {
 		t := g.body
 		_, _, shards := shardOf(t)
-		n, err := tx.Add(aggregateKey(g.job, t.Join), 1, int64(shards))
+		n, err := tx.Add(protocol.AggregateKey(g.job, t.Join), 1, int64(shards))
 		if err != nil {
 			return err
 		}

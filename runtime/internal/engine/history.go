@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -50,13 +51,13 @@ func prepareEvent(now time.Time, job runtype.JobID, ev runtype.HistoryEvent) (pr
 	if err != nil {
 		return preparedEvent{}, err
 	}
-	return preparedEvent{historyKey(job, ev.At, nextHistorySeq(), ev.Event, ev.Act), raw}, nil
+	return preparedEvent{protocol.HistoryKey(job, ev.At, nextHistorySeq(), ev.Event, ev.Act), raw}, nil
 }
 
-// nextPlace is the place (historyPlace) of an event at at in its job's
+// nextPlace is the place (protocol.HistoryPlace) of an event at at in its job's
 // history, for a record that is its own event (a job's record, its final
 // status, a result).
-func nextPlace(at time.Time) string { return historyPlace(at, nextHistorySeq()) }
+func nextPlace(at time.Time) string { return protocol.HistoryPlace(at, nextHistorySeq()) }
 
 // nextHistorySeq is the next of historySeq's numbers, as history keys
 // spell it (six digits).

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -53,14 +54,14 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := tx.Put(jobKey(job, "hist", end.Recorded, string(runtype.EventFinished)), ev); err != nil {
+				if err := tx.Put(protocol.JobKey(job, "hist", end.Recorded, string(runtype.EventFinished)), ev); err != nil {
 					return err
 				}
 				raw, err := json.Marshal(end.JobStatus)
 				if err != nil {
 					return err
 				}
-				if err := tx.Put(statusKey(job), raw); err != nil {
+				if err := tx.Put(protocol.StatusKey(job), raw); err != nil {
 					return err
 				}
 			}
@@ -73,7 +74,7 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := tx.Put(jobKey(job, "hist", meta.Recorded, string(runtype.EventStarted)), ev); err != nil {
+				if err := tx.Put(protocol.JobKey(job, "hist", meta.Recorded, string(runtype.EventStarted)), ev); err != nil {
 					return err
 				}
 				meta.Recorded = ""
@@ -81,7 +82,7 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := tx.Put(metaKey(job), raw); err != nil {
+				if err := tx.Put(protocol.MetaKey(job), raw); err != nil {
 					return err
 				}
 			}
@@ -96,7 +97,7 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := tx.Put(jobKey(job, "hist", r.Recorded, string(runtype.EventSucceeded), r.Act), ev); err != nil {
+			if err := tx.Put(protocol.JobKey(job, "hist", r.Recorded, string(runtype.EventSucceeded), r.Act), ev); err != nil {
 				return err
 			}
 			r.Recorded, r.Since = "", time.Time{}
@@ -104,7 +105,7 @@ func TestOutcomesAreTheirResults(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := tx.Put(resultKey(job, r.Act), raw); err != nil {
+			if err := tx.Put(protocol.ResultKey(job, r.Act), raw); err != nil {
 				return err
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -23,7 +24,7 @@ import (
 // activations not yet finished.
 func InspectJob(ctx context.Context, s store.Store, job runtype.JobID) (*runtype.Inspection, error) {
 	in := &runtype.Inspection{Job: job.String()}
-	prefix := rootPrefix(job)
+	prefix := protocol.RootPrefix(job)
 	var queued []store.Message
 	err := s.View(ctx, func(tx store.ReadTx) error {
 		err := tx.Scan(prefix, func(k, v []byte) error {
@@ -184,7 +185,7 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		}
 	}
 	for act, v := range views {
-		seg := segment(act)
+		seg := protocol.Segment(act)
 		if c, ok := byKey["act/"+seg]; ok && c.Counter != nil {
 			v.Ledger, v.LedgerWords = *c.Counter, c.Words
 		}

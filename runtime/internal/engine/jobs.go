@@ -13,6 +13,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -23,10 +24,10 @@ import (
 //
 // Root ids are UUIDv7, so inverting their bytes makes ascending key order
 // newest first. Jobs created before the index existed are added once, the
-// first time a listing runs (jobIndexBuiltKey marks that).
+// first time a listing runs (protocol.JobIndexBuiltKey marks that).
 func jobFromIndexKey(k []byte) (runtype.JobID, bool) {
 	var j runtype.JobID
-	raw, err := hex.DecodeString(strings.TrimPrefix(string(k), jobIndexPrefix))
+	raw, err := hex.DecodeString(strings.TrimPrefix(string(k), protocol.JobIndexPrefix))
 	if err != nil || len(raw) != len(j) {
 		return j, false
 	}
@@ -75,7 +76,7 @@ func ListJobs(ctx context.Context, s store.Store, q runtype.JobQuery) (runtype.J
 		if err != nil {
 			return runtype.JobList{}, fmt.Errorf("%w: after: %w", runtype.ErrBadQuery, err)
 		}
-		after = jobIndexKey(j)
+		after = protocol.JobIndexKey(j)
 	}
 	var list runtype.JobList
 	err := s.View(ctx, func(tx store.ReadTx) error {
@@ -84,7 +85,7 @@ func ListJobs(ctx context.Context, s store.Store, q runtype.JobQuery) (runtype.J
 		if q.Key != "" {
 			scan = keyedScan(tx, q.Key)
 		}
-		err := scan([]byte(jobIndexPrefix), func(k, v []byte) error {
+		err := scan([]byte(protocol.JobIndexPrefix), func(k, v []byte) error {
 			if after != nil && bytes.Compare(k, after) <= 0 {
 				return nil
 			}
@@ -123,7 +124,7 @@ func ListJobs(ctx context.Context, s store.Store, q runtype.JobQuery) (runtype.J
 func keyedScan(tx store.ReadTx, key string) func([]byte, func(k, v []byte) error) error {
 	return func(_ []byte, fn func(k, v []byte) error) error {
 		var claim startKeyRecord
-		raw, err := tx.Get(startKey(key))
+		raw, err := tx.Get(protocol.StartKey(key))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -137,7 +138,7 @@ func keyedScan(tx store.ReadTx, key string) func([]byte, func(k, v []byte) error
 		if err != nil {
 			return fmt.Errorf("job key %q: %w", key, err)
 		}
-		k := jobIndexKey(job)
+		k := protocol.JobIndexKey(job)
 		v, err := tx.Get(k)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // claimed by a start that has not committed its job, or swept
@@ -160,7 +161,7 @@ func matchJob(q runtype.JobQuery, tx store.ReadTx, job runtype.JobID, ix jobInde
 		return sum, false, nil
 	}
 	if len(q.Where) > 0 || q.Version != "" {
-		raw, err := tx.Get(metaKey(job))
+		raw, err := tx.Get(protocol.MetaKey(job))
 		if err != nil {
 			return sum, false, err
 		}
@@ -234,10 +235,10 @@ func inputMatches(input json.RawMessage, where map[string]string) bool {
 // their child job, nor sleeps.
 func waitingCheckpoints(tx store.ReadTx, job runtype.JobID) ([]string, error) {
 	var nodes []string
-	prefix := jobPrefix(job, "wait")
+	prefix := protocol.JobPrefix(job, "wait")
 	err := tx.Scan(prefix, func(k, v []byte) error {
 		seg := bytes.TrimPrefix(k, prefix)
-		if _, err := tx.Get(subflowChildKey(job, string(seg))); err == nil {
+		if _, err := tx.Get(protocol.SubflowChildKey(job, string(seg))); err == nil {
 			return nil
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -262,7 +263,7 @@ func waitingCheckpoints(tx store.ReadTx, job runtype.JobID) ([]string, error) {
 func WaitingCheckpoints(ctx context.Context, s store.Store, job runtype.JobID) ([]string, error) {
 	var nodes []string
 	err := s.View(ctx, func(tx store.ReadTx) error {
-		if _, err := tx.Get(metaKey(job)); err != nil {
+		if _, err := tx.Get(protocol.MetaKey(job)); err != nil {
 			return err
 		}
 		var err error
@@ -279,7 +280,7 @@ func WaitingCheckpoints(ctx context.Context, s store.Store, job runtype.JobID) (
 func buildJobIndex(ctx context.Context, s store.Store) error {
 	done := false
 	if err := s.View(ctx, func(tx store.ReadTx) error {
-		_, err := tx.Get(jobIndexBuiltKey())
+		_, err := tx.Get(protocol.JobIndexBuiltKey())
 		done = err == nil
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -294,7 +295,7 @@ func buildJobIndex(ctx context.Context, s store.Store) error {
 			meta jobMeta
 		}
 		var jobs []found
-		err := tx.Scan(allRootsPrefix(), func(k, v []byte) error {
+		err := tx.Scan(protocol.AllRootsPrefix(), func(k, v []byte) error {
 			id, rest, ok := strings.Cut(strings.TrimPrefix(string(k), "pid/"), "/")
 			if !ok || rest != "meta" {
 				return nil
@@ -318,11 +319,11 @@ func buildJobIndex(ctx context.Context, s store.Store) error {
 			if err != nil {
 				return err
 			}
-			if err := tx.Put(jobIndexKey(f.job), raw); err != nil {
+			if err := tx.Put(protocol.JobIndexKey(f.job), raw); err != nil {
 				return err
 			}
 		}
-		return tx.Put(jobIndexBuiltKey(), []byte("1"))
+		return tx.Put(protocol.JobIndexBuiltKey(), []byte("1"))
 	})
 }
 

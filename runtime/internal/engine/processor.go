@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/idemkey"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -157,7 +158,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 		// they would be moved to the heap on every attempt.
 		act, attempt, receipt := t.Act, m.Attempt, m.Receipt
 		err := p.write(ctx, en, func(tx store.Tx) error {
-			if err := tx.Put(attemptLogKey(job, act, attempt), raw); err != nil {
+			if err := tx.Put(protocol.AttemptLogKey(job, act, attempt), raw); err != nil {
 				return err
 			}
 			ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: act, Attempt: attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(err), delay)}
@@ -559,14 +560,14 @@ func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *run
 		n := int64(t.Expect)
 		if n == 0 {
 			var err error
-			if n, err = tx.Counter(aggregateKey(job, t.JoinOf)); err != nil {
+			if n, err = tx.Counter(protocol.AggregateKey(job, t.JoinOf)); err != nil {
 				return err
 			}
 		}
 		outputs = make([]json.RawMessage, n)
 		keys := make([][]byte, n)
 		for i := range keys {
-			keys[i] = resultKey(job, runtype.StepOf(fe.Do, t.Dim.Element(i), t.Node).String())
+			keys[i] = protocol.ResultKey(job, runtype.StepOf(fe.Do, t.Dim.Element(i), t.Node).String())
 		}
 		results, _, err := tx.ReadMany(keys, nil) // one read for all elements
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -36,12 +37,12 @@ func (p *processor) takeToken(ctx context.Context, en *entry, info runtype.NodeI
 	var wait time.Duration
 	err := p.store.Update(ctx, func(tx store.Tx) error {
 		// Concurrent takes read the bucket one after another.
-		if err := lockRow(tx, rateKey(info.ID)); err != nil {
+		if err := lockRow(tx, protocol.RateKey(info.ID)); err != nil {
 			return err
 		}
 		now := p.now()
 		b := bucket{Tokens: burst(limit), At: now}
-		if _, err := getJSON(tx, rateKey(info.ID), &b); err != nil {
+		if _, err := getJSON(tx, protocol.RateKey(info.ID), &b); err != nil {
 			return err
 		}
 		if elapsed := now.Sub(b.At); elapsed > 0 {
@@ -54,7 +55,7 @@ func (p *processor) takeToken(ctx context.Context, en *entry, info runtype.NodeI
 			return en.handBack(tx, wait)
 		}
 		b.Tokens--
-		return putJSON(tx, rateKey(info.ID), b)
+		return putJSON(tx, protocol.RateKey(info.ID), b)
 	})
 	if err != nil {
 		return err

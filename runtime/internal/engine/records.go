@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -60,11 +61,11 @@ func lockRow(tx store.Tx, key []byte) error {
 // have a running status stored). found is false for a job the store does
 // not hold.
 func readStatus(tx store.ReadTx, job runtype.JobID) (st runtype.JobStatus, found bool, err error) {
-	if found, err = getJSON(tx, statusKey(job), &st); err != nil || found {
+	if found, err = getJSON(tx, protocol.StatusKey(job), &st); err != nil || found {
 		return st, found, err
 	}
 	var meta closingMeta
-	if found, err = getJSON(tx, metaKey(job), &meta); err != nil || !found {
+	if found, err = getJSON(tx, protocol.MetaKey(job), &meta); err != nil || !found {
 		return st, found, err
 	}
 	return runningSince(meta.Started), true, nil

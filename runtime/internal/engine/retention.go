@@ -9,9 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -49,39 +49,6 @@ const (
 
 // sweeperJob names the lease of the store's sweeper; it is no job's root.
 var sweeperJob = []byte("flowgen/sweeper")
-
-// expiryPrefix starts every expiry entry.
-const expiryPrefix = "exp/"
-
-// parseExpiry splits an expiry entry's key into its time and target.
-func parseExpiry(k []byte) (time.Time, []byte, error) {
-	rest := k[len(expiryPrefix):]
-	if len(rest) < 21 || rest[20] != '/' {
-		return time.Time{}, nil, fmt.Errorf("expiry entry %q: malformed", k)
-	}
-	ns, err := strconv.ParseInt(string(rest[:20]), 10, 64)
-	if err != nil {
-		return time.Time{}, nil, fmt.Errorf("expiry entry %q: %w", k, err)
-	}
-	return time.Unix(0, ns), rest[21:], nil
-}
-
-// ExpireAt lets the sweeper delete the value under key from at on, in
-// tx, for a record whose value says when it expires (the dedupe
-// capability's: 8 bytes, Unix nanoseconds, big-endian).
-func ExpireAt(tx store.Tx, key []byte, at time.Time) error {
-	return tx.Put(expiryKey(at, key), []byte("record"))
-}
-
-// jobExpiry is the expiry entry that lets the sweeper delete a job that
-// finished at finished after retention; nil when retention is not
-// positive (the job is kept for good). Its value is "job".
-func jobExpiry(job runtype.JobID, finished time.Time, retention time.Duration) []byte {
-	if retention <= 0 {
-		return nil
-	}
-	return expiryKey(finished.Add(retention), rootPrefix(job))
-}
 
 // retention is how long a finished job of c is kept; not positive: for
 // good.
@@ -142,7 +109,7 @@ func (e *Engine) Sweep(ctx context.Context) (sw runtype.Swept, err error) {
 		var records [][]byte
 		var jobs []dueJob
 		for _, k := range due {
-			_, target, err := parseExpiry(k)
+			_, target, err := protocol.ParseExpiry(k)
 			if err != nil {
 				return sw, fmt.Errorf("sweep: %w", err)
 			}
@@ -202,11 +169,11 @@ func (e *Engine) renewSweeperLease(ctx context.Context, l store.Lease) (store.Le
 // dueExpiries returns up to max expiry entries due at now, oldest first.
 func (e *Engine) dueExpiries(ctx context.Context, now time.Time, max int) ([][]byte, error) {
 	var due [][]byte
-	bound := expiryKey(now, nil)
+	bound := protocol.ExpiryKey(now, nil)
 	errEnough := errors.New("enough")
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
 		due = due[:0]
-		err := tx.ScanFirst([]byte(expiryPrefix), max, func(k, _ []byte) error {
+		err := tx.ScanFirst([]byte(protocol.ExpiryPrefix), max, func(k, _ []byte) error {
 			// Entries of the same instant as now sort after bound: all
 			// of them wait for a later sweep.
 			if bytes.Compare(k, bound) >= 0 {
@@ -225,7 +192,7 @@ func (e *Engine) dueExpiries(ctx context.Context, now time.Time, max int) ([][]b
 
 // jobOfRoot returns the job whose root prefix target is.
 func jobOfRoot(target []byte) (runtype.JobID, bool) {
-	rest, ok := bytes.CutPrefix(target, allRootsPrefix())
+	rest, ok := bytes.CutPrefix(target, protocol.AllRootsPrefix())
 	if !ok {
 		return runtype.JobID{}, false
 	}
@@ -251,7 +218,7 @@ func (e *Engine) purgeRecords(ctx context.Context, lease store.Lease, now time.T
 		}
 		targets := make([][]byte, len(entries))
 		for i, k := range entries {
-			_, targets[i], _ = parseExpiry(k)
+			_, targets[i], _ = protocol.ParseExpiry(k)
 		}
 		values, _, err := tx.ReadMany(targets, nil)
 		if err != nil {
@@ -319,7 +286,7 @@ func (e *Engine) purgeJobs(ctx context.Context, lease store.Lease, jobs []dueJob
 					return fmt.Errorf("job %s: %w", dj.job, err)
 				}
 				blobs, unlinked = blobs+b, unlinked+j
-				n, err := tx.DeletePrefix(rootPrefix(dj.job), budget)
+				n, err := tx.DeletePrefix(protocol.RootPrefix(dj.job), budget)
 				if err != nil {
 					return fmt.Errorf("job %s: %w", dj.job, err)
 				}
@@ -356,18 +323,18 @@ func (e *Engine) unlinkJob(tx store.Tx, job runtype.JobID) (blobs, jobs int, err
 		Key   string          `json:"key,omitempty"`
 		Input json.RawMessage `json:"input"`
 	}
-	found, err := getJSON(tx, metaKey(job), &meta)
+	found, err := getJSON(tx, protocol.MetaKey(job), &meta)
 	if err != nil || !found {
 		return 0, 0, err
 	}
 	if meta.Key != "" {
 		var claim startKeyRecord
-		ok, err := getJSON(tx, startKey(meta.Key), &claim)
+		ok, err := getJSON(tx, protocol.StartKey(meta.Key), &claim)
 		if err != nil {
 			return 0, 0, err
 		}
 		if ok && claim.Job == job.String() {
-			if err := tx.Delete(startKey(meta.Key)); err != nil {
+			if err := tx.Delete(protocol.StartKey(meta.Key)); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -378,7 +345,7 @@ func (e *Engine) unlinkJob(tx store.Tx, job runtype.JobID) (blobs, jobs int, err
 			return 0, 0, err
 		}
 	}
-	for _, k := range [][]byte{jobIndexKey(job), metaKey(job)} {
+	for _, k := range [][]byte{protocol.JobIndexKey(job), protocol.MetaKey(job)} {
 		if err := tx.Delete(k); err != nil {
 			return 0, 0, err
 		}
@@ -390,21 +357,21 @@ func (e *Engine) unlinkJob(tx store.Tx, job runtype.JobID) (blobs, jobs int, err
 // before the blob is written: on PostgreSQL the count's row lock orders it
 // after a sweeper deleting the blob, whose delete it then sees.
 func referenceBlob(tx store.Tx, ref string) error {
-	return tx.Bump(blobKey(ref), 1, maxSemaphore)
+	return tx.Bump(protocol.BlobKey(ref), 1, maxSemaphore)
 }
 
 // unreferenceBlob counts one job less whose input is the blob ref, and
 // deletes the blob when none is left; it returns the blobs deleted.
 // Blobs stored before they were counted have no count, and stay.
 func unreferenceBlob(tx store.Tx, ref string) (int, error) {
-	n, err := tx.Counter(blobKey(ref))
+	n, err := tx.Counter(protocol.BlobKey(ref))
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	if n, err = tx.Add(blobKey(ref), -1, maxSemaphore); err != nil || n > 0 {
+	if n, err = tx.Add(protocol.BlobKey(ref), -1, maxSemaphore); err != nil || n > 0 {
 		return 0, err
 	}
-	if _, err := tx.DeletePrefix(blobKey(ref), 2); err != nil { // its value and its count
+	if _, err := tx.DeletePrefix(protocol.BlobKey(ref), 2); err != nil { // its value and its count
 		return 0, err
 	}
 	return 1, nil

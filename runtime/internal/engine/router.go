@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -38,7 +39,7 @@ func (r router) follow(tx store.Tx, c *compiled, job runtype.JobID, t task, res 
 	if t.Kind == runtype.Undo {
 		if res.failed() && c.OnCompensationFailure == runtype.CompensateHalt {
 			// The chain stops here; step 3 says where (complete).
-			return nil, tx.Put(compensationHaltKey(job), []byte(strconv.Itoa(t.Undo)))
+			return nil, tx.Put(protocol.CompensationHaltKey(job), []byte(strconv.Itoa(t.Undo)))
 		}
 		return nextCompensation(tx, job, t)
 	}
@@ -88,7 +89,7 @@ func fanOut(tx store.Tx, job runtype.JobID, t task, fe *runtype.ForEach, input j
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Put(itemsKey(job, t.Act), all); err != nil {
+		if err := tx.Put(protocol.ItemsKey(job, t.Act), all); err != nil {
 			return nil, err
 		}
 		items = items[:window]
@@ -135,13 +136,13 @@ func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, *g
 		return nil, nil, err
 	}
 	if shard, size, shards := shardOf(t); shards > 0 {
-		n, err := tx.Add(aggregateShardKey(job, t.Join, shard), 1, int64(size))
+		n, err := tx.Add(protocol.AggregateShardKey(job, t.Join, shard), 1, int64(size))
 		if err != nil || n < int64(size) {
 			return nil, nil, err
 		}
 		return nil, &gather{job: job, body: t}, nil
 	}
-	n, err := tx.Add(aggregateKey(job, t.Join), 1, int64(t.Expect))
+	n, err := tx.Add(protocol.AggregateKey(job, t.Join), 1, int64(t.Expect))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,7 +150,7 @@ func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, *g
 		// Under a concurrency limit each finished body starts the next
 		// element, so Window stay in flight until the last has started.
 		if next := t.Window + int(n) - 1; t.Window > 0 && next < t.Expect {
-			raw, err := tx.Get(itemsKey(job, t.Join))
+			raw, err := tx.Get(protocol.ItemsKey(job, t.Join))
 			if err != nil {
 				return nil, nil, fmt.Errorf("forEach %s: elements: %w", t.Join, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -18,11 +19,11 @@ func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *res
 	if n == nil || n.Compensate == nil || en.t.Kind == runtype.Undo || res.failed() {
 		return nil
 	}
-	seq, err := tx.Add(completionSeqKey(en.job), 1, maxSemaphore)
+	seq, err := tx.Add(protocol.CompletionSeqKey(en.job), 1, maxSemaphore)
 	if err != nil {
 		return err
 	}
-	return tx.PutOnce(compensableKey(en.job, seq), []byte(en.t.Act))
+	return tx.PutOnce(protocol.CompensableKey(en.job, seq), []byte(en.t.Act))
 }
 
 // startCompensation runs in step 3 of a failed job whose compensation has
@@ -35,14 +36,14 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, e
 		return false, nil
 	}
 	var acts []string
-	err := tx.Scan(jobPrefix(job, "done"), func(k, v []byte) error {
+	err := tx.Scan(protocol.JobPrefix(job, "done"), func(k, v []byte) error {
 		acts = append(acts, string(v))
 		return nil
 	})
 	if err != nil || len(acts) == 0 {
 		return false, err
 	}
-	if err := tx.Put(compensationKey(job), []byte(fmt.Sprint(len(acts)))); err != nil {
+	if err := tx.Put(protocol.CompensationKey(job), []byte(fmt.Sprint(len(acts)))); err != nil {
 		return false, err
 	}
 	ev := runtype.HistoryEvent{Event: runtype.EventCompensating, Detail: fmt.Sprintf("undoing %d completed step(s), newest first", len(acts))}
@@ -50,11 +51,11 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, e
 		return false, err
 	}
 	for i := range acts {
-		if err := tx.Put(compensationStepKey(job, i+1), []byte(acts[len(acts)-1-i])); err != nil {
+		if err := tx.Put(protocol.CompensationStepKey(job, i+1), []byte(acts[len(acts)-1-i])); err != nil {
 			return false, err
 		}
 	}
-	if err := tx.Bump(semKey(job), 1, maxSemaphore); err != nil {
+	if err := tx.Bump(protocol.SemKey(job), 1, maxSemaphore); err != nil {
 		return false, err
 	}
 	first, err := undoTask(tx, job, en.t.Flow, 1, len(acts))
@@ -68,7 +69,7 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, e
 // (CompensateHalt), keeps in st only the compensations before it and says
 // where the chain stopped.
 func haltedAt(tx store.Tx, job runtype.JobID, st *runtype.JobStatus) error {
-	raw, err := tx.Get(compensationHaltKey(job))
+	raw, err := tx.Get(protocol.CompensationHaltKey(job))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -101,11 +102,11 @@ func nextCompensation(tx store.Tx, job runtype.JobID, t task) ([]task, error) {
 // undoTask builds the i-th compensation of the chain: the undone
 // activation's node, fed with that activation's output.
 func undoTask(tx store.Tx, job runtype.JobID, flow string, i, n int) (task, error) {
-	act, err := tx.Get(compensationStepKey(job, i))
+	act, err := tx.Get(protocol.CompensationStepKey(job, i))
 	if err != nil {
 		return task{}, err
 	}
-	raw, err := tx.Get(resultKey(job, string(act)))
+	raw, err := tx.Get(protocol.ResultKey(job, string(act)))
 	if err != nil {
 		return task{}, err
 	}

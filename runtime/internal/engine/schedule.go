@@ -10,6 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -111,15 +112,15 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		started, skipped, dropped = 0, 0, 0
 		// Processes looking at once read the state one after another.
-		if err := lockRow(tx, scheduleKey(s.Name)); err != nil {
+		if err := lockRow(tx, protocol.ScheduleKey(s.Name)); err != nil {
 			return err
 		}
 		var st scheduleState
-		if found, err := getJSON(tx, scheduleKey(s.Name), &st); err != nil {
+		if found, err := getJSON(tx, protocol.ScheduleKey(s.Name), &st); err != nil {
 			return err
 		} else if !found {
 			st.Last = now // a new schedule: its ticks start from now
-			return putJSON(tx, scheduleKey(s.Name), st)
+			return putJSON(tx, protocol.ScheduleKey(s.Name), st)
 		}
 		before := st
 		due := s.ticks(&st, now)
@@ -128,7 +129,7 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 			if dropped == 0 {
 				return nil
 			}
-			return putJSON(tx, scheduleKey(s.Name), st) // past the dropped ticks for good
+			return putJSON(tx, protocol.ScheduleKey(s.Name), st) // past the dropped ticks for good
 		}
 		for len(due) > 0 {
 			running, err := jobRunning(tx, st.Job)
@@ -155,7 +156,7 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 			}
 		}
 		st.Buffered = due
-		return putJSON(tx, scheduleKey(s.Name), st)
+		return putJSON(tx, protocol.ScheduleKey(s.Name), st)
 	})
 	if err != nil {
 		return 0, err
@@ -190,7 +191,7 @@ func (s *schedule) ticks(st *scheduleState, now time.Time) []time.Time {
 func (e *Engine) startTick(ctx context.Context, tx store.Tx, c *compiled, s *schedule, tick time.Time) (runtype.JobID, bool, error) {
 	key := "schedule/" + s.Name + "/" + tick.UTC().Format(time.RFC3339)
 	var claim startKeyRecord
-	if found, err := getJSON(tx, startKey(key), &claim); err != nil {
+	if found, err := getJSON(tx, protocol.StartKey(key), &claim); err != nil {
 		return runtype.JobID{}, false, err
 	} else if found {
 		job, err := runtype.ParseJobID(claim.Job)

@@ -9,6 +9,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -77,7 +78,7 @@ func (e *Engine) setTimer(tx store.Tx, en *entry) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.Put(waitKey(en.job, t.Act), parked); err != nil {
+	if err := tx.Put(protocol.WaitKey(en.job, t.Act), parked); err != nil {
 		return err
 	}
 	t.Resume = timerResume

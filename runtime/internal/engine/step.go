@@ -11,6 +11,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -44,7 +45,7 @@ type result struct {
 	Finished time.Time `json:"finished,omitzero"`
 	// Since is when the delivery that produced the result entered.
 	Since time.Time `json:"since,omitzero"`
-	// Recorded is the result's place in its job's history (historyPlace)
+	// Recorded is the result's place in its job's history (protocol.HistoryPlace)
 	// when the result is its activation's outcome event (history.go):
 	// none on a timer's firing, whose event is a value of its own, nor on
 	// results written before results were events.
@@ -143,14 +144,14 @@ type entry struct {
 // hashed into its keys.
 func (en *entry) guidKey() []byte {
 	if en.keys.guid == nil {
-		en.keys.guid = guidKey(en.job, en.m.ID)
+		en.keys.guid = protocol.GuidKey(en.job, en.m.ID)
 	}
 	return en.keys.guid
 }
 
 func (en *entry) actKey() []byte {
 	if en.keys.act == nil {
-		en.keys.act = activityKey(en.job, en.t.Act)
+		en.keys.act = protocol.ActivityKey(en.job, en.t.Act)
 	}
 	return en.keys.act
 }
@@ -194,7 +195,7 @@ func (e *Engine) enterEntries(tx store.Tx, ens []*entry, errs []error) ([]*entry
 			ens[i] = nil
 			return ens, fill(errs, err)
 		}
-		keys = append(keys, pausedKey(en.job), tombKey(en.job))
+		keys = append(keys, protocol.PausedKey(en.job), protocol.TombKey(en.job))
 		counters = append(counters, en.actKey(), en.guidKey())
 		at = append(at, i)
 	}
@@ -576,7 +577,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		if err != nil {
 			return false, err
 		}
-		if err := tx.PutOnce(resultKey(job, t.Act), raw); err != nil {
+		if err := tx.PutOnce(protocol.ResultKey(job, t.Act), raw); err != nil {
 			return false, err
 		}
 		if en.timerFired != nil {
@@ -586,7 +587,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		}
 		if res.failed() && t.Join == "" { // a forEach join judges its elements
 			msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
-			if err := tx.Put(failKey(job, t.Act), []byte(msg)); err != nil {
+			if err := tx.Put(protocol.FailKey(job, t.Act), []byte(msg)); err != nil {
 				return false, err
 			}
 		}
@@ -601,7 +602,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		}
 		steps = append(steps, 1)
 	} else {
-		raw, err := tx.Get(resultKey(job, t.Act))
+		raw, err := tx.Get(protocol.ResultKey(job, t.Act))
 		if err != nil {
 			return false, err
 		}
@@ -639,7 +640,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		en.published = len(children) > 0
 	}
 	if len(children) == 0 && t.Join == "" && t.Kind != runtype.Undo {
-		if err := tx.Put(termKey(job, t.Act), []byte(t.Node)); err != nil {
+		if err := tx.Put(protocol.TermKey(job, t.Act), []byte(t.Node)); err != nil {
 			return false, err
 		}
 	}
@@ -651,7 +652,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	}
 	en.ending = nil
 	delta := semaphoreDelta(t, children)
-	closing := store.Collation{Semaphore: semKey(job), Delta: delta, GUID: en.guidKey(), Weight: ledger.JobClosed}
+	closing := store.Collation{Semaphore: protocol.SemKey(job), Delta: delta, GUID: en.guidKey(), Weight: ledger.JobClosed}
 	if delta < 0 {
 		// This step may close the job: what step 3 reads comes with the
 		// collation's answer.
@@ -740,7 +741,7 @@ func (e *Engine) superseded(ctx context.Context, c *compiled, en *entry) (bool, 
 	}
 	done := false
 	err := e.store.View(ctx, func(tx store.ReadTx) error {
-		_, err := tx.Get(resultKey(en.job, en.t.Act))
+		_, err := tx.Get(protocol.ResultKey(en.job, en.t.Act))
 		done = err == nil
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -785,9 +786,9 @@ type ending struct {
 // tombstone, the message's GUID ledger and the activation's ledger, and,
 // unless en foresaw the job's end, the job's meta.
 func endingKeys(en *entry) (keys, counters [][]byte) {
-	keys = [][]byte{compensationKey(en.job), tombKey(en.job)}
+	keys = [][]byte{protocol.CompensationKey(en.job), protocol.TombKey(en.job)}
 	if en.foreseen == nil {
-		keys = append(keys, metaKey(en.job))
+		keys = append(keys, protocol.MetaKey(en.job))
 	}
 	return keys, [][]byte{en.guidKey(), en.actKey()}
 }
@@ -849,7 +850,7 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		} else {
 			known := map[string]*result{}
 			if en.res != nil {
-				known[string(resultKey(en.job, en.t.Act))] = en.res
+				known[string(protocol.ResultKey(en.job, en.t.Act))] = en.res
 			}
 			st, err = e.complete(tx, en.job, e.retention(en.c), end, out, known)
 		}
@@ -883,14 +884,14 @@ type outcome struct {
 
 func readOutcome(tx store.ReadTx, job runtype.JobID) (outcome, error) {
 	var out outcome
-	termPrefix := jobPrefix(job, "term")
-	err := tx.ScanMany([][]byte{jobPrefix(job, "fail"), termPrefix, jobPrefix(job, "comp")}, func(i int, k, v []byte) error {
+	termPrefix := protocol.JobPrefix(job, "term")
+	err := tx.ScanMany([][]byte{protocol.JobPrefix(job, "fail"), termPrefix, protocol.JobPrefix(job, "comp")}, func(i int, k, v []byte) error {
 		switch i {
 		case 0:
 			out.errors = append(out.errors, string(v))
 		case 1:
 			out.nodes = append(out.nodes, string(v))
-			out.results = append(out.results, resultKey(job, strings.TrimPrefix(string(k), string(termPrefix))))
+			out.results = append(out.results, protocol.ResultKey(job, strings.TrimPrefix(string(k), string(termPrefix))))
 		case 2:
 			out.compensated = append(out.compensated, string(v))
 		}
@@ -971,7 +972,7 @@ func (e *Engine) crash(point string) error {
 // usually the only terminal one), which it need not read.
 func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duration, end ending, out outcome, known map[string]*result) (runtype.JobStatus, error) {
 	if end.meta == nil {
-		raw, err := tx.Get(metaKey(job))
+		raw, err := tx.Get(protocol.MetaKey(job))
 		if err != nil {
 			return runtype.JobStatus{}, fmt.Errorf("job %s: record: %w", job, err)
 		}

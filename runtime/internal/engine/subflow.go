@@ -11,6 +11,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -50,13 +51,13 @@ func storeBoundary(tx store.Tx, input json.RawMessage) error {
 	if err := referenceBlob(tx, ref); err != nil {
 		return err
 	}
-	return tx.PutOnce(blobKey(ref), input)
+	return tx.PutOnce(protocol.BlobKey(ref), input)
 }
 
 func (p *processor) loadBoundary(ctx context.Context, ref string) (json.RawMessage, error) {
 	var in json.RawMessage
 	err := p.store.View(ctx, func(tx store.ReadTx) error {
-		b, err := tx.Get(blobKey(ref))
+		b, err := tx.Get(protocol.BlobKey(ref))
 		in = append(json.RawMessage(nil), b...)
 		return err
 	})
@@ -71,7 +72,7 @@ func (p *processor) loadBoundary(ctx context.Context, ref string) (json.RawMessa
 func (p *processor) subflowResult(ctx context.Context, job runtype.JobID, t task, sf *runtype.Subflow) (result, error) {
 	var st runtype.JobStatus
 	err := p.store.View(ctx, func(tx store.ReadTx) error {
-		raw, err := tx.Get(subflowStatusKey(job, t.Act))
+		raw, err := tx.Get(protocol.SubflowStatusKey(job, t.Act))
 		if err != nil {
 			return err
 		}
@@ -99,7 +100,7 @@ func (p *processor) subflowResult(ctx context.Context, job runtype.JobID, t task
 // parent activation at once by reporting a failed status.
 func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	sf := c.byAlias[en.t.Node].Subflow
-	raw, err := tx.Get(metaKey(en.job))
+	raw, err := tx.Get(protocol.MetaKey(en.job))
 	if err != nil {
 		return err
 	}
@@ -134,10 +135,10 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	}
 	refuse := func(format string, args ...any) error {
 		st, _ := json.Marshal(runtype.JobStatus{State: runtype.StateFailed, Errors: []string{flowtype.PolicyDenied.String() + ": " + fmt.Sprintf(format, args...)}})
-		if err := tx.Put(subflowStatusKey(en.job, en.t.Act), st); err != nil {
+		if err := tx.Put(protocol.SubflowStatusKey(en.job, en.t.Act), st); err != nil {
 			return err
 		}
-		if err := tx.Delete(waitKey(en.job, en.t.Act)); err != nil {
+		if err := tx.Delete(protocol.WaitKey(en.job, en.t.Act)); err != nil {
 			return err
 		}
 		t := en.t
@@ -162,10 +163,10 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 			return refuse("subflow %s has no node %q to receive the input", sf.Flow, in)
 		}
 	}
-	if err := tx.Put(subflowChildKey(en.job, en.t.Act), child[:]); err != nil {
+	if err := tx.Put(protocol.SubflowChildKey(en.job, en.t.Act), child[:]); err != nil {
 		return err
 	}
-	if _, err := tx.Get(tombKey(en.job)); err == nil {
+	if _, err := tx.Get(protocol.TombKey(en.job)); err == nil {
 		return refuse("job was killed")
 	}
 	return e.createJob(tx, child, cc, meta, sf.Inputs)
@@ -176,7 +177,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 // fresh UUIDv7 otherwise, so children sort by creation time in the job
 // index like every other job.
 func childJobID(tx store.Tx, en *entry) (runtype.JobID, error) {
-	raw, err := tx.Get(subflowChildKey(en.job, en.t.Act))
+	raw, err := tx.Get(protocol.SubflowChildKey(en.job, en.t.Act))
 	switch {
 	case err == nil:
 		var child runtype.JobID
@@ -202,14 +203,14 @@ func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, ref *parentRef, 
 	if err != nil {
 		return err
 	}
-	if err := tx.PutOnce(subflowStatusKey(parent, ref.Act), status); err != nil {
+	if err := tx.PutOnce(protocol.SubflowStatusKey(parent, ref.Act), status); err != nil {
 		return err
 	}
 	// The child's activations count against the parent's budget.
 	if used, err := spent(tx, job); err != nil {
 		return err
 	} else if used > 0 {
-		if err := tx.Bump(spentKey(parent), used, budgetCeiling); err != nil {
+		if err := tx.Bump(protocol.SpentKey(parent), used, budgetCeiling); err != nil {
 			return fmt.Errorf("budget: %w", err)
 		}
 	}
@@ -217,7 +218,7 @@ func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, ref *parentRef, 
 	if err := cbor.Unmarshal(ref.Task, &t); err != nil {
 		return err
 	}
-	if err := tx.Delete(waitKey(parent, t.Act)); err != nil {
+	if err := tx.Delete(protocol.WaitKey(parent, t.Act)); err != nil {
 		return err
 	}
 	t.Resume = "child"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
@@ -73,7 +74,7 @@ func (tr *tracing) jobContext(ctx context.Context, job runtype.JobID) string {
 	var meta struct {
 		Trace string `json:"trace"`
 	}
-	if found, err := lookupJSON(ctx, tr.store, metaKey(job), &meta); err != nil || !found {
+	if found, err := lookupJSON(ctx, tr.store, protocol.MetaKey(job), &meta); err != nil || !found {
 		return ""
 	}
 	tr.remember(job, meta.Trace)

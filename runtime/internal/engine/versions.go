@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/semver"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -233,12 +234,12 @@ func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
 	}
 	now := e.now().UTC()
 	rec := unservedRecord{Act: en.t.Act, Flow: en.t.Flow, Since: now}
-	if _, err := getJSON(tx, unservedKey(en.job, en.t.Act), &rec); err != nil {
+	if _, err := getJSON(tx, protocol.UnservedKey(en.job, en.t.Act), &rec); err != nil {
 		return err
 	}
 	en.unserved = true
 	rec.Reason, rec.Worker, rec.Seen = why.Error(), e.opts.Owner, rec.Seen+1
-	if err := putJSON(tx, unservedKey(en.job, en.t.Act), rec); err != nil {
+	if err := putJSON(tx, protocol.UnservedKey(en.job, en.t.Act), rec); err != nil {
 		return err
 	}
 	if now.Sub(rec.Since) < unservedGrace {
