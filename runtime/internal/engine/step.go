@@ -409,114 +409,27 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool, maxAhead int) 
 		return nil, 0, err
 	}
 	c := en.c // judge found it, or handed the delivery back
-	var err error
 	if superseded, err := e.superseded(ctx, c, en); err != nil || superseded {
 		if err != nil {
 			return nil, 0, err
 		}
-		err := e.store.Update(ctx, func(tx store.Tx) error { return tx.Settle(en.m.Receipt) })
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: ack a superseded delivery: %w", en.t.Act, err)
-		}
-		return nil, 0, e.crash(runtype.CrashAcked)
+		return nil, 0, e.settleAlone(ctx, en, "ack a superseded delivery", runtype.CrashAcked)
 	}
 	var res *result
 	if !en.guid.WorkDone() {
-		r := result{ErrKind: runtype.Canceled, Err: "job was killed", Attempts: en.m.Attempt}
-		if !en.killed || en.t.Kind == runtype.Undo { // undo runs even in a killed job
-			r, err = e.proc.work(ctx, c, en)
-			if errors.Is(err, errRetryLater) {
-				return nil, 0, nil
-			}
-			if errors.Is(err, errParked) {
-				return nil, 0, e.park(ctx, en, "", nil)
-			}
-			if errors.Is(err, errSleeping) {
-				return nil, 0, e.park(ctx, en, "", func(tx store.Tx) error { return e.setTimer(tx, en) })
-			}
-			if errors.Is(err, errStartChild) {
-				return nil, 0, e.park(ctx, en, "", func(tx store.Tx) error { return e.startChild(tx, c, en) })
-			}
-			if err != nil {
-				return nil, 0, err
-			}
-			if why, ok := parksForAHuman(c, en.t, r); ok {
-				return nil, 0, e.park(ctx, en, why, nil)
-			}
+		r, worked, err := e.work(ctx, c, en)
+		if err != nil || !worked {
+			return nil, 0, err
 		}
 		res = &r
-		if err := e.crash(runtype.CrashWorked); err != nil {
-			return nil, 0, err
-		}
 	}
 	if !en.guid.ChildrenSpawned() {
-		if res != nil {
-			if _, err := e.seal(en, res); err != nil {
-				return nil, 0, err
-			}
-		}
-		var ahead []ranAhead
-		if chain && maxAhead > 0 {
-			if ahead, err = e.runAhead(ctx, c, en, res, maxAhead); err != nil {
-				return nil, 0, err
-			}
-		}
-		if len(ahead) > 0 {
-			e.foresee(ahead[len(ahead)-1])
-		} else {
-			e.foresee(en)
-		}
-		closed := false
-		var next *entry
-		var done []*entry
-		commit := func(chain bool, ahead []ranAhead) error {
-			return e.store.Update(ctx, func(tx store.Tx) (err error) {
-				next, done, en.chain = nil, nil, chain // fn may run again
-				closed, err = e.commitResult(tx, c, en, res)
-				en.chain = false
-				if err == nil && en.gather != nil {
-					err = e.gatherAll(tx, []*gather{en.gather})
-				}
-				if err == nil && en.next != nil {
-					next, err = e.enterNext(tx, *en.next)
-				}
-				en.next = nil
-				if err == nil && chain && len(ahead) > 0 {
-					done, next, err = e.commitAhead(tx, c, next, ahead)
-				}
-				return err
-			})
-		}
-		err = commit(chain, ahead)
-		if err != nil && len(ahead) > 0 && ctx.Err() == nil && !e.hasCrashed() {
-			// A step run ahead was refused (a write-once conflict, say):
-			// commit this one alone, and the next goes on by itself.
-			err = commit(chain, nil)
-		}
-		if errors.Is(err, store.ErrConflict) && chain {
-			// The next step's message may exist already (EnqueueReserved
-			// refuses it): commit as if chaining did not exist, so that it
-			// can never hold a job up.
-			err = commit(false, nil)
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
-		}
-		en.closed = closed
-		if err := e.stepsCommitted(en); err != nil {
-			return nil, 0, err
-		}
-		for _, d := range done {
-			if err := e.stepsCommitted(d); err != nil {
-				return nil, 0, err
-			}
-		}
-		return next, len(done), nil
+		return e.commitWork(ctx, c, en, res, chain, maxAhead)
 	}
 	// Steps 1 and 2 committed without step 3: a message that closed its job
 	// in a store written before step 3 joined their commit. Complete the
 	// job now.
-	err = e.store.Update(ctx, func(tx store.Tx) error {
+	err := e.store.Update(ctx, func(tx store.Tx) error {
 		if err := e.finish(tx, en, false); err != nil {
 			return err
 		}
@@ -529,6 +442,114 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool, maxAhead int) 
 		return nil, 0, err
 	}
 	return nil, 0, e.crash(runtype.CrashAcked)
+}
+
+// settleAlone acknowledges en's message in a commit of its own, then
+// passes the crash point after it.
+func (e *Engine) settleAlone(ctx context.Context, en *entry, what, point string) error {
+	if err := e.store.Update(ctx, func(tx store.Tx) error { return tx.Settle(en.m.Receipt) }); err != nil {
+		return fmt.Errorf("%s: %s: %w", en.t.Act, what, err)
+	}
+	return e.crash(point)
+}
+
+// work runs en's activation (a killed job's activations, but for undo,
+// are canceled without running) and reports whether it produced a result
+// to commit; it did not when the delivery was handed back for a later
+// retry or parked (a checkpoint, a sleep, a subflow's child), which
+// work commits itself.
+func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, bool, error) {
+	r := result{ErrKind: runtype.Canceled, Err: "job was killed", Attempts: en.m.Attempt}
+	if !en.killed || en.t.Kind == runtype.Undo { // undo runs even in a killed job
+		var err error
+		r, err = e.proc.work(ctx, c, en)
+		switch {
+		case errors.Is(err, errRetryLater):
+			return r, false, nil
+		case errors.Is(err, errParked):
+			return r, false, e.park(ctx, en, "", nil)
+		case errors.Is(err, errSleeping):
+			return r, false, e.park(ctx, en, "", func(tx store.Tx) error { return e.setTimer(tx, en) })
+		case errors.Is(err, errStartChild):
+			return r, false, e.park(ctx, en, "", func(tx store.Tx) error { return e.startChild(tx, c, en) })
+		case err != nil:
+			return r, false, err
+		}
+		if why, ok := parksForAHuman(c, en.t, r); ok {
+			return r, false, e.park(ctx, en, why, nil)
+		}
+	}
+	return r, true, e.crash(runtype.CrashWorked)
+}
+
+// commitWork commits en's steps 1 and 2 with res (nil: step 1 committed
+// before), and step 3 when they close the job, with the steps run ahead
+// of their entries when chain allows up to maxAhead of them. It returns
+// the next step's delivery when this commit reserved it, and how many
+// steps ahead committed.
+func (e *Engine) commitWork(ctx context.Context, c *compiled, en *entry, res *result, chain bool, maxAhead int) (*entry, int, error) {
+	if res != nil {
+		if _, err := e.seal(en, res); err != nil {
+			return nil, 0, err
+		}
+	}
+	var ahead []ranAhead
+	if chain && maxAhead > 0 {
+		var err error
+		if ahead, err = e.runAhead(ctx, c, en, res, maxAhead); err != nil {
+			return nil, 0, err
+		}
+	}
+	if len(ahead) > 0 {
+		e.foresee(ahead[len(ahead)-1])
+	} else {
+		e.foresee(en)
+	}
+	next, done, closed, err := e.commitOnce(ctx, c, en, res, chain, ahead)
+	if err != nil && len(ahead) > 0 && ctx.Err() == nil && !e.hasCrashed() {
+		// A step run ahead was refused (a write-once conflict, say):
+		// commit this one alone, and the next goes on by itself.
+		next, done, closed, err = e.commitOnce(ctx, c, en, res, chain, nil)
+	}
+	if errors.Is(err, store.ErrConflict) && chain {
+		// The next step's message may exist already (EnqueueReserved
+		// refuses it): commit as if chaining did not exist, so that it
+		// can never hold a job up.
+		next, done, closed, err = e.commitOnce(ctx, c, en, res, false, nil)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
+	}
+	en.closed = closed
+	for _, d := range append([]*entry{en}, done...) {
+		if err := e.stepsCommitted(d); err != nil {
+			return nil, 0, err
+		}
+	}
+	return next, len(done), nil
+}
+
+// commitOnce is one try of commitWork's transaction: en's steps, what
+// they gather, the next step entered when en chained it, and the steps
+// run ahead.
+func (e *Engine) commitOnce(ctx context.Context, c *compiled, en *entry, res *result, chain bool, ahead []ranAhead) (next *entry, done []*entry, closed bool, err error) {
+	err = e.store.Update(ctx, func(tx store.Tx) (err error) {
+		next, done, en.chain = nil, nil, chain // fn may run again
+		closed, err = e.commitResult(tx, c, en, res)
+		en.chain = false
+		if err == nil && en.gather != nil {
+			err = e.gatherAll(tx, []*gather{en.gather})
+		}
+		if err == nil && en.next != nil {
+			next, err = e.enterNext(tx, *en.next)
+		}
+		en.next = nil
+		if err == nil && chain && len(ahead) > 0 {
+			done, next, err = e.commitAhead(tx, c, next, ahead)
+		}
+		return err
+	})
+	return next, done, closed, err
 }
 
 // commitResult is the steps commit, fenced: steps 1 and 2, the ack and,
@@ -573,31 +594,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	job, t := en.job, en.t
 	var steps []int // the digits this commit marks, in one increment
 	if res != nil {
-		raw, err := e.seal(en, res)
-		if err != nil {
-			return false, err
-		}
-		if err := tx.PutOnce(protocol.ResultKey(job, t.Act), raw); err != nil {
-			return false, err
-		}
-		if en.timerFired != nil {
-			if err := en.timerFired.put(tx); err != nil {
-				return false, err
-			}
-		}
-		if res.failed() && t.Join == "" { // a forEach join judges its elements
-			msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
-			if err := tx.Put(protocol.FailKey(job, t.Act), []byte(msg)); err != nil {
-				return false, err
-			}
-		}
-		if err := e.recordCompensable(tx, c, en, res); err != nil {
-			return false, err
-		}
-		if err := e.recordDedupe(tx, c, en, res); err != nil {
-			return false, err
-		}
-		if err := e.recordCache(tx, c, en, res); err != nil {
+		if err := e.writeResult(tx, c, en, res); err != nil {
 			return false, err
 		}
 		steps = append(steps, 1)
@@ -624,25 +621,8 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err := spend(tx, job, t.budget(), children); err != nil {
 		return false, err
 	}
-	en.published = false
-	if en.chain && len(children) == 1 && chains(en.t, children[0]) {
-		m, err := e.publishReserved(tx, job, children[0])
-		if err != nil {
-			return false, err
-		}
-		en.next = &publishedStep{m, children[0]}
-	} else {
-		for _, child := range children {
-			if err := e.publish(tx, job, child); err != nil {
-				return false, err
-			}
-		}
-		en.published = len(children) > 0
-	}
-	if len(children) == 0 && t.Join == "" && t.Kind != runtype.Undo {
-		if err := tx.Put(protocol.TermKey(job, t.Act), []byte(t.Node)); err != nil {
-			return false, err
-		}
+	if err := e.publishChildren(tx, en, children); err != nil {
+		return false, err
 	}
 	// The step digits go before the collation so the collation's answer
 	// carries them; they add to the same ledger in one commit, in either
@@ -650,9 +630,72 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err := markStep(tx, en, en.guid, append(steps, 2)...); err != nil {
 		return false, err
 	}
+	return collate(tx, en, semaphoreDelta(t, children))
+}
+
+// writeResult is step 1: en's result (sealed before the transaction),
+// with what it records beside it (a fired timer's event, the job's
+// failure, the compensable list, the dedupe record and the cache entry).
+func (e *Engine) writeResult(tx store.Tx, c *compiled, en *entry, res *result) error {
+	job, t := en.job, en.t
+	raw, err := e.seal(en, res)
+	if err != nil {
+		return err
+	}
+	if err := tx.PutOnce(protocol.ResultKey(job, t.Act), raw); err != nil {
+		return err
+	}
+	if en.timerFired != nil {
+		if err := en.timerFired.put(tx); err != nil {
+			return err
+		}
+	}
+	if res.failed() && t.Join == "" { // a forEach join judges its elements
+		msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
+		if err := tx.Put(protocol.FailKey(job, t.Act), []byte(msg)); err != nil {
+			return err
+		}
+	}
+	if err := e.recordCompensable(tx, c, en, res); err != nil {
+		return err
+	}
+	if err := e.recordDedupe(tx, c, en, res); err != nil {
+		return err
+	}
+	return e.recordCache(tx, c, en, res)
+}
+
+// publishChildren is step 2's publishing: the one child of a chained step
+// reserved for this worker, else every child published; an activation
+// with no successor marked terminal.
+func (e *Engine) publishChildren(tx store.Tx, en *entry, children []task) error {
+	job, t := en.job, en.t
+	en.published = false
+	if en.chain && len(children) == 1 && chains(en.t, children[0]) {
+		m, err := e.publishReserved(tx, job, children[0])
+		if err != nil {
+			return err
+		}
+		en.next = &publishedStep{m, children[0]}
+	} else {
+		for _, child := range children {
+			if err := e.publish(tx, job, child); err != nil {
+				return err
+			}
+		}
+		en.published = len(children) > 0
+	}
+	if len(children) == 0 && t.Join == "" && t.Kind != runtype.Undo {
+		return tx.Put(protocol.TermKey(job, t.Act), []byte(t.Node))
+	}
+	return nil
+}
+
+// collate moves en's job's semaphore by delta and reports whether that
+// closed the job.
+func collate(tx store.Tx, en *entry, delta int64) (bool, error) {
 	en.ending = nil
-	delta := semaphoreDelta(t, children)
-	closing := store.Collation{Semaphore: protocol.SemKey(job), Delta: delta, GUID: en.guidKey(), Weight: ledger.JobClosed}
+	closing := store.Collation{Semaphore: protocol.SemKey(en.job), Delta: delta, GUID: en.guidKey(), Weight: ledger.JobClosed}
 	if delta < 0 {
 		// This step may close the job: what step 3 reads comes with the
 		// collation's answer.
