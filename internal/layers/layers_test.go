@@ -88,7 +88,8 @@ func under(rel, tree string) bool { return rel == tree || strings.HasPrefix(rel,
 //     interface, never the node API of package runtime;
 //   - the step protocol (runtime/internal/protocol: the key layout and
 //     the store's format version) reaches only the vocabulary, the
-//     ledgers and the store seam;
+//     ledgers and the store seam; maintenance (the retention sweeper)
+//     reaches the protocol, never the engine;
 //   - no package of the runtime links Prometheus or OpenTelemetry: their
 //     adapters (telemetry/) are linked by the programs that want them;
 //   - the registry client reaches only the registry's wire types (and the
@@ -133,7 +134,9 @@ func TestLayers(t *testing.T) {
 		case rel == "runtime/wasmguest", rel == "runtime/wasmhost":
 			only(p, "runtime", "runtime/runtype", "runtime/wasmabi", "flowtype")
 		case rel == "runtime/internal/engine":
-			only(p, "flowtype", "runtime/runtype", "runtime/idemkey", "runtime/ledger", "runtime/store", "runtime/observe", "runtime/internal/protocol")
+			only(p, "flowtype", "runtime/runtype", "runtime/idemkey", "runtime/ledger", "runtime/store", "runtime/observe", "runtime/internal/protocol", "runtime/internal/maintenance")
+		case rel == "runtime/internal/maintenance":
+			only(p, "flowtype", "runtime/runtype", "runtime/ledger", "runtime/store", "runtime/observe", "runtime/internal/protocol")
 		case rel == "runtime/internal/protocol":
 			only(p, "flowtype", "runtime/runtype", "runtime/ledger", "runtime/store")
 		case rel == "runtime/observe":

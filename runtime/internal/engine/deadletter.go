@@ -84,7 +84,7 @@ func TakeDeadLetter(ctx context.Context, s store.Store, id runtype.MessageID, ac
 	var next runtype.MessageID
 	take := func(tx store.Tx) error {
 		var was taken
-		if found, err := getJSON(tx, protocol.DeadLetterKey(id), &was); err != nil {
+		if found, err := protocol.GetJSON(tx, protocol.DeadLetterKey(id), &was); err != nil {
 			return err
 		} else if found {
 			return alreadyTaken(was, action, &next)

@@ -14,6 +14,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/internal/maintenance"
 	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
@@ -89,6 +90,7 @@ type Engine struct {
 	router  router
 	metrics metrics
 	tracing *tracing
+	sweeper *maintenance.Sweeper
 }
 
 // New returns an engine on s.
@@ -141,6 +143,7 @@ func New(s store.Store, opts Options) *Engine {
 	e.metrics = newMetrics(opts.Metrics)
 	e.tracing = newTracing(opts.Tracing, s, opts.Owner)
 	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}
+	e.sweeper = e.newSweeper()
 	return e
 }
 
@@ -267,7 +270,7 @@ func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input js
 	if err != nil || key == "" {
 		return s, err
 	}
-	s.claim, err = json.Marshal(startKeyRecord{Job: job.String(), Flow: c.Name})
+	s.claim, err = json.Marshal(protocol.StartKeyRecord{Job: job.String(), Flow: c.Name})
 	return s, err
 }
 
@@ -310,16 +313,10 @@ func (e *Engine) checkFormat(ctx context.Context) error {
 	return nil
 }
 
-// startKeyRecord is what a job key names: the job its first start created.
-type startKeyRecord struct {
-	Job  string `json:"job"`
-	Flow string `json:"flow"`
-}
-
 // startedUnder returns the job that key names, which a start that lost
 // the key to another found.
 func (e *Engine) startedUnder(ctx context.Context, flow, key string) (runtype.JobID, bool, error) {
-	var claim startKeyRecord
+	var claim protocol.StartKeyRecord
 	if err := e.viewJSON(ctx, protocol.StartKey(key), &claim); err != nil {
 		return runtype.JobID{}, false, fmt.Errorf("start %s under key %q: %w", flow, key, err)
 	}
@@ -586,7 +583,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 	stopLocal := e.runLocally(ctx, lim, max(workers, 1)*e.opts.Batch)
 	var wg sync.WaitGroup
 	wg.Go(func() { e.runSchedules(ctx) })
-	wg.Go(func() { e.runSweeper(ctx) })
+	wg.Go(func() { e.sweeper.Run(ctx) })
 	for range max(workers, 1) {
 		wg.Add(1)
 		go func() {

@@ -123,7 +123,7 @@ func ListJobs(ctx context.Context, s store.Store, q runtype.JobQuery) (runtype.J
 // under key, if any.
 func keyedScan(tx store.ReadTx, key string) func([]byte, func(k, v []byte) error) error {
 	return func(_ []byte, fn func(k, v []byte) error) error {
-		var claim startKeyRecord
+		var claim protocol.StartKeyRecord
 		raw, err := tx.Get(protocol.StartKey(key))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil

@@ -42,7 +42,7 @@ func (p *processor) takeToken(ctx context.Context, en *entry, info runtype.NodeI
 		}
 		now := p.now()
 		b := bucket{Tokens: burst(limit), At: now}
-		if _, err := getJSON(tx, protocol.RateKey(info.ID), &b); err != nil {
+		if _, err := protocol.GetJSON(tx, protocol.RateKey(info.ID), &b); err != nil {
 			return err
 		}
 		if elapsed := now.Sub(b.At); elapsed > 0 {

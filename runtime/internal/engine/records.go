@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
@@ -11,23 +10,10 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// getJSON decodes the JSON value under key into v and reports whether
-// there was one; an absent key leaves v as it was.
-func getJSON(tx store.ReadTx, key []byte, v any) (bool, error) {
-	raw, err := tx.Get(key)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return true, json.Unmarshal(raw, v)
-}
-
 // lookupJSON is getJSON in a read transaction of its own.
 func lookupJSON(ctx context.Context, s store.Store, key []byte, v any) (found bool, err error) {
 	err = s.View(ctx, func(tx store.ReadTx) error {
-		found, err = getJSON(tx, key, v)
+		found, err = protocol.GetJSON(tx, key, v)
 		return err
 	})
 	return found, err
@@ -61,11 +47,11 @@ func lockRow(tx store.Tx, key []byte) error {
 // have a running status stored). found is false for a job the store does
 // not hold.
 func readStatus(tx store.ReadTx, job runtype.JobID) (st runtype.JobStatus, found bool, err error) {
-	if found, err = getJSON(tx, protocol.StatusKey(job), &st); err != nil || found {
+	if found, err = protocol.GetJSON(tx, protocol.StatusKey(job), &st); err != nil || found {
 		return st, found, err
 	}
 	var meta closingMeta
-	if found, err = getJSON(tx, protocol.MetaKey(job), &meta); err != nil || !found {
+	if found, err = protocol.GetJSON(tx, protocol.MetaKey(job), &meta); err != nil || !found {
 		return st, found, err
 	}
 	return runningSince(meta.Started), true, nil

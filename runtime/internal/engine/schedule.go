@@ -116,7 +116,7 @@ func (e *Engine) startDue(ctx context.Context, s *schedule) (int, error) {
 			return err
 		}
 		var st scheduleState
-		if found, err := getJSON(tx, protocol.ScheduleKey(s.Name), &st); err != nil {
+		if found, err := protocol.GetJSON(tx, protocol.ScheduleKey(s.Name), &st); err != nil {
 			return err
 		} else if !found {
 			st.Last = now // a new schedule: its ticks start from now
@@ -190,8 +190,8 @@ func (s *schedule) ticks(st *scheduleState, now time.Time) []time.Time {
 // names already and false.
 func (e *Engine) startTick(ctx context.Context, tx store.Tx, c *compiled, s *schedule, tick time.Time) (runtype.JobID, bool, error) {
 	key := "schedule/" + s.Name + "/" + tick.UTC().Format(time.RFC3339)
-	var claim startKeyRecord
-	if found, err := getJSON(tx, protocol.StartKey(key), &claim); err != nil {
+	var claim protocol.StartKeyRecord
+	if found, err := protocol.GetJSON(tx, protocol.StartKey(key), &claim); err != nil {
 		return runtype.JobID{}, false, err
 	} else if found {
 		job, err := runtype.ParseJobID(claim.Job)

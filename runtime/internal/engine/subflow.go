@@ -20,9 +20,6 @@ import (
 // and, once the child ends, pid/<root>/child/<act> (the child's status);
 // large boundary inputs live under blobs/<sha256>, outside any root.
 
-// inlineLimit is the largest input that travels inside a message.
-const inlineLimit = 64 << 10
-
 // defaultMaxDepth bounds subflow nesting when a Subflow sets no limit.
 const defaultMaxDepth = 8
 
@@ -33,7 +30,7 @@ var errStartChild = errors.New("start child")
 // boundaryOf is how a task carries input: inline (ref empty), or, when
 // it is too large, as the ref of the blob storeBoundary stores.
 func boundaryOf(input json.RawMessage) (json.RawMessage, string) {
-	if len(input) <= inlineLimit {
+	if len(input) <= protocol.InlineLimit {
 		return input, ""
 	}
 	sum := sha256.Sum256(input)
@@ -48,7 +45,7 @@ func storeBoundary(tx store.Tx, input json.RawMessage) error {
 	if ref == "" {
 		return nil
 	}
-	if err := referenceBlob(tx, ref); err != nil {
+	if err := protocol.ReferenceBlob(tx, ref); err != nil {
 		return err
 	}
 	return tx.PutOnce(protocol.BlobKey(ref), input)

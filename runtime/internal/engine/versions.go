@@ -234,7 +234,7 @@ func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
 	}
 	now := e.now().UTC()
 	rec := unservedRecord{Act: en.t.Act, Flow: en.t.Flow, Since: now}
-	if _, err := getJSON(tx, protocol.UnservedKey(en.job, en.t.Act), &rec); err != nil {
+	if _, err := protocol.GetJSON(tx, protocol.UnservedKey(en.job, en.t.Act), &rec); err != nil {
 		return err
 	}
 	en.unserved = true
