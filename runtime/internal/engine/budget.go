@@ -50,7 +50,7 @@ func (b jobBudget) stamp(ts []task) {
 	}
 }
 
-func (t task) budget() jobBudget {
+func budgetOf(t task) jobBudget {
 	b := jobBudget{MaxActivations: t.MaxActivations}
 	if t.Deadline != 0 {
 		b.Deadline = time.Unix(0, t.Deadline).UTC()

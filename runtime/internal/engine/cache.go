@@ -81,7 +81,7 @@ func (e *Engine) recordCache(tx store.Tx, c *compiled, en *entry, res *result) e
 	if info.Cache.TTL > 0 {
 		rec.Expires = e.now().Add(info.Cache.TTL)
 	}
-	if err := putJSON(tx, protocol.CacheEntryKey(key), rec); err != nil || rec.Expires.IsZero() {
+	if err := protocol.PutJSON(tx, protocol.CacheEntryKey(key), rec); err != nil || rec.Expires.IsZero() {
 		return err
 	}
 	return protocol.ExpireAt(tx, protocol.CacheEntryKey(key), rec.Expires)

@@ -71,7 +71,7 @@ func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) 
 		ttl = defaultDedupeTTL
 	}
 	rec := dedupeRecord{Expires: e.now().Add(ttl), Output: res.Output, Job: en.job.String()}
-	if err := putJSON(tx, protocol.EdgeDedupeKey(key), rec); err != nil {
+	if err := protocol.PutJSON(tx, protocol.EdgeDedupeKey(key), rec); err != nil {
 		return err
 	}
 	return protocol.ExpireAt(tx, protocol.EdgeDedupeKey(key), rec.Expires)

@@ -11,9 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
-
-	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/runtime/internal/maintenance"
 	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
@@ -55,9 +52,8 @@ type Engine struct {
 	versions map[string][]*compiled
 	// unservedLogged holds the flow keys this process said it lacks.
 	unservedLogged sync.Map
-	// schedules are the schedules this process starts jobs for
-	// (schedule.go), under mu.
-	schedules []*schedule
+	// schedules are the schedules this process starts jobs for.
+	schedules *maintenance.Schedules
 
 	// held is the last lease taken per job (string(job) -> store.Lease) of
 	// the jobs not finished yet, released when Run stops so other workers
@@ -144,6 +140,7 @@ func New(s store.Store, opts Options) *Engine {
 	e.tracing = newTracing(opts.Tracing, s, opts.Owner)
 	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}
 	e.sweeper = e.newSweeper()
+	e.schedules = &maintenance.Schedules{Store: s, Starter: scheduleStarter{e}, Now: e.now, Crash: e.crash, Log: e.log, Metrics: e.metrics}
 	return e
 }
 
@@ -379,7 +376,7 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 	meta.Budget.stamp(ts)
 	ms := make([]store.Message, len(ts))
 	for i, t := range ts {
-		if ms[i], err = taskMessage(job, t, meta.Started); err != nil {
+		if ms[i], err = protocol.TaskMessage(job, t, meta.Started); err != nil {
 			return encodedJob{}, err
 		}
 	}
@@ -451,90 +448,13 @@ const defaultBatchOneWriter = 64
 // maxSemaphore bounds the open obligations of one job.
 const maxSemaphore = 1 << 40
 
-// task is the payload of a work message: one activation to run.
-type task struct {
-	// Kind is what the activation does (entry, step, join or undo); the
-	// engine branches on it, never on which other fields are set.
-	// Messages published before it existed have none: enter derives it
-	// from Act.
-	Kind  runtype.Kind `cbor:"20,keyasint,omitempty"`
-	Flow  string       `cbor:"1,keyasint"`
-	Node  string       `cbor:"2,keyasint"`
-	Act   string       `cbor:"3,keyasint"`
-	Dim   runtype.Dim  `cbor:"4,keyasint,omitempty"`
-	Input []byte       `cbor:"5,keyasint,omitempty"`
-	// Join is set on forEach body activations: the forEach activation they
-	// report to, their element index and the fan-out size. A join carries
-	// the fan-out size in Expect too (joins published before it did read it
-	// from the forEach's counter).
-	Join   string `cbor:"6,keyasint,omitempty"`
-	Index  int    `cbor:"7,keyasint,omitempty"`
-	Expect int    `cbor:"8,keyasint,omitempty"`
-	// JoinOf is set on the activation that aggregates a forEach.
-	JoinOf string `cbor:"9,keyasint,omitempty"`
-	// Resume distinguishes the message that resumes a parked activation
-	// (after a signal or a kill) from the one that parked it.
-	Resume string `cbor:"10,keyasint,omitempty"`
-	// Undo is set on compensation activations: the position in the
-	// compensation chain (1-based) and its length.
-	Undo   int `cbor:"11,keyasint,omitempty"`
-	UndoOf int `cbor:"12,keyasint,omitempty"`
-	// Delivery and DedupeTTL come from the edge the activation arrived on.
-	Delivery  flowtype.Delivery `cbor:"13,keyasint,omitempty"`
-	DedupeTTL time.Duration     `cbor:"14,keyasint,omitempty"`
-	// InputRef replaces Input when it was too large to travel inline: the
-	// sha256 of the input stored under blobs/.
-	InputRef string `cbor:"15,keyasint,omitempty"`
-	// Window is the forEach concurrency limit a body activation runs
-	// under (0: none): finishing starts element Window+finished-1.
-	Window int `cbor:"16,keyasint,omitempty"`
-	// Refused is set on an activation the router may not run (a loop past
-	// its MaxIterations, a spent budget): the processor fails it with
-	// PolicyDenied and this reason instead of running it.
-	Refused string `cbor:"17,keyasint,omitempty"`
-	// MaxActivations and Deadline (Unix nanoseconds) are the job's budget,
-	// carried by every task so it is enforced without reading the meta.
-	MaxActivations int64 `cbor:"18,keyasint,omitempty"`
-	Deadline       int64 `cbor:"19,keyasint,omitempty"`
-	// Grouped is set on the forEach bodies of a fan-out: they hold no
-	// count on the job semaphore between them. The forEach's count stays
-	// with the group and passes to the join (see semaphoreDelta), so no
-	// body's commit locks the job's semaphore. Bodies published before it
-	// existed hold a count each, and the bodies they start do too.
-	Grouped bool `cbor:"21,keyasint,omitempty"`
-	// Failed is set on a dead letter an operator failed (FailDeadLetter):
-	// the processor fails the activation as DeadLettered with this reason
-	// instead of running it, and the job goes on by its error policy.
-	Failed string `cbor:"22,keyasint,omitempty"`
-	// Wake is set on a sleeping activation's parked task and on the
-	// message that wakes it (Resume "timer"): when, in Unix nanoseconds.
-	Wake int64 `cbor:"23,keyasint,omitempty"`
-	// Via is the edge the activation arrived on ("from.port"; the forEach
-	// for its body; none for an entry node) and Partition that edge's
-	// partition key path: the idempotency scope of the node's connector
-	// composes them into its key (runtype.KeyNode).
-	Via       string `cbor:"24,keyasint,omitempty"`
-	Partition string `cbor:"25,keyasint,omitempty"`
-	// Round numbers the resumptions of a compensation parked under
-	// CompensatePark (resumeWaiting).
-	Round int `cbor:"26,keyasint,omitempty"`
-	// Started is when the job started, in Unix nanoseconds, carried by
-	// the tasks of a job with no parent so that the step that closes the
-	// job can encode its final status before its commit without reading
-	// the job's record (foresee.go). A subflow's job reports to its
-	// parent, and its tasks carry none, nor do tasks published before it
-	// existed: their jobs' ends are built in the commit.
-	Started int64 `cbor:"27,keyasint,omitempty"`
-	// Published is when the activation was first published, in Unix
-	// nanoseconds: its logical time (Call.At), the same on every attempt
-	// and replay. Tasks published before it existed have none, and their
-	// logical time is their job's start, or the attempt's.
-	Published int64 `cbor:"28,keyasint,omitempty"`
-}
+// task is the payload of a work message: one activation to run
+// (protocol.Task).
+type task = protocol.Task
 
 // publish puts t on the work stream as a message of job.
 func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
-	m, err := taskMessage(job, t, e.now())
+	m, err := protocol.TaskMessage(job, t, e.now())
 	if err != nil {
 		return err
 	}
@@ -544,23 +464,11 @@ func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
 // publishReserved is publish of a task this worker takes on itself: the
 // message is born reserved to it, as Reserve would have returned it.
 func (e *Engine) publishReserved(tx store.Tx, job runtype.JobID, t task) (store.Message, error) {
-	m, err := taskMessage(job, t, e.now())
+	m, err := protocol.TaskMessage(job, t, e.now())
 	if err != nil {
 		return m, err
 	}
 	return tx.EnqueueReserved(m, e.opts.Owner, e.opts.Visibility)
-}
-
-// taskMessage is the work stream message that carries t.
-func taskMessage(job runtype.JobID, t task, at time.Time) (store.Message, error) {
-	if t.Published == 0 {
-		t.Published = at.UnixNano()
-	}
-	payload, err := cbor.Marshal(t)
-	if err != nil {
-		return store.Message{}, err
-	}
-	return store.Message{ID: protocol.MessageID(job, t.Act+t.Resume), Stream: runtype.WorkStream, Job: job[:], Payload: payload}, nil
 }
 
 // Run works until ctx is cancelled, with the given number of concurrent
@@ -582,7 +490,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 	lim.wake = wake
 	stopLocal := e.runLocally(ctx, lim, max(workers, 1)*e.opts.Batch)
 	var wg sync.WaitGroup
-	wg.Go(func() { e.runSchedules(ctx) })
+	wg.Go(func() { e.schedules.Run(ctx) })
 	wg.Go(func() { e.sweeper.Run(ctx) })
 	for range max(workers, 1) {
 		wg.Add(1)

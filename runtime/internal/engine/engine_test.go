@@ -465,7 +465,7 @@ func TestChainingNeverHoldsAJobUp(t *testing.T) {
 	s, e, job := startTwoSteps(t)
 	ctx := context.Background()
 	act := runtype.StepOf("b", "", "a").String()
-	planted, err := taskMessage(job, task{Kind: runtype.Step, Flow: "two", Node: "b", Act: act, Input: json.RawMessage(`{}`)}, time.Now())
+	planted, err := protocol.TaskMessage(job, task{Kind: runtype.Step, Flow: "two", Node: "b", Act: act, Input: json.RawMessage(`{}`)}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

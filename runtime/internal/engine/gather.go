@@ -79,8 +79,8 @@ func (e *Engine) gatherAll(tx store.Tx, gs []*gather) error {
 			return err
 		}
 		join := []task{joinTask(forEach, t.Expect)}
-		t.budget().stamp(join)
-		if err := spend(tx, g.job, t.budget(), join); err != nil {
+		budgetOf(t).stamp(join)
+		if err := spend(tx, g.job, budgetOf(t), join); err != nil {
 			return err
 		}
 		if err := e.publish(tx, g.job, join[0]); err != nil {

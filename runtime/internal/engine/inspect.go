@@ -49,7 +49,7 @@ func InspectJob(ctx context.Context, s store.Store, job runtype.JobID) (*runtype
 		if err != nil {
 			return err
 		}
-		for _, stream := range []string{runtype.WorkStream, deadStream} {
+		for _, stream := range []string{runtype.WorkStream, protocol.DeadStream} {
 			pending, err := tx.Pending(stream)
 			if err != nil {
 				return err
@@ -158,7 +158,7 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		}
 		v.State, v.Attempts = runtype.ActivationEnqueued, m.Attempt
 		switch {
-		case m.Stream == deadStream:
+		case m.Stream == protocol.DeadStream:
 			v.State, v.Error = runtype.ActivationDeadLettered, m.Reason
 		case m.Attempt > 0:
 			v.State = runtype.ActivationLaunched

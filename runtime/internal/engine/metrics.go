@@ -34,7 +34,7 @@ func flowName(flow string) string {
 func (m metrics) countEntered(entered []*entry) {
 	for _, en := range entered {
 		if en.unserved {
-			name, hash, _ := strings.Cut(en.t.Flow, flowKeySep)
+			name, hash := en.t.FlowKey()
 			m.Add(observe.Unserved, 1, name, hash)
 		}
 		if en.tookOver {

@@ -37,7 +37,7 @@ func (p *processor) takeToken(ctx context.Context, en *entry, info runtype.NodeI
 	var wait time.Duration
 	err := p.store.Update(ctx, func(tx store.Tx) error {
 		// Concurrent takes read the bucket one after another.
-		if err := lockRow(tx, protocol.RateKey(info.ID)); err != nil {
+		if err := protocol.LockRow(tx, protocol.RateKey(info.ID)); err != nil {
 			return err
 		}
 		now := p.now()
@@ -55,7 +55,7 @@ func (p *processor) takeToken(ctx context.Context, en *entry, info runtype.NodeI
 			return en.handBack(tx, wait)
 		}
 		b.Tokens--
-		return putJSON(tx, protocol.RateKey(info.ID), b)
+		return protocol.PutJSON(tx, protocol.RateKey(info.ID), b)
 	})
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
@@ -17,28 +16,6 @@ func lookupJSON(ctx context.Context, s store.Store, key []byte, v any) (found bo
 		return err
 	})
 	return found, err
-}
-
-// putJSON puts v, as JSON, under key.
-func putJSON(tx store.Tx, key []byte, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return tx.Put(key, raw)
-}
-
-// lockRow makes the transactions that call it with key run one after
-// another from that call on: it adds to the counter under key (which, on
-// PostgreSQL, takes the counter's row until the commit; bbolt has one
-// writer anyway) and takes the addition back in the same commit, so the
-// counter stays 0. A record read after it reflects every earlier holder's
-// commit.
-func lockRow(tx store.Tx, key []byte) error {
-	if _, err := tx.Add(key, 1, 1); err != nil {
-		return err
-	}
-	return tx.Bump(key, -1, 1)
 }
 
 // readStatus reads job's status: its final status once it has ended,

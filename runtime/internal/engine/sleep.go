@@ -82,7 +82,7 @@ func (e *Engine) setTimer(tx store.Tx, en *entry) error {
 		return err
 	}
 	t.Resume = timerResume
-	m, err := taskMessage(en.job, t, e.now())
+	m, err := protocol.TaskMessage(en.job, t, e.now())
 	if err != nil {
 		return err
 	}

@@ -614,11 +614,11 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		return false, err
 	}
 	en.gather = g
-	t.budget().stamp(children)
+	budgetOf(t).stamp(children)
 	for i := range children {
 		children[i].Started = t.Started
 	}
-	if err := spend(tx, job, t.budget(), children); err != nil {
+	if err := spend(tx, job, budgetOf(t), children); err != nil {
 		return false, err
 	}
 	if err := e.publishChildren(tx, en, children); err != nil {

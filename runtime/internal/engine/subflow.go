@@ -117,7 +117,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	meta := jobMeta{Flow: sf.Flow, Input: en.t.Input, Started: now, Depth: parentMeta.Depth + 1,
 		Parent: &parentRef{Job: en.job.String(), Act: en.t.Act, Task: taskRaw},
 		Trace:  en.span} // the child's trace goes on under the parent's subflow activation
-	left := en.t.budget()
+	left := budgetOf(en.t)
 	if left.MaxActivations > 0 {
 		used, err := spent(tx, en.job)
 		if err != nil {

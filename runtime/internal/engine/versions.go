@@ -27,7 +27,7 @@ import (
 // newest version registered.
 
 // flowKeySep separates a flow's name from its hash in a flow key.
-const flowKeySep = "#"
+const flowKeySep = protocol.FlowKeySep
 
 // contentHash is the hex SHA-256 of what a flow does: its name, version,
 // nodes (with each task's declaration, params and control settings),
@@ -239,7 +239,7 @@ func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
 	}
 	en.unserved = true
 	rec.Reason, rec.Worker, rec.Seen = why.Error(), e.opts.Owner, rec.Seen+1
-	if err := putJSON(tx, protocol.UnservedKey(en.job, en.t.Act), rec); err != nil {
+	if err := protocol.PutJSON(tx, protocol.UnservedKey(en.job, en.t.Act), rec); err != nil {
 		return err
 	}
 	if now.Sub(rec.Since) < unservedGrace {

@@ -1,5 +1,9 @@
-// Package maintenance keeps a store in shape while workers use it: the
-// retention sweeper deletes what its time let go of.
+// Package maintenance is what runs beside the step protocol, on the same
+// store, without being a step: the retention sweeper deletes what its
+// time let go of, schedules start the jobs of cron ticks, and operators
+// requeue or fail dead letters. It writes through the protocol's keys and
+// never reaches the engine; what it needs of it (starting a job) it is
+// given as an interface.
 package maintenance
 
 import (
@@ -147,7 +151,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (sw runtype.Swept, err error) {
 		}
 	}
 	if h := s.ackHorizon(); h > 0 {
-		for _, stream := range []string{runtype.WorkStream, runtype.WorkStream + store.DeadLetterSuffix} {
+		for _, stream := range []string{runtype.WorkStream, protocol.DeadStream} {
 			for {
 				n, err := s.Store.PurgeAcked(ctx, stream, now.Add(-h), batch)
 				if err != nil {

@@ -20,6 +20,15 @@ func GetJSON(tx store.ReadTx, key []byte, v any) (bool, error) {
 	return true, json.Unmarshal(raw, v)
 }
 
+// PutJSON puts v, as JSON, under key.
+func PutJSON(tx store.Tx, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Put(key, raw)
+}
+
 // StartKeyRecord is what a job key (StartKey) names: the job its first
 // start created.
 type StartKeyRecord struct {
@@ -57,4 +66,17 @@ func UnreferenceBlob(tx store.Tx, ref string) (int, error) {
 		return 0, err
 	}
 	return 1, nil
+}
+
+// LockRow makes the transactions that call it with key run one after
+// another from that call on: it adds to the counter under key (which, on
+// PostgreSQL, takes the counter's row until the commit; bbolt has one
+// writer anyway) and takes the addition back in the same commit, so the
+// counter stays 0. A record read after it reflects every earlier holder's
+// commit.
+func LockRow(tx store.Tx, key []byte) error {
+	if _, err := tx.Add(key, 1, 1); err != nil {
+		return err
+	}
+	return tx.Bump(key, -1, 1)
 }

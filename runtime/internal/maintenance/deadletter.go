@@ -1,4 +1,4 @@
-package engine
+package maintenance
 
 import (
 	"context"
@@ -21,15 +21,12 @@ import (
 // or fails it; both put a new message on the work stream, which goes
 // through the step protocol like any other delivery.
 
-// deadStream is the work stream's dead-letter stream.
-const deadStream = runtype.WorkStream + store.DeadLetterSuffix
-
 // DeadLetters lists the dead letters of the work stream on s, oldest
 // first.
 func DeadLetters(ctx context.Context, s store.Store) ([]runtype.DeadLetter, error) {
 	var out []runtype.DeadLetter
 	err := s.View(ctx, func(tx store.ReadTx) error {
-		ms, err := tx.Pending(deadStream)
+		ms, err := tx.Pending(protocol.DeadStream)
 		out = make([]runtype.DeadLetter, 0, len(ms))
 		for _, m := range ms {
 			out = append(out, deadLetterView(m))
@@ -46,10 +43,10 @@ func DeadLetters(ctx context.Context, s store.Store) ([]runtype.DeadLetter, erro
 func deadLetterView(m store.Message) runtype.DeadLetter {
 	d := runtype.DeadLetter{ID: m.ID, Attempts: m.Attempt, Reason: m.Reason, At: m.NotBefore}
 	copy(d.Job[:], m.Job)
-	var t task
+	var t protocol.Task
 	if cbor.Unmarshal(m.Payload, &t) == nil {
-		ref := parseFlowRef(t.Flow)
-		d.Act, d.Flow, d.Definition, d.Node = t.Act, ref.name, ref.hash, t.Node
+		flow, hash := t.FlowKey()
+		d.Act, d.Flow, d.Definition, d.Node = t.Act, flow, hash, t.Node
 		if json.Valid(t.Input) {
 			d.Input = t.Input
 		}
@@ -89,7 +86,7 @@ func TakeDeadLetter(ctx context.Context, s store.Store, id runtype.MessageID, ac
 		} else if found {
 			return alreadyTaken(was, action, &next)
 		}
-		ms, err := tx.Pending(deadStream)
+		ms, err := tx.Pending(protocol.DeadStream)
 		if err != nil {
 			return err
 		}
@@ -127,7 +124,7 @@ func alreadyTaken(was taken, action runtype.DeadLetterAction, next *runtype.Mess
 func revive(tx store.Tx, m store.Message, action runtype.DeadLetterAction, reason string) (runtype.MessageID, error) {
 	payload := m.Payload
 	if action == runtype.Fail {
-		var t task
+		var t protocol.Task
 		if err := cbor.Unmarshal(payload, &t); err != nil {
 			return runtype.MessageID{}, fmt.Errorf("%w: %v; kill its job instead", runtype.ErrUndecodable, err)
 		}
@@ -148,19 +145,5 @@ func revive(tx store.Tx, m store.Message, action runtype.DeadLetterAction, reaso
 	if err := tx.Enqueue(store.Message{ID: next, Stream: runtype.WorkStream, Job: m.Job, Payload: payload}); err != nil {
 		return runtype.MessageID{}, err
 	}
-	return next, putJSON(tx, protocol.DeadLetterKey(m.ID), taken{Action: action, Message: next.String(), Reason: reason})
-}
-
-// DeadLetters lists the dead letters of the engine's store.
-func (e *Engine) DeadLetters(ctx context.Context) ([]runtype.DeadLetter, error) {
-	return DeadLetters(ctx, e.store)
-}
-
-// TakeDeadLetter is TakeDeadLetter on the engine's store.
-func (e *Engine) TakeDeadLetter(ctx context.Context, id runtype.MessageID, action runtype.DeadLetterAction, reason string) (runtype.MessageID, error) {
-	next, err := TakeDeadLetter(ctx, e.store, id, action, reason)
-	if err != nil {
-		return next, err
-	}
-	return next, e.crash(runtype.CrashRevived)
+	return next, protocol.PutJSON(tx, protocol.DeadLetterKey(m.ID), taken{Action: action, Message: next.String(), Reason: reason})
 }
