@@ -51,19 +51,10 @@ func (p *processor) work(ctx context.Context, c *compiled, en *entry) (res resul
 
 // attempt is work without its span and count.
 func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result, error) {
-	job, t, m := en.job, en.t, en.m
+	t, m := en.t, en.m
 	n := c.byAlias[t.Node]
-	switch {
-	case en.exhausted != "":
-		return result{ErrKind: runtype.Exhausted, Err: en.exhausted, Attempts: m.Attempt}, nil
-	case t.Failed != "":
-		return result{ErrKind: runtype.DeadLettered, Err: t.Failed, Attempts: m.Attempt}, nil
-	}
-	if t.Refused == "" {
-		t.Refused = overdue(t, p.now())
-	}
-	if t.Refused != "" {
-		return result{ErrKind: runtype.FailureOf(flowtype.PolicyDenied), Err: t.Refused, Attempts: 1}, nil
+	if res, refused := p.refused(en); refused {
+		return res, nil
 	}
 	if t.InputRef != "" {
 		in, err := p.loadBoundary(ctx, t.InputRef)
@@ -72,23 +63,8 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 		}
 		t.Input = in
 	}
-	switch {
-	case n.Subflow != nil && t.Kind != runtype.Undo:
-		return p.subflowResult(ctx, job, t, n.Subflow)
-	case t.Kind == runtype.Join:
-		return p.join(ctx, job, t, n.ForEach)
-	case n.Switch != nil:
-		return result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}, nil
-	case n.Checkpoint != nil:
-		return p.decision(ctx, job, t)
-	case n.Sleep != nil:
-		return p.sleep(ctx, en, n.Sleep)
-	case n.ForEach != nil:
-		items, err := lookupArray(t.Input, n.ForEach.Items)
-		if err != nil {
-			return result{ErrKind: runtype.FailureOf(flowtype.SchemaMismatch), Err: err.Error(), Attempts: 1}, nil
-		}
-		return result{Output: t.Input, Port: "out", Attempts: 1, Elements: len(items)}, nil
+	if res, decided, err := p.control(ctx, en, t, n); decided {
+		return res, err
 	}
 	task, keyFields, params := n.Task, []string(nil), n.Params
 	if t.Kind == runtype.Undo {
@@ -98,33 +74,10 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	if keyFields != nil {
 		info.KeyFields = keyFields
 	}
-	if t.Delivery == flowtype.AtMostOnce && m.Attempt > 1 {
-		return result{ErrKind: runtype.NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, nil
-	}
-	if t.Kind == runtype.Undo && strings.HasPrefix(t.Resume, skipResume+"#") {
-		return result{ErrKind: runtype.FailureOf(flowtype.Permanent), Err: "given up by a decision after it failed", Attempts: m.Attempt}, nil
-	}
 	// A compensation under CompensateRetry is tried until it succeeds.
 	untilDone := t.Kind == runtype.Undo && c.OnCompensationFailure == runtype.CompensateRetry
-	if budget := DeliveryBudget(info.Retry); m.Attempt > budget && !untilDone {
-		err := fmt.Sprintf("delivered %d times without an outcome, past its %d retry attempts and %d more for workers that crash or stop: a crash loop",
-			m.Attempt-1, max(info.Retry.MaxAttempts, 1), crashAllowance)
-		return result{ErrKind: runtype.Exhausted, Err: err, Attempts: m.Attempt}, nil
-	}
-	if t.Delivery == flowtype.ExactlyOnce {
-		if prev, ok, err := p.deduped(ctx, info, t); err != nil || ok {
-			return prev, err
-		}
-	}
-	if t.Kind != runtype.Undo && len(info.Cache.Key) > 0 {
-		if hit, ok, err := p.cached(ctx, info, t); err != nil || ok {
-			return hit, err
-		}
-	}
-	if info.RateLimit.QPS > 0 {
-		if err := p.takeToken(ctx, en, info); err != nil {
-			return result{}, err
-		}
+	if res, done, err := p.before(ctx, en, t, info, untilDone); done || err != nil {
+		return res, err
 	}
 	log := make(aspectLog, 0, 4) // call start and end, then output or retry
 	log.add(p, "call", "start", "attempt "+strconv.Itoa(m.Attempt))
@@ -143,41 +96,135 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	log.add(p, "call", "error", kind.String()+": "+err.Error())
 	retryable := info.RetryOwner == flowtype.RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt)
 	if (retryable || untilDone) && ctx.Err() == nil {
-		delay := info.Retry.Backoff(m.Attempt + 1)
-		if !retryable || (untilDone && delay <= 0) {
-			delay = compensationBackoff(m.Attempt)
-		}
-		var ce *runtype.Error
-		if errors.As(err, &ce) && ce.RetryAfter > delay {
-			delay = ce.RetryAfter
-		}
-		p.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", err)
-		log.add(p, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
-		raw, _ := json.Marshal(log)
-		// The hand-back captures what it needs, not t and m: captured,
-		// they would be moved to the heap on every attempt.
-		act, attempt, receipt := t.Act, m.Attempt, m.Receipt
-		err := p.write(ctx, en, func(tx store.Tx) error {
-			if err := tx.Put(protocol.AttemptLogKey(job, act, attempt), raw); err != nil {
-				return err
-			}
-			ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: act, Attempt: attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(err), delay)}
-			if err := record(tx, p.now(), job, ev); err != nil {
-				return err
-			}
-			return ignoreStale(tx.Nack(receipt, delay))
-		})
-		if err != nil {
-			return result{}, err
-		}
-		p.metrics.Add(observe.Retried, 1, flowName(t.Flow), t.Node, string(runtype.FailureOf(kind)))
-		return result{}, errRetryLater
+		return result{}, p.retryLater(ctx, en, info, err, retryable, untilDone, log)
 	}
 	if ctx.Err() != nil {
 		return result{}, ctx.Err() // shutting down: leave the message for redelivery
 	}
 	log.add(p, "retry", "end", "no retry: final")
 	return result{ErrKind: runtype.FailureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
+}
+
+// refused is the result of an activation that may not run at all: one
+// whose deliveries were exhausted, a dead letter an operator failed, one
+// the router refused or whose job's deadline passed.
+func (p *processor) refused(en *entry) (result, bool) {
+	t, m := en.t, en.m
+	switch {
+	case en.exhausted != "":
+		return result{ErrKind: runtype.Exhausted, Err: en.exhausted, Attempts: m.Attempt}, true
+	case t.Failed != "":
+		return result{ErrKind: runtype.DeadLettered, Err: t.Failed, Attempts: m.Attempt}, true
+	}
+	if t.Refused == "" {
+		t.Refused = overdue(t, p.now())
+	}
+	if t.Refused != "" {
+		return result{ErrKind: runtype.FailureOf(flowtype.PolicyDenied), Err: t.Refused, Attempts: 1}, true
+	}
+	return result{}, false
+}
+
+// control decides an activation of a node that runs no connector: a
+// subflow, a join, a switch, a checkpoint, a sleep or a forEach; decided
+// is false for any other (a connector's call, a compensation).
+func (p *processor) control(ctx context.Context, en *entry, t task, n *Node) (res result, decided bool, err error) {
+	job := en.job
+	switch {
+	case n.Subflow != nil && t.Kind != runtype.Undo:
+		res, err = p.subflowResult(ctx, job, t, n.Subflow)
+	case t.Kind == runtype.Join:
+		res, err = p.join(ctx, job, t, n.ForEach)
+	case n.Switch != nil:
+		res = result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}
+	case n.Checkpoint != nil:
+		res, err = p.decision(ctx, job, t)
+	case n.Sleep != nil:
+		res, err = p.sleep(ctx, en, n.Sleep)
+	case n.ForEach != nil:
+		items, lookupErr := lookupArray(t.Input, n.ForEach.Items)
+		if lookupErr != nil {
+			return result{ErrKind: runtype.FailureOf(flowtype.SchemaMismatch), Err: lookupErr.Error(), Attempts: 1}, true, nil
+		}
+		res = result{Output: t.Input, Port: "out", Attempts: 1, Elements: len(items)}
+	default:
+		return result{}, false, nil
+	}
+	return res, true, err
+}
+
+// before is what an attempt of a connector's activation settles before
+// calling it: an at-most-once delivery's later attempt, a compensation
+// given up, a crash loop past its budget, a deduplicated or cached
+// result, and the rate limit's token. done says res is the attempt's.
+func (p *processor) before(ctx context.Context, en *entry, t task, info runtype.NodeInfo, untilDone bool) (res result, done bool, err error) {
+	m := en.m
+	if t.Delivery == flowtype.AtMostOnce && m.Attempt > 1 {
+		return result{ErrKind: runtype.NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, true, nil
+	}
+	if t.Kind == runtype.Undo && strings.HasPrefix(t.Resume, skipResume+"#") {
+		return result{ErrKind: runtype.FailureOf(flowtype.Permanent), Err: "given up by a decision after it failed", Attempts: m.Attempt}, true, nil
+	}
+	if budget := DeliveryBudget(info.Retry); m.Attempt > budget && !untilDone {
+		err := fmt.Sprintf("delivered %d times without an outcome, past its %d retry attempts and %d more for workers that crash or stop: a crash loop",
+			m.Attempt-1, max(info.Retry.MaxAttempts, 1), crashAllowance)
+		return result{ErrKind: runtype.Exhausted, Err: err, Attempts: m.Attempt}, true, nil
+	}
+	if t.Delivery == flowtype.ExactlyOnce {
+		if prev, ok, err := p.deduped(ctx, info, t); err != nil || ok {
+			return prev, true, err
+		}
+	}
+	if t.Kind != runtype.Undo && len(info.Cache.Key) > 0 {
+		if hit, ok, err := p.cached(ctx, info, t); err != nil || ok {
+			return hit, true, err
+		}
+	}
+	if info.RateLimit.QPS > 0 {
+		if err := p.takeToken(ctx, en, info); err != nil {
+			return result{}, true, err
+		}
+	}
+	return result{}, false, nil
+}
+
+// retryLater hands a failed attempt back for a later one: its aspect log
+// and a retrying event recorded, the message visible again after the
+// policy's backoff (at least a Retry-After the error carries; a
+// compensation that must succeed backs off on its own schedule). It
+// returns errRetryLater once that committed.
+func (p *processor) retryLater(ctx context.Context, en *entry, info runtype.NodeInfo, callErr error, retryable, untilDone bool, log aspectLog) error {
+	job, t, m := en.job, en.t, en.m
+	kind := runtype.KindOf(callErr)
+	delay := info.Retry.Backoff(m.Attempt + 1)
+	if !retryable || (untilDone && delay <= 0) {
+		delay = compensationBackoff(m.Attempt)
+	}
+	var ce *runtype.Error
+	if errors.As(callErr, &ce) && ce.RetryAfter > delay {
+		delay = ce.RetryAfter
+	}
+	p.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", callErr)
+	log.add(p, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
+	raw, _ := json.Marshal(log)
+	// The hand-back captures what it needs, not t and m: captured, they
+	// would be moved to the heap on every attempt.
+	act, attempt, receipt := t.Act, m.Attempt, m.Receipt
+	err := p.write(ctx, en, func(tx store.Tx) error {
+		if err := tx.Put(protocol.AttemptLogKey(job, act, attempt), raw); err != nil {
+			return err
+		}
+		ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: act, Attempt: attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(callErr), delay)}
+		if err := record(tx, p.now(), job, ev); err != nil {
+			return err
+		}
+		return ignoreStale(tx.Nack(receipt, delay))
+	})
+	if err != nil {
+		return err
+	}
+	p.metrics.Add(observe.Retried, 1, flowName(t.Flow), t.Node, string(runtype.FailureOf(kind)))
+	return errRetryLater
 }
 
 // afterOn returns how the engine runs a function later on the clock of
