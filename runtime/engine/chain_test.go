@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime"
+	core "github.com/flowgen-dev/flowgen/runtime/internal/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -85,7 +86,7 @@ func TestChainSurvivesEveryCrash(t *testing.T) {
 			func(ctx *runtime.Context, _ noParams, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 		return []*runtime.Flow{f}
 	}
-	crashEverywhere(t, flow, "linear", `{"n":7}`,
+	crashEverywhereThrough(t, flow, "linear", `{"n":7}`,
 		func(t *testing.T, r *rig, job runtime.JobID) {
 			st, err := New(r.store, Options{}).Status(context.Background(), job)
 			if err != nil || st.State != runtime.StateSucceeded || string(st.Result["c"]) != `{"n":7}` {
@@ -96,7 +97,8 @@ func TestChainSurvivesEveryCrash(t *testing.T) {
 					t.Errorf("%s: no leg 2 entry committed (ledger %d)", act, l)
 				}
 			}
-		})
+		},
+		map[string][]core.Committer{"bolt": {core.RanAhead, core.Chained}, "postgres": {core.Chained, core.Folded}})
 }
 
 // TestChainedStepCountsItsAttempts: a pure step that fails every time,

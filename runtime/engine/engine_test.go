@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowgen-dev/flowgen/internal/crashpoint"
 	"github.com/flowgen-dev/flowgen/runtime"
+	core "github.com/flowgen-dev/flowgen/runtime/internal/engine"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
 	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
@@ -286,6 +287,14 @@ const drainBatch = 4
 // lease have expired, and calls check on the finished job.
 func crashEverywhere(t *testing.T, flows func(*sink) []*runtime.Flow, flow, input string, check func(t *testing.T, r *rig, job runtime.JobID)) {
 	t.Helper()
+	crashEverywhereThrough(t, flows, flow, input, check, nil)
+}
+
+// crashEverywhereThrough is crashEverywhere that also fails unless the
+// crashing engines committed through each committer through names for
+// their backend (core.Committer names): the enumeration crossed them.
+func crashEverywhereThrough(t *testing.T, flows func(*sink) []*runtime.Flow, flow, input string, check func(t *testing.T, r *rig, job runtime.JobID), through map[string][]core.Committer) {
+	t.Helper()
 	engine := func(r *rig, owner string, crash func(string) error) *Engine {
 		e := New(r.store, Options{Owner: owner, Visibility: 10 * time.Second, LeaseTTL: 10 * time.Second, CrashPoint: crash, Now: r.clock.Now})
 		for _, f := range flows(r.sink) {
@@ -296,16 +305,34 @@ func crashEverywhere(t *testing.T, flows func(*sink) []*runtime.Flow, flow, inpu
 		return e
 	}
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { crashEverywhereOn(t, b, engine, flow, input, check) })
+		t.Run(b.name, func(t *testing.T) {
+			used := crashEverywhereOn(t, b, engine, flow, input, check)
+			for _, c := range through[b.name] {
+				if used[c.String()] == 0 {
+					t.Errorf("no crashing engine committed %s deliveries (committed: %v): the enumeration did not cross that committer", c, used)
+				}
+			}
+		})
 	}
 }
 
-func crashEverywhereOn(t *testing.T, b backend, engine func(*rig, string, func(string) error) *Engine, flow, input string, check func(t *testing.T, r *rig, job runtime.JobID)) {
+// crashEverywhereOn runs the enumeration on b and returns how many
+// deliveries the crashing engines committed through each committer.
+func crashEverywhereOn(t *testing.T, b backend, engine func(*rig, string, func(string) error) *Engine, flow, input string, check func(t *testing.T, r *rig, job runtime.JobID)) map[string]int64 {
+	var mu sync.Mutex
+	used := map[string]int64{}
 	crashpoint.Enumerate(t, crashpoint.Scenario{
 		Points: CrashPoints,
 		Start: func(t *testing.T, hook func(string) error) (func(), error) {
 			r := newRigOn(t, b)
 			crashing := engine(r, "doomed", hook)
+			defer func() {
+				mu.Lock()
+				defer mu.Unlock()
+				for k, v := range core.CommittersUsed(crashing.core) {
+					used[k] += v
+				}
+			}()
 			job, err := crashing.Start(context.Background(), flow, json.RawMessage(input))
 			if err != nil {
 				t.Fatal(err)
@@ -321,14 +348,16 @@ func crashEverywhereOn(t *testing.T, b backend, engine func(*rig, string, func(s
 			}, err
 		},
 	})
+	return used
 }
 
 // TestEveryCrashPoint: the order flow (fan-out, join, switch, an effect)
 // survives a crash at every point with its effect exactly once.
 func TestEveryCrashPoint(t *testing.T) {
 	t.Parallel()
-	crashEverywhere(t, func(s *sink) []*runtime.Flow { return []*runtime.Flow{orderFlow(s)} }, "orders", orderInput,
-		func(t *testing.T, r *rig, job runtime.JobID) { r.assertFinished(job) })
+	crashEverywhereThrough(t, func(s *sink) []*runtime.Flow { return []*runtime.Flow{orderFlow(s)} }, "orders", orderInput,
+		func(t *testing.T, r *rig, job runtime.JobID) { r.assertFinished(job) },
+		map[string][]core.Committer{"bolt": {core.Inline, core.Chained}, "postgres": {core.Inline, core.Chained, core.Folded}})
 }
 
 // TestDuplicateDelivery delivers every message several times, in shuffled

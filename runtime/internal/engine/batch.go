@@ -115,7 +115,7 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 		switch {
 		case en.stepped:
 			lim.published(en)
-			if err := e.stepsCommitted(en); err != nil {
+			if err := e.stepsCommitted(en, Folded); err != nil {
 				return claimed, err
 			}
 		case !en.deferred:

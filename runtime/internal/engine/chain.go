@@ -83,6 +83,7 @@ func (e *Engine) admitPublished(tx store.Tx, ps []publishedStep) ([]*entry, []fo
 	ms, ens, errs := make([]store.Message, len(ps)), make([]*entry, len(ps)), make([]error, len(ps))
 	for i, p := range ps {
 		ms[i], ens[i] = p.m, entryOf(p)
+		ens[i].came = Chained
 	}
 	ens, errs = e.enterEntries(tx, ens, errs)
 	return e.admitted(tx, ms, ens, errs)
@@ -98,6 +99,7 @@ func (e *Engine) admitPublished(tx store.Tx, ps []publishedStep) ([]*entry, []fo
 // after the batch.
 func (e *Engine) enterChained(tx store.Tx, p publishedStep) (*entry, error) {
 	en := entryOf(p)
+	en.came = Chained
 	if err := tx.Bump(en.actKey(), ledger.Leg2Entry, ledger.MaxValue); err != nil {
 		return nil, err
 	}

@@ -87,6 +87,8 @@ type Engine struct {
 	metrics metrics
 	tracing *tracing
 	sweeper *maintenance.Sweeper
+	// committed counts the deliveries each committer committed.
+	committed committerTally
 }
 
 // New returns an engine on s.

@@ -140,6 +140,7 @@ func (e *Engine) enterStarted(tx store.Tx, ps []publishedStep) ([]*entry, error)
 		if err != nil {
 			return nil, err
 		}
+		en.came = TakenOn
 		ens = append(ens, en)
 	}
 	return ens, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ func (w keyedWrite) Call(_ context.Context, c Call) (json.RawMessage, error) {
 // it is delivered again.
 func TestLocalTakeOnSurvivesEveryCrashPoint(t *testing.T) {
 	t.Parallel()
+	var takenOn atomic.Int64 // deliveries the crashing engines' take-on committed
 	cases := crashpoint.Enumerate(t, crashpoint.Scenario{
 		Points: runtype.CrashPoints, // "reserved" is between the start's commit and the take-on
 		Start: func(t *testing.T, hook func(string) error) (func(), error) {
@@ -104,8 +106,16 @@ func TestLocalTakeOnSurvivesEveryCrashPoint(t *testing.T) {
 			case runErr = <-finished:
 			}
 			stopRun()
-			stopLocal()
+			stopLocal() // waits for the work it took on
+			takenOn.Add(CommittersUsed(e)[TakenOn.String()])
 			if runErr == nil {
+				// The points after the job's last commit are passed after
+				// Wait may have seen that commit: a crash there shows now.
+				select {
+				case <-crashed:
+					runErr = crashpoint.ErrCrash
+				default:
+				}
 				s.Close()
 			}
 			return func() {
@@ -134,5 +144,8 @@ func TestLocalTakeOnSurvivesEveryCrashPoint(t *testing.T) {
 	})
 	if cases == 0 {
 		t.Fatal("no crash case")
+	}
+	if takenOn.Load() == 0 {
+		t.Error("no crashing engine committed through the local take-on: the enumeration never crossed it")
 	}
 }

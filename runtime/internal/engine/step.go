@@ -69,6 +69,11 @@ var errPoison = errors.New("poison message")
 
 // entry is what the entry commit established for one delivery.
 type entry struct {
+	// came is how the delivery reached its worker: claimed (Inline),
+	// published reserved by its predecessor (Chained) or by its start
+	// (TakenOn); the committer its steps commit counts under unless
+	// folded or run ahead.
+	came  Committer
 	m     store.Message
 	t     task
 	job   runtype.JobID
@@ -521,8 +526,11 @@ func (e *Engine) commitWork(ctx context.Context, c *compiled, en *entry, res *re
 		return nil, 0, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 	}
 	en.closed = closed
-	for _, d := range append([]*entry{en}, done...) {
-		if err := e.stepsCommitted(d); err != nil {
+	if err := e.stepsCommitted(en, en.came); err != nil {
+		return nil, 0, err
+	}
+	for _, d := range done {
+		if err := e.stepsCommitted(d, RanAhead); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -573,9 +581,10 @@ func (e *Engine) commitResult(tx store.Tx, c *compiled, en *entry, res *result) 
 	return true, e.finish(tx, en, true)
 }
 
-// stepsCommitted counts what en's committed steps commit recorded and
-// passes its crash points.
-func (e *Engine) stepsCommitted(en *entry) error {
+// stepsCommitted counts what en's committed steps commit recorded, and
+// the committer how that committed them, and passes its crash points.
+func (e *Engine) stepsCommitted(en *entry, how Committer) error {
+	e.committed[how].Add(1)
 	e.metrics.committed(en, e.now())
 	if err := e.crash(runtype.CrashStep2); err != nil {
 		return err
