@@ -65,9 +65,12 @@ type Engine struct {
 	// entry into one commit, fold.go).
 	caps store.Capabilities
 
-	// formatRecorded says the store carries its format version
-	// (protocol.ReadFormat); until it does, every start records it.
-	formatRecorded atomic.Bool
+	// formatRead says the store's format was read and is one this
+	// release reads (protocol.ReadFormat), and formatRecorded that the
+	// store carries it; until a start has committed it, every start
+	// records it. formatMu makes concurrent first starts share one read.
+	formatRead, formatRecorded atomic.Bool
+	formatMu                   sync.Mutex
 
 	// local is the Run that takes on the jobs this engine starts, if one
 	// does (local.go).
@@ -222,6 +225,9 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 		entered, err = e.writeStart(tx, c, s, run != nil) // fn may run again
 		return err
 	})
+	if err == nil {
+		e.formatRecorded.Store(true) // the start recorded it, if it had to
+	}
 	if run != nil {
 		if err != nil {
 			entered = nil
@@ -297,11 +303,17 @@ func (e *Engine) writeStart(tx store.Tx, c *compiled, s start, local bool) ([]*e
 	return e.enterStarted(tx, ps)
 }
 
-// checkFormat refuses a store whose format this release cannot read,
-// reading the store's format until it is recorded (writeStart records
-// it), then never again.
+// checkFormat refuses a store whose format this release cannot read. It
+// reads the format once per engine (concurrent callers share the read; a
+// failed read is tried again by the next caller), so it costs one read
+// transaction in the engine's life.
 func (e *Engine) checkFormat(ctx context.Context) error {
-	if e.formatRecorded.Load() {
+	if e.formatRead.Load() {
+		return nil
+	}
+	e.formatMu.Lock()
+	defer e.formatMu.Unlock()
+	if e.formatRead.Load() {
 		return nil
 	}
 	f, err := protocol.ReadFormat(ctx, e.store)
@@ -309,6 +321,7 @@ func (e *Engine) checkFormat(ctx context.Context) error {
 		return err
 	}
 	e.formatRecorded.Store(f.Recorded)
+	e.formatRead.Store(true)
 	return nil
 }
 
