@@ -111,7 +111,7 @@ func (ss *Schedules) Add(s runtype.Schedule) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for _, o := range ss.list {
-		if o.Name == s.Name && flowName(o.Flow) != flowName(s.Flow) {
+		if o.Name == s.Name && protocol.FlowName(o.Flow) != protocol.FlowName(s.Flow) {
 			return fmt.Errorf("schedule %s: already starts jobs of flow %s; give the schedule of %s another name", s.Name, o.Flow, s.Flow)
 		}
 	}
@@ -249,14 +249,6 @@ func (ss *Schedules) running(tx store.ReadTx, id string) (bool, error) {
 		return false, err
 	}
 	return ss.Starter.Running(tx, job)
-}
-
-// flowName is the name of a flow reference (name, name@version or
-// name#hash).
-func flowName(ref string) string {
-	name, _, _ := strings.Cut(ref, protocol.FlowKeySep)
-	name, _, _ = strings.Cut(name, "@")
-	return name
 }
 
 // Run calls StartDue about once a second until ctx ends.

@@ -120,6 +120,14 @@ func (t Task) FlowKey() (name, hash string) {
 	return name, hash
 }
 
+// FlowName is the name of a flow reference (name, name@version or
+// name#hash).
+func FlowName(ref string) string {
+	name, _, _ := strings.Cut(ref, FlowKeySep)
+	name, _, _ = strings.Cut(name, "@")
+	return name
+}
+
 // DeadStream is the work stream's dead-letter stream: the messages no
 // worker can take on.
 const DeadStream = runtype.WorkStream + store.DeadLetterSuffix
