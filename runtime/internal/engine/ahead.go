@@ -42,8 +42,8 @@ type ranAhead = *entry
 // runAhead runs the nodes of the steps en's result leads to, while each
 // is predictable, up to max of them. It stops at the first that does not
 // succeed; an error is a crash point's or the end of ctx.
-func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *result, max int) ([]ranAhead, error) {
-	if e.caps.LocksRows || res == nil {
+func (w *worker) runAhead(ctx context.Context, c *compiled, en *entry, res *result, max int) ([]ranAhead, error) {
+	if w.caps.LocksRows || res == nil {
 		return nil, nil
 	}
 	var out []ranAhead
@@ -53,28 +53,28 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 	// and the first step's message while the nodes run, as a call's
 	// worker does (keepHold), so that no other delivery of the first step
 	// runs them again meanwhile.
-	until := e.now().Add(e.opts.LeaseTTL / 4)
-	stop, err := e.proc.keepHold(ctx, en, e.opts.LeaseTTL/4+e.longestTimeout(c))
+	until := w.writes.now().Add(w.opts.LeaseTTL / 4)
+	stop, err := w.proc.keepHold(ctx, en, w.opts.LeaseTTL/4+w.longestTimeout(c))
 	if err != nil {
 		return nil, nil // the step goes on alone; its commit is fenced if the job moved on
 	}
 	defer stop()
 	for range max {
-		if e.now().After(until) {
+		if w.writes.now().After(until) {
 			break
 		}
 		next, ok := predictNext(c, t, r)
 		if !ok {
 			break
 		}
-		if err := e.crash(runtype.CrashEntered); err != nil {
+		if err := w.hook.crash(runtype.CrashEntered); err != nil {
 			return nil, err
 		}
 		id := protocol.MessageID(en.job, next.Act)
-		ahead := &entry{t: next, job: en.job, lease: en.lease, c: c, folding: true, entered: e.now(),
+		ahead := &entry{t: next, job: en.job, lease: en.lease, c: c, folding: true, entered: w.writes.now(),
 			m: store.Message{ID: id, Stream: runtype.WorkStream, Job: en.job[:], Attempt: 1,
 				Receipt: store.Receipt{ID: id, Stream: runtype.WorkStream, Token: 1}}}
-		got, err := e.proc.work(ctx, c, ahead)
+		got, err := w.proc.work(ctx, c, ahead)
 		if errors.Is(err, errRetryLater) && ahead.later != nil && ctx.Err() == nil {
 			out = append(out, ahead) // its retry commits with the run
 			break
@@ -82,10 +82,10 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 		if err != nil || ctx.Err() != nil {
 			break // the step goes on alone
 		}
-		if err := e.crash(runtype.CrashWorked); err != nil {
+		if err := w.hook.crash(runtype.CrashWorked); err != nil {
 			return nil, err
 		}
-		if _, err := e.seal(ahead, &got); err != nil {
+		if _, err := w.writes.seal(ahead, &got); err != nil {
 			break // the step goes on alone, and fails there
 		}
 		out = append(out, ahead)
@@ -95,8 +95,8 @@ func (e *Engine) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 }
 
 // longestTimeout is the longest a call of a task node of c may run.
-func (e *Engine) longestTimeout(c *compiled) time.Duration {
-	longest := e.opts.Timeout
+func (w *worker) longestTimeout(c *compiled) time.Duration {
+	longest := w.opts.Timeout
 	for _, n := range c.byAlias {
 		if n.Task != nil {
 			longest = max(longest, n.Task.Info().Timeout)
@@ -131,7 +131,7 @@ func predictNext(c *compiled, t task, r result) (task, bool) {
 // predicted, with nothing about it that would make its node's work
 // differ: same node, input, edge and delivery, a first attempt of a fresh
 // activation in a job neither paused nor killed, within its budget.
-func (e *Engine) ranAs(en *entry, a ranAhead) bool {
+func (w *worker) ranAs(en *entry, a ranAhead) bool {
 	if en == nil {
 		return false
 	}
@@ -141,17 +141,17 @@ func (e *Engine) ranAs(en *entry, a ranAhead) bool {
 		t.Act == p.Act && t.Kind == p.Kind && t.Flow == p.Flow && t.Node == p.Node && t.Dim == p.Dim && bytes.Equal(t.Input, p.Input) &&
 		t.Delivery == p.Delivery && t.DedupeTTL == p.DedupeTTL && t.Via == p.Via && t.Partition == p.Partition &&
 		t.InputRef == "" && t.Join == "" && t.Resume == "" && t.Undo == 0 && t.Failed == "" && t.Wake == 0 &&
-		t.Refused == "" && overdue(t, e.now()) == ""
+		t.Refused == "" && overdue(t, w.writes.now()) == ""
 }
 
 // commitAhead takes on, in tx, the chained step next that the steps
 // commit of the run's previous step entered, and the ones after it, with
 // the results run ahead; it returns the entries it committed and the
 // first chained step it did not (nil when none is left).
-func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranAhead) ([]*entry, *entry, error) {
+func (w *worker) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranAhead) ([]*entry, *entry, error) {
 	var done []*entry
 	for _, a := range ahead {
-		if next == nil || !e.ranAs(next, a) {
+		if next == nil || !w.ranAs(next, a) {
 			break
 		}
 		if a.later != nil { // the attempt failed and is retried later
@@ -163,7 +163,7 @@ func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 		res := *a.res // fn may run again
 		next.entered, next.chain = a.entered, true
 		next.result, next.res, next.timerFired, next.foreseen = a.result, &res, a.timerFired, a.foreseen
-		closed, err := e.commitResult(tx, c, next, &res)
+		closed, err := w.writes.commitResult(tx, c, next, &res)
 		next.chain = false
 		if err != nil {
 			return nil, nil, err
@@ -174,7 +174,7 @@ func (e *Engine) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 		if next.next != nil {
 			// next entered in this transaction, neither paused nor killed
 			// (ranAs): the step it published enters with nothing to read.
-			if after, err = e.enterChained(tx, *next.next); err != nil {
+			if after, err = w.writes.enterChained(tx, *next.next); err != nil {
 				return nil, nil, err
 			}
 			next.next = nil

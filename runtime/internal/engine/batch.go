@@ -28,7 +28,7 @@ func (e *Engine) Step(ctx context.Context) (bool, error) {
 // other deliveries go on after the commit, concurrently, each with its own
 // commits.
 func (e *Engine) StepBatch(ctx context.Context, max int) (int, error) {
-	return e.stepBatch(ctx, max, limits{})
+	return e.worker.stepBatch(ctx, max, limits{})
 }
 
 // limits bound what the workers of one Run do at once; nil channels bound
@@ -59,17 +59,17 @@ const claimers = 2
 // transaction (group commit), so the more deliveries are in flight the
 // more each commit carries: its workers claim at will, and every claimed
 // delivery goes on at once (at most workers × Options.Batch in flight).
-func (e *Engine) limits(workers int) limits {
-	if !e.caps.LocksRows {
+func (w *worker) limits(workers int) limits {
+	if !w.caps.LocksRows {
 		return limits{}
 	}
 	return limits{claims: make(chan struct{}, claimers), slots: make(chan struct{}, max(workers, 1))}
 }
 
 // stepBatch is StepBatch under lim.
-func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error) {
-	if e.caps.ExpensiveCommits {
-		ready, err := e.store.Ready(ctx, runtype.WorkStream)
+func (w *worker) stepBatch(ctx context.Context, max int, lim limits) (int, error) {
+	if w.caps.ExpensiveCommits {
+		ready, err := w.store.Ready(ctx, runtype.WorkStream)
 		if err != nil {
 			return 0, fmt.Errorf("peek: %w", err)
 		}
@@ -88,19 +88,19 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 	var entered []*entry
 	var optimistic bool
 	try := func(careful bool) error {
-		return e.store.Update(ctx, func(tx store.Tx) error {
+		return w.store.Update(ctx, func(tx store.Tx) error {
 			var err error
-			claimed, entered, optimistic, err = e.claim(ctx, tx, max, careful) // fn may run again
+			claimed, entered, optimistic, err = w.claim(ctx, tx, max, careful) // fn may run again
 			return err
 		})
 	}
 	err := try(false)
-	if err != nil && optimistic && ctx.Err() == nil && !e.hasCrashed() {
+	if err != nil && optimistic && ctx.Err() == nil && !w.hook.hasCrashed() {
 		// A unit folded without a savepoint failed, or one of its writes
 		// was refused at the commit: nothing of the batch committed. Claim
 		// again with a savepoint around each unit, so that only the unit
 		// that fails is undone.
-		e.log.Info("a batch folded without savepoints failed; claiming again with them", "err", err)
+		w.log.Info("a batch folded without savepoints failed; claiming again with them", "err", err)
 		err = try(true)
 	}
 	if lim.claims != nil {
@@ -109,20 +109,20 @@ func (e *Engine) stepBatch(ctx context.Context, max int, lim limits) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("reserve: %w", err)
 	}
-	e.metrics.countEntered(entered)
+	w.metrics.countEntered(entered)
 	var alone []*entry
 	for _, en := range entered {
 		switch {
 		case en.stepped:
 			lim.published(en)
-			if err := e.stepsCommitted(en, Folded); err != nil {
+			if err := w.stepsCommitted(en, Folded); err != nil {
 				return claimed, err
 			}
 		case !en.deferred:
 			alone = append(alone, en)
 		}
 	}
-	return claimed, e.proceedAll(ctx, alone, lim)
+	return claimed, w.proceedAll(ctx, alone, lim)
 }
 
 // published wakes a worker of the process when en's committed steps
@@ -138,30 +138,30 @@ func (lim limits) published(en *entry) {
 // and whether it folded any without savepoints (see runFolded). An empty
 // stream is not a failed transaction: failing would make a
 // group-committing backend roll back and rerun its whole batch.
-func (e *Engine) claim(ctx context.Context, tx store.Tx, max int, careful bool) (int, []*entry, bool, error) {
-	ms, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, e.opts.Visibility, max)
+func (w *worker) claim(ctx context.Context, tx store.Tx, max int, careful bool) (int, []*entry, bool, error) {
+	ms, err := tx.Reserve(runtype.WorkStream, w.opts.Owner, w.opts.Visibility, max)
 	if errors.Is(err, store.ErrEmpty) {
 		return 0, nil, false, nil
 	}
 	if err != nil {
 		return 0, nil, false, err
 	}
-	entered, folded, err := e.admit(tx, ms)
+	entered, folded, err := w.admit(tx, ms)
 	if err != nil {
 		return 0, nil, false, err
 	}
-	if !e.caps.Savepoints || len(folded) == 0 {
+	if !w.caps.Savepoints || len(folded) == 0 {
 		return len(ms), entered, false, nil
 	}
 	slices.SortStableFunc(folded, lockOrder)
-	gathers, chained, err := e.runFolded(ctx, tx, folded, careful)
+	gathers, chained, err := w.runFolded(ctx, tx, folded, careful)
 	if err != nil {
 		return 0, nil, !careful, err
 	}
 	entered = append(entered, chained...)
 	// The completed shards count last, in one order (see gather); a
 	// failure here fails the batch, whose units counted them.
-	if err := e.gatherAll(tx, gathers); err != nil {
+	if err := w.writes.gatherAll(tx, gathers); err != nil {
 		return 0, nil, !careful, err
 	}
 	return len(ms), entered, !careful, nil
@@ -170,17 +170,17 @@ func (e *Engine) claim(ctx context.Context, tx store.Tx, max int, careful bool) 
 // admit enters the reserved messages ms in tx and returns the deliveries
 // that entered, and those of them that may fold; a poison message goes to
 // the dead-letter stream. An error fails the transaction.
-func (e *Engine) admit(tx store.Tx, ms []store.Message) ([]*entry, []foldable, error) {
+func (w *worker) admit(tx store.Tx, ms []store.Message) ([]*entry, []foldable, error) {
 	if len(ms) == 0 {
 		return nil, nil, nil
 	}
-	ens, errs := e.enterAll(tx, ms)
-	return e.admitted(tx, ms, ens, errs)
+	ens, errs := w.writes.enterAll(tx, ms)
+	return w.admitted(tx, ms, ens, errs)
 }
 
 // admitted is admit of the messages ms once entered (ens and errs at
 // their indexes).
-func (e *Engine) admitted(tx store.Tx, ms []store.Message, ens []*entry, errs []error) ([]*entry, []foldable, error) {
+func (w *worker) admitted(tx store.Tx, ms []store.Message, ens []*entry, errs []error) ([]*entry, []foldable, error) {
 	var entered []*entry
 	var folded []foldable
 	for i, en := range ens {
@@ -193,7 +193,7 @@ func (e *Engine) admitted(tx store.Tx, ms []store.Message, ens []*entry, errs []
 			return nil, nil, err
 		}
 		entered = append(entered, en)
-		if e.fold(en.c, en) {
+		if w.fold(en.c, en) {
 			folded = append(folded, foldable{en, en.c})
 		}
 	}
@@ -203,11 +203,11 @@ func (e *Engine) admitted(tx store.Tx, ms []store.Message, ens []*entry, errs []
 // proceedEntered takes en on from an entry committed before its worker
 // had it (a batch's claim, a start): the crash point between the two, then
 // proceed with chaining.
-func (e *Engine) proceedEntered(ctx context.Context, en *entry, lim limits) error {
-	if err := e.crash(runtype.CrashReserved); err != nil {
+func (w *worker) proceedEntered(ctx context.Context, en *entry, lim limits) error {
+	if err := w.hook.crash(runtype.CrashReserved); err != nil {
 		return err
 	}
-	return e.proceed(ctx, en, lim, true)
+	return w.proceed(ctx, en, lim, true)
 }
 
 // proceedAll takes entered deliveries on from their committed entry,
@@ -216,9 +216,9 @@ func (e *Engine) proceedEntered(ctx context.Context, en *entry, lim limits) erro
 // so a process never has more deliveries in flight outside their batches
 // than it has workers, however many each worker claimed (and PostgreSQL
 // does not drown in concurrent transactions).
-func (e *Engine) proceedAll(ctx context.Context, entered []*entry, lim limits) error {
+func (w *worker) proceedAll(ctx context.Context, entered []*entry, lim limits) error {
 	slots := lim.slots
-	one := func(en *entry) error { return e.proceedEntered(ctx, en, lim) }
+	one := func(en *entry) error { return w.proceedEntered(ctx, en, lim) }
 	if len(entered) == 1 && slots == nil {
 		return one(entered[0])
 	}

@@ -63,7 +63,7 @@ func (p *processor) cached(ctx context.Context, info runtype.NodeInfo, t task) (
 
 // recordCache memoises a successful output of a cached connector in the
 // step 1 commit.
-func (e *Engine) recordCache(tx store.Tx, c *compiled, en *entry, res *result) error {
+func (pw *protocolWriter) recordCache(tx store.Tx, c *compiled, en *entry, res *result) error {
 	t := en.t
 	if res.failed() || res.Cached != "" || res.Deduplicated != "" || t.Kind == runtype.Undo {
 		return nil
@@ -79,7 +79,7 @@ func (e *Engine) recordCache(tx store.Tx, c *compiled, en *entry, res *result) e
 	}
 	rec := cacheRecord{Output: res.Output, Job: en.job.String()}
 	if info.Cache.TTL > 0 {
-		rec.Expires = e.now().Add(info.Cache.TTL)
+		rec.Expires = pw.now().Add(info.Cache.TTL)
 	}
 	if err := protocol.PutJSON(tx, protocol.CacheEntryKey(key), rec); err != nil || rec.Expires.IsZero() {
 		return err

@@ -46,28 +46,28 @@ func chains(t, next task) bool {
 // round. A step that does not fold runs after the batch commits, when the
 // job may have been paused or killed: those enter with one read for all
 // of them, as any entry does (admit).
-func (e *Engine) admitChained(tx store.Tx, ps []publishedStep) ([]*entry, []foldable, error) {
+func (w *worker) admitChained(tx store.Tx, ps []publishedStep) ([]*entry, []foldable, error) {
 	var entered []*entry
 	var folded []foldable
 	var later []publishedStep
 	for _, p := range ps {
-		c, err := e.flow(p.t.Flow)
+		c, err := w.writes.flows.flow(p.t.Flow)
 		if err != nil || !foldsTask(c, p.t) {
 			later = append(later, p)
 			continue
 		}
-		en, err := e.enterChained(tx, p)
+		en, err := w.writes.enterChained(tx, p)
 		if err != nil {
 			return nil, nil, err
 		}
 		entered = append(entered, en)
-		if e.fold(c, en) {
+		if w.fold(c, en) {
 			folded = append(folded, foldable{en, c})
 		}
 	}
 	// One read enters them all; a handed-back one is a deferred entry,
 	// which the batch skips.
-	ens, _, err := e.admitPublished(tx, later)
+	ens, _, err := w.admitPublished(tx, later)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,7 +76,7 @@ func (e *Engine) admitChained(tx store.Tx, ps []publishedStep) ([]*entry, []fold
 
 // admitPublished is admit of steps this worker published reserved, whose
 // tasks it has.
-func (e *Engine) admitPublished(tx store.Tx, ps []publishedStep) ([]*entry, []foldable, error) {
+func (w *worker) admitPublished(tx store.Tx, ps []publishedStep) ([]*entry, []foldable, error) {
 	if len(ps) == 0 {
 		return nil, nil, nil
 	}
@@ -85,8 +85,8 @@ func (e *Engine) admitPublished(tx store.Tx, ps []publishedStep) ([]*entry, []fo
 		ms[i], ens[i] = p.m, entryOf(p)
 		ens[i].came = Chained
 	}
-	ens, errs = e.enterEntries(tx, ens, errs)
-	return e.admitted(tx, ms, ens, errs)
+	ens, errs = w.writes.enterEntries(tx, ens, errs)
+	return w.admitted(tx, ms, ens, errs)
 }
 
 // enterChained is enter for a message this transaction published
@@ -97,13 +97,13 @@ func (e *Engine) admitPublished(tx store.Tx, ps []publishedStep) ([]*entry, []fo
 // step that published it, in this transaction; a pause or kill that
 // commits meanwhile finds the chain done, as if it had committed just
 // after the batch.
-func (e *Engine) enterChained(tx store.Tx, p publishedStep) (*entry, error) {
+func (pw *protocolWriter) enterChained(tx store.Tx, p publishedStep) (*entry, error) {
 	en := entryOf(p)
 	en.came = Chained
 	if err := tx.Bump(en.actKey(), ledger.Leg2Entry, ledger.MaxValue); err != nil {
 		return nil, err
 	}
-	if err := e.judge(tx, en, false, false, ledger.Leg2Entry, 0); err != nil {
+	if err := pw.judge(tx, en, false, false, ledger.Leg2Entry, 0); err != nil {
 		return nil, err
 	}
 	return en, nil
@@ -114,8 +114,8 @@ func (e *Engine) enterChained(tx store.Tx, p publishedStep) (*entry, error) {
 // node ran outside any transaction, so the job may have been paused or
 // killed meanwhile, and the entry reads as any entry does (admit). It
 // returns nil when the step does not enter (handed back, poison).
-func (e *Engine) enterNext(tx store.Tx, p publishedStep) (*entry, error) {
-	ens, _, err := e.admitPublished(tx, []publishedStep{p})
+func (w *worker) enterNext(tx store.Tx, p publishedStep) (*entry, error) {
+	ens, _, err := w.admitPublished(tx, []publishedStep{p})
 	if err != nil || len(ens) == 0 || ens[0].deferred {
 		return nil, err
 	}

@@ -46,8 +46,8 @@ func (p *processor) decision(ctx context.Context, job runtype.JobID, t task) (re
 // commit, with also's writes when given; the job's obligation stays open
 // until a signal or a child job resumes it. why, when not empty, says in
 // the history what it waits for.
-func (e *Engine) park(ctx context.Context, en *entry, why string, also func(store.Tx) error) error {
-	err := e.store.Update(ctx, func(tx store.Tx) error {
+func (pw *protocolWriter) park(ctx context.Context, en *entry, why string, also func(store.Tx) error) error {
+	err := pw.store.Update(ctx, func(tx store.Tx) error {
 		if err := tx.Fence(en.lease); err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func (e *Engine) park(ctx context.Context, en *entry, why string, also func(stor
 			return err
 		}
 		ev := runtype.HistoryEvent{Event: runtype.EventParked, Act: en.t.Act, Attempt: en.m.Attempt, Since: en.entered.UTC(), Detail: why}
-		if err := e.record(tx, en.job, ev); err != nil {
+		if err := pw.record(tx, en.job, ev); err != nil {
 			return err
 		}
 		if also != nil {
@@ -68,7 +68,7 @@ func (e *Engine) park(ctx context.Context, en *entry, why string, also func(stor
 	if err != nil {
 		return fmt.Errorf("%s: park: %w", en.t.Act, err)
 	}
-	return e.crash(runtype.CrashAcked)
+	return pw.hook.crash(runtype.CrashAcked)
 }
 
 // Signal records a decision for every activation of the checkpoint node
@@ -85,7 +85,7 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 	n := 0
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		n = 0
-		return e.resumeWaiting(tx, job, "signal", func(t *task) (bool, error) {
+		return e.writes.resumeWaiting(tx, job, "signal", func(t *task) (bool, error) {
 			if t.Node != alias || t.Wake != 0 { // a sleep wakes by its time only
 				return false, nil
 			}
@@ -98,7 +98,7 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 				t.Resume = map[bool]string{true: retryResume, false: skipResume}[d.Approved]
 				detail += map[bool]string{true: ": retry the compensation", false: ": give the compensation up"}[d.Approved]
 			}
-			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventSignaled, Act: t.Act, Detail: detail}); err != nil {
+			if err := e.writes.record(tx, job, runtype.HistoryEvent{Event: runtype.EventSignaled, Act: t.Act, Detail: detail}); err != nil {
 				return false, err
 			}
 			if t.Kind == runtype.Undo {
@@ -126,7 +126,7 @@ const (
 
 // resumeWaiting republishes the parked activations that pick accepts,
 // resumed for why unless pick sets another resumption.
-func (e *Engine) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick func(*task) (bool, error)) error {
+func (pw *protocolWriter) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick func(*task) (bool, error)) error {
 	type parked struct {
 		key []byte
 		t   task
@@ -159,7 +159,7 @@ func (e *Engine) resumeWaiting(tx store.Tx, job runtype.JobID, why string, pick 
 			p.t.Round++
 			p.t.Resume += "#" + strconv.Itoa(p.t.Round)
 		}
-		if err := e.publish(tx, job, p.t); err != nil {
+		if err := pw.publish(tx, job, p.t); err != nil {
 			return err
 		}
 	}

@@ -43,7 +43,7 @@ type committerTally [numCommitters]atomic.Int64
 func CommittersUsed(e *Engine) map[string]int64 {
 	used := map[string]int64{}
 	for c := range numCommitters {
-		if n := e.committed[c].Load(); n > 0 {
+		if n := e.worker.committed[c].Load(); n > 0 {
 			used[c.String()] = n
 		}
 	}

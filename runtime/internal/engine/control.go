@@ -17,11 +17,11 @@ import (
 // finish their current attempt; parked checkpoints are released. Killing a
 // job twice keeps the first reason; killing a finished job changes nothing.
 func (e *Engine) Kill(ctx context.Context, job runtype.JobID, reason string) error {
-	return e.store.Update(ctx, func(tx store.Tx) error { return e.killTx(tx, job, reason, 0) })
+	return e.store.Update(ctx, func(tx store.Tx) error { return e.writes.killTx(tx, job, reason, 0) })
 }
 
 // killTx tombstones job and, recursively, the subflow jobs it started.
-func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int) error {
+func (pw *protocolWriter) killTx(tx store.Tx, job runtype.JobID, reason string, depth int) error {
 	if _, err := tx.Get(protocol.MetaKey(job)); err != nil {
 		if sweptChild(err, depth) {
 			return nil
@@ -36,7 +36,7 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 		if err := tx.Put(protocol.TombKey(job), []byte(reason)); err != nil {
 			return err
 		}
-		if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventKilled, Detail: reason}); err != nil {
+		if err := pw.record(tx, job, runtype.HistoryEvent{Event: runtype.EventKilled, Detail: reason}); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -52,14 +52,14 @@ func (e *Engine) killTx(tx store.Tx, job runtype.JobID, reason string, depth int
 		return err
 	}
 	for _, child := range children {
-		if err := e.killTx(tx, child, "parent killed: "+reason, depth+1); err != nil {
+		if err := pw.killTx(tx, child, "parent killed: "+reason, depth+1); err != nil {
 			return err
 		}
 	}
 	// Parked checkpoints resume so that they finish canceled; a parked
 	// subflow activation waits for its (now killed) child to report.
-	return e.resumeWaiting(tx, job, "kill", func(t *task) (bool, error) {
-		c, err := e.flow(t.Flow)
+	return pw.resumeWaiting(tx, job, "kill", func(t *task) (bool, error) {
+		c, err := pw.flows.flow(t.Flow)
 		if err != nil {
 			return true, nil
 		}
@@ -81,7 +81,7 @@ func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventPaused}); err != nil {
+			if err := e.writes.record(tx, job, runtype.HistoryEvent{Event: runtype.EventPaused}); err != nil {
 				return err
 			}
 			return tx.Put(protocol.PausedKey(job), at)
@@ -96,7 +96,7 @@ func (e *Engine) Resume(ctx context.Context, job runtype.JobID) error {
 			if paused, err := isPaused(tx, job); err != nil || !paused {
 				return err
 			}
-			if err := e.record(tx, job, runtype.HistoryEvent{Event: runtype.EventResumed}); err != nil {
+			if err := e.writes.record(tx, job, runtype.HistoryEvent{Event: runtype.EventResumed}); err != nil {
 				return err
 			}
 			return tx.Delete(protocol.PausedKey(job))

@@ -18,5 +18,5 @@ func (e *Engine) TakeDeadLetter(ctx context.Context, id runtype.MessageID, actio
 	if err != nil {
 		return next, err
 	}
-	return next, e.crash(runtype.CrashRevived)
+	return next, e.hook.crash(runtype.CrashRevived)
 }

@@ -53,7 +53,7 @@ func (p *processor) deduped(ctx context.Context, info runtype.NodeInfo, t task) 
 
 // recordDedupe writes the dedupe record of an exactly-once activation in
 // the step 1 commit.
-func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) error {
+func (pw *protocolWriter) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) error {
 	t := en.t
 	if t.Delivery != flowtype.ExactlyOnce || res.failed() || res.Deduplicated != "" || t.Kind == runtype.Undo {
 		return nil
@@ -70,7 +70,7 @@ func (e *Engine) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) 
 	if ttl <= 0 {
 		ttl = defaultDedupeTTL
 	}
-	rec := dedupeRecord{Expires: e.now().Add(ttl), Output: res.Output, Job: en.job.String()}
+	rec := dedupeRecord{Expires: pw.now().Add(ttl), Output: res.Output, Job: en.job.String()}
 	if err := protocol.PutJSON(tx, protocol.EdgeDedupeKey(key), rec); err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func encodeEnd(job runtype.JobID, st runtype.JobStatus, retention time.Duration,
 }
 
 // write writes end of job in tx.
-func (end jobEnd) write(tx store.Tx, e *Engine, job runtype.JobID) error {
+func (end jobEnd) write(tx store.Tx, e *protocolWriter, job runtype.JobID) error {
 	if err := tx.Put(protocol.StatusKey(job), end.raw); err != nil {
 		return err
 	}

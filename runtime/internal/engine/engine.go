@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/internal/maintenance"
@@ -39,59 +38,26 @@ type Options struct {
 }
 
 // Engine runs registered flows on a store. It is safe for concurrent use;
-// several engines (processes) may share one store.
+// several engines (processes) may share one store. Its methods are the
+// runtime's API; the work is done by its parts: the protocol writer makes
+// every durable write of the step protocol, the worker carries deliveries
+// from reserved to committed by one of its committers, and the catalog
+// holds the registered flow definitions.
 type Engine struct {
 	store store.Store
 	opts  Options
 	log   *slog.Logger
 
-	// flows holds every registered definition by flow key, and versions
-	// each flow's definitions, newest first (versions.go).
-	mu       sync.RWMutex
-	flows    map[string]*compiled
-	versions map[string][]*compiled
-	// unservedLogged holds the flow keys this process said it lacks.
-	unservedLogged sync.Map
+	flows  *catalog
+	writes *protocolWriter
+	worker *worker
+	hook   *crashHook
+
 	// schedules are the schedules this process starts jobs for.
 	schedules *maintenance.Schedules
-
-	// held is the last lease taken per job (string(job) -> store.Lease) of
-	// the jobs not finished yet, released when Run stops so other workers
-	// need not wait out the TTL.
-	held sync.Map
-
-	// caps are what the store can do; the engine picks its ways of
-	// working by them (LocksRows: deliveries of Pure nodes fold their
-	// entry into one commit, fold.go).
-	caps store.Capabilities
-
-	// formatRead says the store's format was read and is one this
-	// release reads (protocol.ReadFormat), and formatRecorded that the
-	// store carries it; until a start has committed it, every start
-	// records it. formatMu makes concurrent first starts share one read.
-	formatRead, formatRecorded atomic.Bool
-	formatMu                   sync.Mutex
-
-	// local is the Run that takes on the jobs this engine starts, if one
-	// does (local.go).
-	local atomic.Pointer[localRun]
-
-	// crashMu serialises calls of the crash hook, which deliveries of one
-	// batch reach concurrently; crashed is the hook's error once it
-	// crashed the engine.
-	crashMu sync.Mutex
-	crashed error
-
-	// The two contours: the processor runs one activation and returns its
-	// result; the router decides what follows from a committed result.
-	// The step protocol (step.go) carries one to the other and commits.
-	proc    *processor
-	router  router
-	metrics metrics
-	tracing *tracing
-	sweeper *maintenance.Sweeper
-	// committed counts the deliveries each committer committed.
-	committed committerTally
+	sweeper   *maintenance.Sweeper
+	metrics   metrics
+	tracing   *tracing
 }
 
 // New returns an engine on s.
@@ -139,13 +105,15 @@ func New(s store.Store, opts Options) *Engine {
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: map[string]*compiled{}, versions: map[string][]*compiled{}}
-	e.caps = caps
+	e := &Engine{store: s, opts: opts, log: log.With("worker", opts.Owner), flows: newCatalog()}
 	e.metrics = newMetrics(opts.Metrics)
 	e.tracing = newTracing(opts.Tracing, s, opts.Owner)
-	e.proc = &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}
-	e.sweeper = e.newSweeper()
-	e.schedules = &maintenance.Schedules{Store: s, Starter: scheduleStarter{e}, Now: e.now, Crash: e.crash, Log: e.log, Metrics: e.metrics}
+	e.hook = &crashHook{point: opts.CrashPoint}
+	e.writes = &protocolWriter{store: s, opts: &e.opts, log: e.log, flows: e.flows, hook: e.hook, metrics: e.metrics, tracing: e.tracing}
+	proc := &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}
+	e.worker = &worker{writes: e.writes, store: s, opts: &e.opts, log: e.log, caps: caps, proc: proc, metrics: e.metrics, tracing: e.tracing, hook: e.hook}
+	e.sweeper = newSweeper(s, &e.opts, e.log, e.metrics, e.hook)
+	e.schedules = &maintenance.Schedules{Store: s, Starter: scheduleStarter{e}, Now: opts.Now, Crash: e.hook.crash, Log: e.log, Metrics: e.metrics}
 	return e
 }
 
@@ -159,10 +127,8 @@ func (e *Engine) Register(f *Flow) error {
 	if err != nil {
 		return err
 	}
-	return e.register(c)
+	return e.flows.register(c)
 }
-
-func (e *Engine) now() time.Time { return e.opts.Now() }
 
 // jobMeta is stored at pid/<root>/meta.
 type jobMeta struct {
@@ -209,7 +175,7 @@ func (e *Engine) Start(ctx context.Context, flow string, input json.RawMessage) 
 // commits and the other finds its job. A key that names a job of another
 // flow is refused with ErrKeyInUse. An empty key is Start.
 func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.RawMessage) (runtype.JobID, bool, error) {
-	c, err := e.flow(flow)
+	c, err := e.flows.flow(flow)
 	if err != nil {
 		return runtype.JobID{}, false, err
 	}
@@ -218,21 +184,21 @@ func (e *Engine) StartOnce(ctx context.Context, flow, key string, input json.Raw
 		return runtype.JobID{}, false, fmt.Errorf("start %s: %w", flow, err)
 	}
 	job := s.job
-	run := e.takeLocal()
+	run := e.worker.takeLocal()
 	var entered []*entry
 	err = e.store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		entered, err = e.writeStart(tx, c, s, run != nil) // fn may run again
+		entered, err = e.writes.writeStart(tx, c, s, run != nil) // fn may run again
 		return err
 	})
 	if err == nil {
-		e.formatRecorded.Store(true) // the start recorded it, if it had to
+		e.writes.formatRecorded.Store(true) // the start recorded it, if it had to
 	}
 	if run != nil {
 		if err != nil {
 			entered = nil
 		}
-		run.takeOn(e, entered)
+		run.takeOn(e.worker, entered)
 	}
 	s.traced(err)
 	if key != "" && errors.Is(err, store.ErrConflict) {
@@ -257,14 +223,14 @@ type start struct {
 // newStart prepares a job of c with input under key (none when empty),
 // opening its trace under ctx's span (tracing.go).
 func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input json.RawMessage) (start, error) {
-	if err := e.checkFormat(ctx); err != nil {
+	if err := e.writes.checkFormat(ctx); err != nil {
 		return start{}, err
 	}
 	job, err := runtype.NewJobID()
 	if err != nil {
 		return start{}, err
 	}
-	now := e.now().UTC()
+	now := e.writes.now().UTC()
 	s := start{job: job, key: key}
 	tp, traced := e.tracing.startJob(ctx, c.Name, job)
 	s.traced = traced
@@ -283,8 +249,8 @@ func (e *Engine) newStart(ctx context.Context, c *compiled, key string, input js
 // when the key names a job already), and the job. With local set, the
 // job's entry activations are published reserved to this engine and
 // entered (local.go), and writeStart returns their deliveries.
-func (e *Engine) writeStart(tx store.Tx, c *compiled, s start, local bool) ([]*entry, error) {
-	if !e.formatRecorded.Load() {
+func (pw *protocolWriter) writeStart(tx store.Tx, c *compiled, s start, local bool) ([]*entry, error) {
+	if !pw.formatRecorded.Load() {
 		if err := protocol.RecordFormat(tx); err != nil {
 			return nil, err
 		}
@@ -296,32 +262,32 @@ func (e *Engine) writeStart(tx store.Tx, c *compiled, s start, local bool) ([]*e
 	}
 	// A fresh UUIDv7 names no job yet: no read to find out (a round trip
 	// on PostgreSQL), and the meta's put-once still guards it.
-	ps, err := e.writeJob(tx, s.job, s.rec, local)
+	ps, err := pw.writeJob(tx, s.job, s.rec, local)
 	if err != nil {
 		return nil, err
 	}
-	return e.enterStarted(tx, ps)
+	return pw.enterStarted(tx, ps)
 }
 
 // checkFormat refuses a store whose format this release cannot read. It
 // reads the format once per engine (concurrent callers share the read; a
 // failed read is tried again by the next caller), so it costs one read
 // transaction in the engine's life.
-func (e *Engine) checkFormat(ctx context.Context) error {
-	if e.formatRead.Load() {
+func (pw *protocolWriter) checkFormat(ctx context.Context) error {
+	if pw.formatRead.Load() {
 		return nil
 	}
-	e.formatMu.Lock()
-	defer e.formatMu.Unlock()
-	if e.formatRead.Load() {
+	pw.formatMu.Lock()
+	defer pw.formatMu.Unlock()
+	if pw.formatRead.Load() {
 		return nil
 	}
-	f, err := protocol.ReadFormat(ctx, e.store)
+	f, err := protocol.ReadFormat(ctx, pw.store)
 	if err != nil {
 		return err
 	}
-	e.formatRecorded.Store(f.Recorded)
-	e.formatRead.Store(true)
+	pw.formatRecorded.Store(f.Recorded)
+	pw.formatRead.Store(true)
 	return nil
 }
 
@@ -345,7 +311,7 @@ func (e *Engine) startedUnder(ctx context.Context, flow, key string) (runtype.Jo
 // createJob writes a job's meta, status and semaphore and publishes the
 // given entry activations, in the caller's transaction. Creating the same
 // job again is a no-op, so a replayed parent step starts its subflow once.
-func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta jobMeta, entries []string) error {
+func (pw *protocolWriter) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta jobMeta, entries []string) error {
 	if _, err := tx.Get(protocol.MetaKey(job)); err == nil {
 		return nil
 	}
@@ -353,7 +319,7 @@ func (e *Engine) createJob(tx store.Tx, job runtype.JobID, c *compiled, meta job
 	if err != nil {
 		return err
 	}
-	_, err = e.writeJob(tx, job, rec, false)
+	_, err = pw.writeJob(tx, job, rec, false)
 	return err
 }
 
@@ -402,7 +368,7 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 // reserve set, the entry activations' messages are published reserved to
 // this engine, and writeJob returns them (a refused one excepted: it goes
 // to the stream, see spend).
-func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob, reserve bool) ([]publishedStep, error) {
+func (pw *protocolWriter) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob, reserve bool) ([]publishedStep, error) {
 	meta := rec.meta
 	if err := tx.PutOnce(protocol.MetaKey(job), rec.raw); err != nil {
 		return nil, err
@@ -433,9 +399,9 @@ func (e *Engine) writeJob(tx store.Tx, job runtype.JobID, rec encodedJob, reserv
 		var err error
 		switch {
 		case ts[i].Refused != rec.entries[i].Refused:
-			err = e.publish(tx, job, ts[i])
+			err = pw.publish(tx, job, ts[i])
 		case reserve:
-			m, err = tx.EnqueueReserved(m, e.opts.Owner, e.opts.Visibility)
+			m, err = tx.EnqueueReserved(m, pw.opts.Owner, pw.opts.Visibility)
 			reserved = append(reserved, publishedStep{m, rec.entries[i]})
 		default:
 			err = tx.Enqueue(m)
@@ -468,8 +434,8 @@ const maxSemaphore = 1 << 40
 type task = protocol.Task
 
 // publish puts t on the work stream as a message of job.
-func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
-	m, err := protocol.TaskMessage(job, t, e.now())
+func (pw *protocolWriter) publish(tx store.Tx, job runtype.JobID, t task) error {
+	m, err := protocol.TaskMessage(job, t, pw.now())
 	if err != nil {
 		return err
 	}
@@ -478,12 +444,12 @@ func (e *Engine) publish(tx store.Tx, job runtype.JobID, t task) error {
 
 // publishReserved is publish of a task this worker takes on itself: the
 // message is born reserved to it, as Reserve would have returned it.
-func (e *Engine) publishReserved(tx store.Tx, job runtype.JobID, t task) (store.Message, error) {
-	m, err := protocol.TaskMessage(job, t, e.now())
+func (pw *protocolWriter) publishReserved(tx store.Tx, job runtype.JobID, t task) (store.Message, error) {
+	m, err := protocol.TaskMessage(job, t, pw.now())
 	if err != nil {
 		return m, err
 	}
-	return tx.EnqueueReserved(m, e.opts.Owner, e.opts.Visibility)
+	return tx.EnqueueReserved(m, pw.opts.Owner, pw.opts.Visibility)
 }
 
 // Run works until ctx is cancelled, with the given number of concurrent
@@ -497,13 +463,13 @@ func (e *Engine) publishReserved(tx store.Tx, job runtype.JobID, t task) (store.
 // when it stops (local.go). It returns at once, with an error wrapping
 // protocol.ErrNewerFormat, on a store a newer release wrote.
 func (e *Engine) Run(ctx context.Context, workers int) error {
-	if err := e.checkFormat(ctx); errors.Is(err, protocol.ErrNewerFormat) {
+	if err := e.writes.checkFormat(ctx); errors.Is(err, protocol.ErrNewerFormat) {
 		return err // any other error: the steps will find out, and retry
 	}
-	wake, notified := e.wakeups(ctx)
-	lim := e.limits(workers)
+	wake, notified := e.worker.wakeups(ctx)
+	lim := e.worker.limits(workers)
 	lim.wake = wake
-	stopLocal := e.runLocally(ctx, lim, max(workers, 1)*e.opts.Batch)
+	stopLocal := e.worker.runLocally(ctx, lim, max(workers, 1)*e.opts.Batch)
 	var wg sync.WaitGroup
 	wg.Go(func() { e.schedules.Run(ctx) })
 	wg.Go(func() { e.sweeper.Run(ctx) })
@@ -513,7 +479,7 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 			defer wg.Done()
 			idle, failed := time.Millisecond, 10*time.Millisecond
 			for ctx.Err() == nil {
-				n, err := e.stepBatch(ctx, e.opts.Batch, lim)
+				n, err := e.worker.stepBatch(ctx, e.opts.Batch, lim)
 				if err != nil {
 					if ctx.Err() != nil {
 						return
@@ -552,21 +518,21 @@ func (e *Engine) Run(ctx context.Context, workers int) error {
 	}
 	wg.Wait()
 	stopLocal()
-	e.releaseLeases()
+	e.writes.releaseLeases()
 	return nil
 }
 
 // releaseLeases ends this engine's job leases after its workers stopped:
 // a worker that shuts down cleanly hands its jobs over at once.
-func (e *Engine) releaseLeases() {
+func (pw *protocolWriter) releaseLeases() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	e.held.Range(func(job, l any) bool {
-		err := e.store.Update(ctx, func(tx store.Tx) error { return tx.ReleaseLease(l.(store.Lease)) })
+	pw.held.Range(func(job, l any) bool {
+		err := pw.store.Update(ctx, func(tx store.Tx) error { return tx.ReleaseLease(l.(store.Lease)) })
 		if err != nil {
-			e.log.Warn("releasing a lease at shutdown; it expires by itself", "err", err)
+			pw.log.Warn("releasing a lease at shutdown; it expires by itself", "err", err)
 		}
-		e.held.Delete(job)
+		pw.held.Delete(job)
 		return true
 	})
 }
@@ -580,11 +546,11 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 // wakeups subscribes to the store's publish notifications, if it has them,
 // and returns the baton they pass to idle workers, and whether they come.
-func (e *Engine) wakeups(ctx context.Context) (*baton, bool) {
+func (w *worker) wakeups(ctx context.Context) (*baton, bool) {
 	b := newBaton()
-	ch, err := e.store.Notify(ctx, runtype.WorkStream)
+	ch, err := w.store.Notify(ctx, runtype.WorkStream)
 	if err != nil {
-		e.log.Warn("no publish notifications; polling", "err", err)
+		w.log.Warn("no publish notifications; polling", "err", err)
 		return b, false
 	}
 	go func() {

@@ -54,7 +54,7 @@ func TestEnterDerivesTheKindOfOldMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.Update(context.Background(), func(tx store.Tx) error {
-			en, err := e.enter(tx, store.Message{ID: protocol.MessageID(job, act), Job: job[:], Payload: payload, Attempt: 1})
+			en, err := e.writes.enter(tx, store.Message{ID: protocol.MessageID(job, act), Job: job[:], Payload: payload, Attempt: 1})
 			if err != nil {
 				return err
 			}
@@ -152,7 +152,7 @@ func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			en, err := e.enter(tx, ms[0])
+			en, err := e.writes.enter(tx, ms[0])
 			if err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func TestFinishedJobsLeaveNoLeaseBehind(t *testing.T) {
 	}
 	stepUntilIdle(t, e, 2)
 	held := 0
-	e.held.Range(func(_, _ any) bool { held++; return true })
+	e.writes.held.Range(func(_, _ any) bool { held++; return true })
 	if held != 0 {
 		t.Fatalf("%d leases kept after every job finished, want 0", held)
 	}
@@ -447,7 +447,7 @@ func TestCommitThatPublishesWakesItsProcess(t *testing.T) {
 		name string
 		wake bool
 	}{{"a, publishing b and c", true}, {"b", false}, {"c, ending the job", false}} {
-		n, err := e.stepBatch(ctx, 1, limits{wake: baton})
+		n, err := e.worker.stepBatch(ctx, 1, limits{wake: baton})
 		if n != 1 || err != nil {
 			t.Fatalf("%s: %d claimed, %v", step.name, n, err)
 		}

@@ -31,8 +31,8 @@ import (
 
 // fold reports whether the delivery en may run inside its own entry
 // transaction.
-func (e *Engine) fold(c *compiled, en *entry) bool {
-	if !e.caps.LocksRows || en.deferred || en.killed || en.guid.WorkDone() || en.guid.ChildrenSpawned() {
+func (w *worker) fold(c *compiled, en *entry) bool {
+	if !w.caps.LocksRows || en.deferred || en.killed || en.guid.WorkDone() || en.guid.ChildrenSpawned() {
 		return false
 	}
 	return foldsTask(c, en.t)
@@ -82,17 +82,17 @@ type foldable struct {
 // on the next steps the one before published reserved (chain.go). It
 // returns the fan-out shards the units completed, for the transaction to
 // count last (gatherAll), and the deliveries the chained steps entered.
-func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, careful bool) ([]*gather, []*entry, error) {
+func (w *worker) runFolded(ctx context.Context, tx store.Tx, folded []foldable, careful bool) ([]*gather, []*entry, error) {
 	var gathers []*gather
 	var chained []*entry
 	for round := 1; len(folded) > 0; round++ {
-		g, next, err := e.runRound(ctx, tx, folded, careful, round < chainRounds)
+		g, next, err := w.runRound(ctx, tx, folded, careful, round < chainRounds)
 		if err != nil {
 			return nil, nil, err
 		}
 		gathers = append(gathers, g...)
 		var ens []*entry
-		ens, folded, err = e.admitChained(tx, next)
+		ens, folded, err = w.admitChained(tx, next)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -117,9 +117,9 @@ func (e *Engine) runFolded(ctx context.Context, tx store.Tx, folded []foldable, 
 // delivery goes on unfolded after the batch commits, like those that
 // never folded. In that mode only a crash point or the end of ctx fails
 // the whole batch.
-func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, careful, chain bool) ([]*gather, []publishedStep, error) {
+func (w *worker) runRound(ctx context.Context, tx store.Tx, folded []foldable, careful, chain bool) ([]*gather, []publishedStep, error) {
 	for _, f := range folded {
-		if err := e.crash(runtype.CrashEntered); err != nil {
+		if err := w.hook.crash(runtype.CrashEntered); err != nil {
 			return nil, nil, err
 		}
 		f.en.folding = true
@@ -130,7 +130,7 @@ func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, c
 	}
 	outcomes := make([]outcome, len(folded))
 	call := func(i int) {
-		outcomes[i].res, outcomes[i].err = e.proc.work(ctx, folded[i].c, folded[i].en)
+		outcomes[i].res, outcomes[i].err = w.proc.work(ctx, folded[i].c, folded[i].en)
 	}
 	if len(folded) == 1 {
 		call(0)
@@ -154,15 +154,15 @@ func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, c
 		case errors.Is(o.err, errRetryLater) && en.later != nil:
 			unit = en.later
 		case o.err != nil:
-			e.log.Warn("a folded delivery goes on alone", "act", en.t.Act, "err", o.err)
+			w.log.Warn("a folded delivery goes on alone", "act", en.t.Act, "err", o.err)
 			continue
 		default:
-			if err := e.crash(runtype.CrashWorked); err != nil {
+			if err := w.hook.crash(runtype.CrashWorked); err != nil {
 				return nil, nil, err
 			}
 			unit = func(tx store.Tx) (err error) {
 				en.chain = chain
-				en.closed, err = e.commitResult(tx, f.c, en, &o.res)
+				en.closed, err = w.writes.commitResult(tx, f.c, en, &o.res)
 				en.stepped, en.chain = err == nil, false
 				return err
 			}
@@ -173,7 +173,7 @@ func (e *Engine) runRound(ctx context.Context, tx store.Tx, folded []foldable, c
 			}
 		} else if err := tx.Atomically(unit); err != nil {
 			en.stepped, en.closed, en.gather, en.next = false, false, nil, nil
-			e.log.Warn("a folded delivery did not commit with its batch; it goes on alone", "act", en.t.Act, "err", err)
+			w.log.Warn("a folded delivery did not commit with its batch; it goes on alone", "act", en.t.Act, "err", err)
 			continue
 		}
 		en.later, en.deferred = nil, !en.stepped // a hand-back needs nothing more

@@ -60,15 +60,15 @@ func mayClose(en *entry) bool {
 // foresee sets en.foreseen when en's step may close its job and its task
 // carries the job's start (task.Started). Foresight only saves work: when
 // it fails, en.foreseen stays nil and step 3 builds the end in its commit.
-func (e *Engine) foresee(en *entry) {
+func (w *worker) foresee(en *entry) {
 	en.foreseen = nil
 	started := en.t.Started
-	if e.caps.LocksRows || started == 0 || !mayClose(en) {
+	if w.caps.LocksRows || started == 0 || !mayClose(en) {
 		return
 	}
 	out := outcome{nodes: []string{en.t.Node}, results: [][]byte{protocol.ResultKey(en.job, en.t.Act)}}
-	st := jobStatus(out, time.Unix(0, started).UTC(), e.now().UTC(), []*result{en.res}, false)
-	end, err := encodeEnd(en.job, st, e.retention(en.c), nil)
+	st := jobStatus(out, time.Unix(0, started).UTC(), w.writes.now().UTC(), []*result{en.res}, false)
+	end, err := encodeEnd(en.job, st, w.writes.retention(en.c), nil)
 	if err != nil {
 		return
 	}

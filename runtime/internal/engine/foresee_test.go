@@ -36,7 +36,7 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.flow("one")
+	c, err := e.flows.flow("one")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 		t.Fatal(err)
 	}
 	en.t.Started = running.Started.UnixNano()
-	e.foresee(en)
+	e.worker.foresee(en)
 	f := en.foreseen
 	if f == nil {
 		t.Fatal("a closing step of a job with nothing failed foresaw no end")
@@ -99,7 +99,7 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			built, err = encodeEnd(job, jobStatus(out, meta.Started, at, rs, end.killed), e.retention(c), meta.Parent)
+			built, err = encodeEnd(job, jobStatus(out, meta.Started, at, rs, end.killed), e.writes.retention(c), meta.Parent)
 			if err != nil {
 				return err
 			}

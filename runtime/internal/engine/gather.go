@@ -57,7 +57,7 @@ type gather struct {
 // job and forEach order, and publishes the join of each fan-out whose last
 // shard this is. Grouped bodies hold the group's count on the semaphore,
 // which passes to the join: the semaphore does not move.
-func (e *Engine) gatherAll(tx store.Tx, gs []*gather) error {
+func (pw *protocolWriter) gatherAll(tx store.Tx, gs []*gather) error {
 	slices.SortFunc(gs, func(a, b *gather) int {
 		if c := bytes.Compare(a.job[:], b.job[:]); c != 0 {
 			return c
@@ -83,7 +83,7 @@ func (e *Engine) gatherAll(tx store.Tx, gs []*gather) error {
 		if err := spend(tx, g.job, budgetOf(t), join); err != nil {
 			return err
 		}
-		if err := e.publish(tx, g.job, join[0]); err != nil {
+		if err := pw.publish(tx, g.job, join[0]); err != nil {
 			return err
 		}
 	}

@@ -71,8 +71,8 @@ func (p preparedEvent) put(tx store.Tx) error { return tx.Put(p.key, p.raw) }
 var historySeq atomic.Uint64
 
 // record is the package record on the engine's clock.
-func (e *Engine) record(tx store.Tx, job runtype.JobID, ev runtype.HistoryEvent) error {
-	return record(tx, e.now(), job, ev)
+func (pw *protocolWriter) record(tx store.Tx, job runtype.JobID, ev runtype.HistoryEvent) error {
+	return record(tx, pw.now(), job, ev)
 }
 
 // timerEvent is the history event of a timer's firing, whose result r

@@ -44,17 +44,17 @@ type localRun struct {
 // is called, after ctx has ended; that function returns once every job
 // taken on has been taken as far as the Run goes. Nothing is taken on while another Run of
 // the engine does so already, or on a store whose transactions lock rows.
-func (e *Engine) runLocally(ctx context.Context, lim limits, capacity int) (stop func()) {
-	if e.caps.LocksRows {
+func (w *worker) runLocally(ctx context.Context, lim limits, capacity int) (stop func()) {
+	if w.caps.LocksRows {
 		return func() {}
 	}
 	r := &localRun{ctx: ctx, lim: lim, slots: make(chan struct{}, max(capacity, 1))}
-	if !e.local.CompareAndSwap(nil, r) {
+	if !w.local.CompareAndSwap(nil, r) {
 		return func() {}
 	}
 	return func() {
 		r.mu.Lock() // ctx has ended: no slot is taken after this
-		e.local.CompareAndSwap(r, nil)
+		w.local.CompareAndSwap(r, nil)
 		r.mu.Unlock()
 		r.wg.Wait()
 	}
@@ -63,8 +63,8 @@ func (e *Engine) runLocally(ctx context.Context, lim limits, capacity int) (stop
 // takeLocal returns the Run that takes on the next start, holding one of
 // its slots, or nil when none does (see runLocally); a non-nil Run's slot
 // is given back by takeOn, whether or not the start commits.
-func (e *Engine) takeLocal() *localRun {
-	r := e.local.Load()
+func (w *worker) takeLocal() *localRun {
+	r := w.local.Load()
 	if r == nil {
 		return nil
 	}
@@ -86,20 +86,20 @@ func (e *Engine) takeLocal() *localRun {
 // goroutines of the Run, and gives back the start's slot when they are
 // done; with no entries (the start did not commit) it only gives the slot
 // back.
-func (r *localRun) takeOn(e *Engine, entered []*entry) {
+func (r *localRun) takeOn(w *worker, entered []*entry) {
 	if len(entered) == 0 {
 		r.done()
 		return
 	}
-	e.metrics.countEntered(entered)
+	w.metrics.countEntered(entered)
 	one := func(en *entry) {
 		if en.deferred {
 			return
 		}
-		if err := e.takeOnEntered(r.ctx, en, r.lim); err != nil && r.ctx.Err() == nil {
+		if err := w.takeOnEntered(r.ctx, en, r.lim); err != nil && r.ctx.Err() == nil {
 			// The message comes back when its visibility runs out, and
 			// the ledgers skip what committed.
-			e.log.Warn("a started job's entry step failed; it is delivered again", "act", en.t.Act, "err", err)
+			w.log.Warn("a started job's entry step failed; it is delivered again", "act", en.t.Act, "err", err)
 		}
 	}
 	go func() {
@@ -120,23 +120,23 @@ func (r *localRun) done() {
 
 // takeOnEntered is proceedEntered for a start's entry: one whose Run has
 // stopped is handed back untried.
-func (e *Engine) takeOnEntered(ctx context.Context, en *entry, lim limits) error {
+func (w *worker) takeOnEntered(ctx context.Context, en *entry, lim limits) error {
 	if ctx.Err() != nil {
-		return e.giveBack(en)
+		return w.writes.giveBack(en)
 	}
-	return e.proceedEntered(ctx, en, lim)
+	return w.proceedEntered(ctx, en, lim)
 }
 
 // enterStarted enters, in the start's transaction, the entry activations
 // a start published reserved to this engine (none when it published them
 // to the stream).
-func (e *Engine) enterStarted(tx store.Tx, ps []publishedStep) ([]*entry, error) {
+func (pw *protocolWriter) enterStarted(tx store.Tx, ps []publishedStep) ([]*entry, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
 	ens := make([]*entry, 0, len(ps))
 	for _, p := range ps {
-		en, err := e.enterChained(tx, p)
+		en, err := pw.enterChained(tx, p)
 		if err != nil {
 			return nil, err
 		}

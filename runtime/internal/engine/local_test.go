@@ -72,15 +72,15 @@ func TestStoppedRunHandsStartsBack(t *testing.T) {
 	}
 	ctx := context.Background()
 	runCtx, stopRun := context.WithCancel(ctx)
-	stopLocal := e.runLocally(runCtx, limits{}, 1)
-	run := e.takeLocal()
+	stopLocal := e.worker.runLocally(runCtx, limits{}, 1)
+	run := e.worker.takeLocal()
 	if run == nil {
 		t.Fatal("no Run takes the start on")
 	}
-	if other := e.takeLocal(); other != nil {
+	if other := e.worker.takeLocal(); other != nil {
 		t.Fatal("a second start was taken on with the Run's only slot in use")
 	}
-	c, err := e.flow("one")
+	c, err := e.flows.flow("one")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestStoppedRunHandsStartsBack(t *testing.T) {
 	}
 	var entered []*entry
 	if err := s.Update(ctx, func(tx store.Tx) error {
-		entered, err = e.writeStart(tx, c, st, true)
+		entered, err = e.writes.writeStart(tx, c, st, true)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -102,9 +102,9 @@ func TestStoppedRunHandsStartsBack(t *testing.T) {
 		t.Fatalf("backlog after the start %+v (%v), want its entry pending and reserved", b, err)
 	}
 	stopRun()
-	run.takeOn(e, entered)
+	run.takeOn(e.worker, entered)
 	stopLocal()
-	if e.local.Load() != nil {
+	if e.worker.local.Load() != nil {
 		t.Fatal("a stopped Run still takes starts on")
 	}
 	if b, err := s.Backlog(ctx, runtype.WorkStream); err != nil || b.Ready != 1 {
@@ -194,7 +194,7 @@ func runInBackground(t *testing.T, e *Engine, workers int) {
 			t.Error(err)
 		}
 	})
-	waitFor(t, "the Run to take starts on", func() bool { return e.local.Load() != nil })
+	waitFor(t, "the Run to take starts on", func() bool { return e.worker.local.Load() != nil })
 }
 
 // waitSucceeded waits up to 30 seconds for job to end, and fails the test

@@ -83,7 +83,7 @@ func TestLocalTakeOnSurvivesEveryCrashPoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			runCtx, stopRun := context.WithCancel(context.Background())
-			stopLocal := e.runLocally(runCtx, limits{}, 1)
+			stopLocal := e.worker.runLocally(runCtx, limits{}, 1)
 			job, err := e.Start(context.Background(), "local", json.RawMessage(`{"n":7}`))
 			if err != nil {
 				t.Fatal(err)

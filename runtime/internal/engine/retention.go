@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/internal/maintenance"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // Defaults of the retention options.
@@ -17,21 +19,21 @@ const (
 
 // retention is how long a finished job of c is kept; not positive: for
 // good.
-func (e *Engine) retention(c *compiled) time.Duration {
+func (pw *protocolWriter) retention(c *compiled) time.Duration {
 	if c != nil && c.Retention > 0 {
 		return c.Retention
 	}
-	return e.opts.Retention
+	return pw.opts.Retention
 }
 
-// newSweeper is the retention sweeper of e's store, run by Run and Sweep
-// (maintenance.Sweeper).
-func (e *Engine) newSweeper() *maintenance.Sweeper {
+// newSweeper is the retention sweeper of s under opts, run by Run and
+// Sweep (maintenance.Sweeper).
+func newSweeper(s store.Store, opts *Options, log *slog.Logger, m metrics, hook *crashHook) *maintenance.Sweeper {
 	return &maintenance.Sweeper{
-		Store: e.store, Owner: e.opts.Owner, LeaseTTL: e.opts.LeaseTTL,
-		Retention: e.opts.Retention, Visibility: e.opts.Visibility,
-		Batch: e.opts.SweepBatch, Every: e.opts.SweepEvery,
-		Now: e.now, After: e.opts.After, Crash: e.crash, Log: e.log, Metrics: e.metrics,
+		Store: s, Owner: opts.Owner, LeaseTTL: opts.LeaseTTL,
+		Retention: opts.Retention, Visibility: opts.Visibility,
+		Batch: opts.SweepBatch, Every: opts.SweepEvery,
+		Now: opts.Now, After: opts.After, Crash: hook.crash, Log: log, Metrics: m,
 	}
 }
 

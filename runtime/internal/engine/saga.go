@@ -14,7 +14,7 @@ import (
 
 // recordCompensable remembers, in the step 1 commit, that a node with a
 // compensation completed successfully, in completion order.
-func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *result) error {
+func (pw *protocolWriter) recordCompensable(tx store.Tx, c *compiled, en *entry, res *result) error {
 	n := c.byAlias[en.t.Node]
 	if n == nil || n.Compensate == nil || en.t.Kind == runtype.Undo || res.failed() {
 		return nil
@@ -30,7 +30,7 @@ func (e *Engine) recordCompensable(tx store.Tx, c *compiled, en *entry, res *res
 // not started: when compensable activations completed, it reopens the job
 // (semaphore +1) and publishes the first undo, newest first. It reports
 // whether it did, in which case the job is not complete yet.
-func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, error) {
+func (pw *protocolWriter) startCompensation(tx store.Tx, en *entry, failed bool) (bool, error) {
 	job := en.job
 	if !failed {
 		return false, nil
@@ -47,7 +47,7 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, e
 		return false, err
 	}
 	ev := runtype.HistoryEvent{Event: runtype.EventCompensating, Detail: fmt.Sprintf("undoing %d completed step(s), newest first", len(acts))}
-	if err := e.record(tx, job, ev); err != nil {
+	if err := pw.record(tx, job, ev); err != nil {
 		return false, err
 	}
 	for i := range acts {
@@ -62,7 +62,7 @@ func (e *Engine) startCompensation(tx store.Tx, en *entry, failed bool) (bool, e
 	if err != nil {
 		return false, err
 	}
-	return true, e.publish(tx, job, first)
+	return true, pw.publish(tx, job, first)
 }
 
 // haltedAt, for a job whose compensation chain halted at a failed step

@@ -23,7 +23,7 @@ type scheduleStarter struct{ e *Engine }
 // start of the flow under the tick's job key, traced from here whether
 // or not its commit makes it.
 func (s scheduleStarter) Prepare(flow string) (maintenance.StartTick, error) {
-	c, err := s.e.flow(flow)
+	c, err := s.e.flows.flow(flow)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (s scheduleStarter) Prepare(flow string) (maintenance.StartTick, error) {
 			return runtype.JobID{}, err
 		}
 		st.traced(nil)
-		_, err = s.e.writeStart(tx, c, st, false)
+		_, err = s.e.writes.writeStart(tx, c, st, false)
 		return st.job, err
 	}, nil
 }

@@ -71,7 +71,7 @@ func wakeTime(s *runtype.Sleep, input []byte, now time.Time) (time.Time, error) 
 // setTimer, in the parking commit, marks the parked task as a sleep (its
 // Wake set, so that no signal resumes it) and publishes the message that
 // wakes it at en.wake.
-func (e *Engine) setTimer(tx store.Tx, en *entry) error {
+func (pw *protocolWriter) setTimer(tx store.Tx, en *entry) error {
 	t := en.t
 	t.Wake = en.wake.UnixNano()
 	parked, err := cbor.Marshal(t)
@@ -82,7 +82,7 @@ func (e *Engine) setTimer(tx store.Tx, en *entry) error {
 		return err
 	}
 	t.Resume = timerResume
-	m, err := protocol.TaskMessage(en.job, t, e.now())
+	m, err := protocol.TaskMessage(en.job, t, pw.now())
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -164,8 +165,8 @@ func (en *entry) actKey() []byte {
 // enter is the entry commit of a delivery: take the job lease, count the
 // leg 2 entry on the activity ledger and seed the GUID ordinal once. When
 // another worker holds the job, the message is handed back instead.
-func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
-	ens, errs := e.enterAll(tx, []store.Message{m})
+func (pw *protocolWriter) enter(tx store.Tx, m store.Message) (*entry, error) {
+	ens, errs := pw.enterAll(tx, []store.Message{m})
 	return ens[0], errs[0]
 }
 
@@ -179,17 +180,17 @@ func (e *Engine) enter(tx store.Tx, m store.Message) (*entry, error) {
 // activation committed before; a delivery that does not enter (paused,
 // leased elsewhere, at the ceiling) takes its count back in the same
 // commit.
-func (e *Engine) enterAll(tx store.Tx, ms []store.Message) ([]*entry, []error) {
+func (pw *protocolWriter) enterAll(tx store.Tx, ms []store.Message) ([]*entry, []error) {
 	ens, errs := make([]*entry, len(ms)), make([]error, len(ms))
 	for i, m := range ms {
 		ens[i], errs[i] = decodeEntry(m)
 	}
-	return e.enterEntries(tx, ens, errs)
+	return pw.enterEntries(tx, ens, errs)
 }
 
 // enterEntries is enterAll for entries already made: ens[i] is nil when
 // errs[i] says why.
-func (e *Engine) enterEntries(tx store.Tx, ens []*entry, errs []error) ([]*entry, []error) {
+func (pw *protocolWriter) enterEntries(tx store.Tx, ens []*entry, errs []error) ([]*entry, []error) {
 	var keys, counters [][]byte
 	var at []int // at[j] is the message of the j-th pair of keys and counters
 	for i, en := range ens {
@@ -212,7 +213,7 @@ func (e *Engine) enterEntries(tx store.Tx, ens []*entry, errs []error) ([]*entry
 		return ens, fill(errs, err)
 	}
 	for j, i := range at {
-		errs[i] = e.judge(tx, ens[i], values[2*j] != nil, values[2*j+1] != nil, ns[2*j], ns[2*j+1])
+		errs[i] = pw.judge(tx, ens[i], values[2*j] != nil, values[2*j+1] != nil, ns[2*j], ns[2*j+1])
 		if errs[i] != nil && !errors.Is(errs[i], errPoison) {
 			return ens, fill(errs, errs[i]) // the transaction failed
 		}
@@ -261,15 +262,15 @@ func entryOf(p publishedStep) *entry {
 // judge decides an entry whose leg 2 entry was counted, from what the
 // entry read: whether the job is paused or killed, the activity ledger
 // with the count and the message's GUID ledger.
-func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int64) error {
+func (pw *protocolWriter) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int64) error {
 	if paused && !killed { // kill beats pause: a killed job winds down
 		return en.handBack(tx, pausedRetry)
 	}
 	var err error
-	if en.c, err = e.flow(en.t.Flow); err != nil {
-		return e.leaveUnserved(tx, en, err)
+	if en.c, err = pw.flows.flow(en.t.Flow); err != nil {
+		return pw.leaveUnserved(tx, en, err)
 	}
-	en.lease, en.tookOver, err = e.lease(tx, en.m.Job)
+	en.lease, en.tookOver, err = pw.lease(tx, en.m.Job)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		return en.handBack(tx, leaseHeldRetry)
 	}
@@ -300,11 +301,11 @@ func (e *Engine) judge(tx store.Tx, en *entry, paused, killed bool, act, cur int
 		cur = int64(seed)
 	}
 	en.guid = ledger.GUID(cur)
-	en.entered = e.now()
+	en.entered = pw.now()
 	if en.m.Attempt <= 1 {
 		return nil // its outcome event says when it entered (Since)
 	}
-	return e.record(tx, en.job, runtype.HistoryEvent{At: en.entered, Event: runtype.EventLaunched, Act: en.t.Act, Attempt: en.m.Attempt})
+	return pw.record(tx, en.job, runtype.HistoryEvent{At: en.entered, Event: runtype.EventLaunched, Act: en.t.Act, Attempt: en.m.Attempt})
 }
 
 // uncount takes back the leg 2 entry enter counted for a delivery that
@@ -328,15 +329,15 @@ func (en *entry) handBack(tx store.Tx, delay time.Duration) error {
 // lease returns this worker's lease on job, renewing it only when more
 // than half of it has run out: a write to the lease row on every entry
 // would serialise all of a job's concurrent activations behind it.
-func (e *Engine) lease(tx store.Tx, job []byte) (l store.Lease, takeover bool, err error) {
+func (pw *protocolWriter) lease(tx store.Tx, job []byte) (l store.Lease, takeover bool, err error) {
 	cur, err := tx.Lease(job)
-	if err == nil && cur.Owner == e.opts.Owner && cur.Expires.After(e.now().Add(e.opts.LeaseTTL/2)) {
+	if err == nil && cur.Owner == pw.opts.Owner && cur.Expires.After(pw.now().Add(pw.opts.LeaseTTL/2)) {
 		return cur, false, nil
 	}
-	took := err == nil && cur.Owner != e.opts.Owner // another worker's, run out or released
-	l, err = tx.AcquireLease(job, e.opts.Owner, e.opts.LeaseTTL)
+	took := err == nil && cur.Owner != pw.opts.Owner // another worker's, run out or released
+	l, err = tx.AcquireLease(job, pw.opts.Owner, pw.opts.LeaseTTL)
 	if err == nil {
-		e.held.Store(string(job), l)
+		pw.held.Store(string(job), l)
 	}
 	return l, took && err == nil, err
 }
@@ -350,22 +351,22 @@ func (e *Engine) Process(ctx context.Context, m store.Message) error {
 	var en *entry
 	err := e.store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		en, err = e.enter(tx, m)
+		en, err = e.writes.enter(tx, m)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("entry: %w", err)
 	}
-	return e.proceed(ctx, en, limits{}, false)
+	return e.worker.proceed(ctx, en, limits{}, false)
 }
 
 // proceed takes en on from its committed entry (step) and, with chain
 // set, then the job's next steps that each steps commit entered for this
 // worker (see chain.go), up to chainRounds in a row. lim is woken by
 // every commit that published work for the process.
-func (e *Engine) proceed(ctx context.Context, en *entry, lim limits, chain bool) error {
+func (w *worker) proceed(ctx context.Context, en *entry, lim limits, chain bool) error {
 	for round := 1; ; round++ {
-		next, ahead, err := e.step(ctx, en, chain && round < chainRounds, chainRounds-1-round)
+		next, ahead, err := w.step(ctx, en, chain && round < chainRounds, chainRounds-1-round)
 		round += ahead
 		if err == nil {
 			lim.published(en)
@@ -374,9 +375,9 @@ func (e *Engine) proceed(ctx context.Context, en *entry, lim limits, chain bool)
 			return err
 		}
 		if ctx.Err() != nil {
-			return e.giveBack(next)
+			return w.writes.giveBack(next)
 		}
-		if err := e.crash(runtype.CrashReserved); err != nil {
+		if err := w.hook.crash(runtype.CrashReserved); err != nil {
 			return err
 		}
 		en = next
@@ -386,10 +387,10 @@ func (e *Engine) proceed(ctx context.Context, en *entry, lim limits, chain bool)
 // giveBack hands a chained step back untried when its worker stops
 // before taking it on, so that another worker takes it as soon as the
 // job's lease allows, not when its reservation would have run out.
-func (e *Engine) giveBack(en *entry) error {
+func (pw *protocolWriter) giveBack(en *entry) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := e.store.Update(ctx, func(tx store.Tx) error { return en.handBack(tx, 0) })
+	err := pw.store.Update(ctx, func(tx store.Tx) error { return en.handBack(tx, 0) })
 	if err != nil {
 		return fmt.Errorf("%s: hand back at shutdown: %w", en.t.Act, err)
 	}
@@ -406,36 +407,36 @@ func (e *Engine) giveBack(en *entry) error {
 // it too (chain.go); step returns that delivery to take on next. With
 // chain set, it may also run up to ahead of the chained steps after it
 // and commit them with its own (ahead.go), and it returns how many.
-func (e *Engine) step(ctx context.Context, en *entry, chain bool, maxAhead int) (*entry, int, error) {
+func (w *worker) step(ctx context.Context, en *entry, chain bool, maxAhead int) (*entry, int, error) {
 	if en.deferred {
 		return nil, 0, nil
 	}
-	if err := e.crash(runtype.CrashEntered); err != nil {
+	if err := w.hook.crash(runtype.CrashEntered); err != nil {
 		return nil, 0, err
 	}
 	c := en.c // judge found it, or handed the delivery back
-	if superseded, err := e.superseded(ctx, c, en); err != nil || superseded {
+	if superseded, err := w.writes.superseded(ctx, c, en); err != nil || superseded {
 		if err != nil {
 			return nil, 0, err
 		}
-		return nil, 0, e.settleAlone(ctx, en, "ack a superseded delivery", runtype.CrashAcked)
+		return nil, 0, w.writes.settleAlone(ctx, en, "ack a superseded delivery", runtype.CrashAcked)
 	}
 	var res *result
 	if !en.guid.WorkDone() {
-		r, worked, err := e.work(ctx, c, en)
+		r, worked, err := w.work(ctx, c, en)
 		if err != nil || !worked {
 			return nil, 0, err
 		}
 		res = &r
 	}
 	if !en.guid.ChildrenSpawned() {
-		return e.commitWork(ctx, c, en, res, chain, maxAhead)
+		return w.commitWork(ctx, c, en, res, chain, maxAhead)
 	}
 	// Steps 1 and 2 committed without step 3: a message that closed its job
 	// in a store written before step 3 joined their commit. Complete the
 	// job now.
-	err := e.store.Update(ctx, func(tx store.Tx) error {
-		if err := e.finish(tx, en, false); err != nil {
+	err := w.store.Update(ctx, func(tx store.Tx) error {
+		if err := w.writes.finish(tx, en, false); err != nil {
 			return err
 		}
 		return tx.Settle(en.m.Receipt)
@@ -443,19 +444,19 @@ func (e *Engine) step(ctx context.Context, en *entry, chain bool, maxAhead int) 
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: step 3: %w", en.t.Act, err)
 	}
-	if err := e.crash(runtype.CrashStep3); err != nil {
+	if err := w.hook.crash(runtype.CrashStep3); err != nil {
 		return nil, 0, err
 	}
-	return nil, 0, e.crash(runtype.CrashAcked)
+	return nil, 0, w.hook.crash(runtype.CrashAcked)
 }
 
 // settleAlone acknowledges en's message in a commit of its own, then
 // passes the crash point after it.
-func (e *Engine) settleAlone(ctx context.Context, en *entry, what, point string) error {
-	if err := e.store.Update(ctx, func(tx store.Tx) error { return tx.Settle(en.m.Receipt) }); err != nil {
+func (pw *protocolWriter) settleAlone(ctx context.Context, en *entry, what, point string) error {
+	if err := pw.store.Update(ctx, func(tx store.Tx) error { return tx.Settle(en.m.Receipt) }); err != nil {
 		return fmt.Errorf("%s: %s: %w", en.t.Act, what, err)
 	}
-	return e.crash(point)
+	return pw.hook.crash(point)
 }
 
 // work runs en's activation (a killed job's activations, but for undo,
@@ -463,28 +464,28 @@ func (e *Engine) settleAlone(ctx context.Context, en *entry, what, point string)
 // to commit; it did not when the delivery was handed back for a later
 // retry or parked (a checkpoint, a sleep, a subflow's child), which
 // work commits itself.
-func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, bool, error) {
+func (w *worker) work(ctx context.Context, c *compiled, en *entry) (result, bool, error) {
 	r := result{ErrKind: runtype.Canceled, Err: "job was killed", Attempts: en.m.Attempt}
 	if !en.killed || en.t.Kind == runtype.Undo { // undo runs even in a killed job
 		var err error
-		r, err = e.proc.work(ctx, c, en)
+		r, err = w.proc.work(ctx, c, en)
 		switch {
 		case errors.Is(err, errRetryLater):
 			return r, false, nil
 		case errors.Is(err, errParked):
-			return r, false, e.park(ctx, en, "", nil)
+			return r, false, w.writes.park(ctx, en, "", nil)
 		case errors.Is(err, errSleeping):
-			return r, false, e.park(ctx, en, "", func(tx store.Tx) error { return e.setTimer(tx, en) })
+			return r, false, w.writes.park(ctx, en, "", func(tx store.Tx) error { return w.writes.setTimer(tx, en) })
 		case errors.Is(err, errStartChild):
-			return r, false, e.park(ctx, en, "", func(tx store.Tx) error { return e.startChild(tx, c, en) })
+			return r, false, w.writes.park(ctx, en, "", func(tx store.Tx) error { return w.writes.startChild(tx, c, en) })
 		case err != nil:
 			return r, false, err
 		}
 		if why, ok := parksForAHuman(c, en.t, r); ok {
-			return r, false, e.park(ctx, en, why, nil)
+			return r, false, w.writes.park(ctx, en, why, nil)
 		}
 	}
-	return r, true, e.crash(runtype.CrashWorked)
+	return r, true, w.hook.crash(runtype.CrashWorked)
 }
 
 // commitWork commits en's steps 1 and 2 with res (nil: step 1 committed
@@ -492,45 +493,45 @@ func (e *Engine) work(ctx context.Context, c *compiled, en *entry) (result, bool
 // of their entries when chain allows up to maxAhead of them. It returns
 // the next step's delivery when this commit reserved it, and how many
 // steps ahead committed.
-func (e *Engine) commitWork(ctx context.Context, c *compiled, en *entry, res *result, chain bool, maxAhead int) (*entry, int, error) {
+func (w *worker) commitWork(ctx context.Context, c *compiled, en *entry, res *result, chain bool, maxAhead int) (*entry, int, error) {
 	if res != nil {
-		if _, err := e.seal(en, res); err != nil {
+		if _, err := w.writes.seal(en, res); err != nil {
 			return nil, 0, err
 		}
 	}
 	var ahead []ranAhead
 	if chain && maxAhead > 0 {
 		var err error
-		if ahead, err = e.runAhead(ctx, c, en, res, maxAhead); err != nil {
+		if ahead, err = w.runAhead(ctx, c, en, res, maxAhead); err != nil {
 			return nil, 0, err
 		}
 	}
 	if len(ahead) > 0 {
-		e.foresee(ahead[len(ahead)-1])
+		w.foresee(ahead[len(ahead)-1])
 	} else {
-		e.foresee(en)
+		w.foresee(en)
 	}
-	next, done, closed, err := e.commitOnce(ctx, c, en, res, chain, ahead)
-	if err != nil && len(ahead) > 0 && ctx.Err() == nil && !e.hasCrashed() {
+	next, done, closed, err := w.commitOnce(ctx, c, en, res, chain, ahead)
+	if err != nil && len(ahead) > 0 && ctx.Err() == nil && !w.hook.hasCrashed() {
 		// A step run ahead was refused (a write-once conflict, say):
 		// commit this one alone, and the next goes on by itself.
-		next, done, closed, err = e.commitOnce(ctx, c, en, res, chain, nil)
+		next, done, closed, err = w.commitOnce(ctx, c, en, res, chain, nil)
 	}
 	if errors.Is(err, store.ErrConflict) && chain {
 		// The next step's message may exist already (EnqueueReserved
 		// refuses it): commit as if chaining did not exist, so that it
 		// can never hold a job up.
-		next, done, closed, err = e.commitOnce(ctx, c, en, res, false, nil)
+		next, done, closed, err = w.commitOnce(ctx, c, en, res, false, nil)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 	}
 	en.closed = closed
-	if err := e.stepsCommitted(en, en.came); err != nil {
+	if err := w.stepsCommitted(en, en.came); err != nil {
 		return nil, 0, err
 	}
 	for _, d := range done {
-		if err := e.stepsCommitted(d, RanAhead); err != nil {
+		if err := w.stepsCommitted(d, RanAhead); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -540,20 +541,20 @@ func (e *Engine) commitWork(ctx context.Context, c *compiled, en *entry, res *re
 // commitOnce is one try of commitWork's transaction: en's steps, what
 // they gather, the next step entered when en chained it, and the steps
 // run ahead.
-func (e *Engine) commitOnce(ctx context.Context, c *compiled, en *entry, res *result, chain bool, ahead []ranAhead) (next *entry, done []*entry, closed bool, err error) {
-	err = e.store.Update(ctx, func(tx store.Tx) (err error) {
+func (w *worker) commitOnce(ctx context.Context, c *compiled, en *entry, res *result, chain bool, ahead []ranAhead) (next *entry, done []*entry, closed bool, err error) {
+	err = w.store.Update(ctx, func(tx store.Tx) (err error) {
 		next, done, en.chain = nil, nil, chain // fn may run again
-		closed, err = e.commitResult(tx, c, en, res)
+		closed, err = w.writes.commitResult(tx, c, en, res)
 		en.chain = false
 		if err == nil && en.gather != nil {
-			err = e.gatherAll(tx, []*gather{en.gather})
+			err = w.writes.gatherAll(tx, []*gather{en.gather})
 		}
 		if err == nil && en.next != nil {
-			next, err = e.enterNext(tx, *en.next)
+			next, err = w.enterNext(tx, *en.next)
 		}
 		en.next = nil
 		if err == nil && chain && len(ahead) > 0 {
-			done, next, err = e.commitAhead(tx, c, next, ahead)
+			done, next, err = w.commitAhead(tx, c, next, ahead)
 		}
 		return err
 	})
@@ -563,7 +564,7 @@ func (e *Engine) commitOnce(ctx context.Context, c *compiled, en *entry, res *re
 // commitResult is the steps commit, fenced: steps 1 and 2, the ack and,
 // when this message closed the job, step 3. It reports whether it closed
 // the job.
-func (e *Engine) commitResult(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
+func (pw *protocolWriter) commitResult(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
 	if err := tx.Fence(en.lease); err != nil {
 		return false, err
 	}
@@ -572,38 +573,38 @@ func (e *Engine) commitResult(tx store.Tx, c *compiled, en *entry, res *result) 
 	if err := tx.Settle(en.m.Receipt); err != nil {
 		return false, err
 	}
-	closed, err := e.commitSteps(tx, c, en, res)
+	closed, err := pw.commitSteps(tx, c, en, res)
 	if err != nil || !closed {
 		return false, err
 	}
 	// The message that takes the semaphore to zero finishes the job in the
 	// same commit: step 3 needs none of its own.
-	return true, e.finish(tx, en, true)
+	return true, pw.finish(tx, en, true)
 }
 
 // stepsCommitted counts what en's committed steps commit recorded, and
 // the committer how that committed them, and passes its crash points.
-func (e *Engine) stepsCommitted(en *entry, how Committer) error {
-	e.committed[how].Add(1)
-	e.metrics.committed(en, e.now())
-	if err := e.crash(runtype.CrashStep2); err != nil {
+func (w *worker) stepsCommitted(en *entry, how Committer) error {
+	w.committed[how].Add(1)
+	w.metrics.committed(en, w.writes.now())
+	if err := w.hook.crash(runtype.CrashStep2); err != nil {
 		return err
 	}
 	if en.closed {
-		if err := e.crash(runtype.CrashStep3); err != nil {
+		if err := w.hook.crash(runtype.CrashStep3); err != nil {
 			return err
 		}
 	}
-	return e.crash(runtype.CrashAcked)
+	return w.hook.crash(runtype.CrashAcked)
 }
 
 // commitSteps writes step 1 (when res is not nil) and step 2 in the
 // current transaction and reports whether this message closed the job.
-func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
+func (pw *protocolWriter) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
 	job, t := en.job, en.t
 	var steps []int // the digits this commit marks, in one increment
 	if res != nil {
-		if err := e.writeResult(tx, c, en, res); err != nil {
+		if err := pw.writeResult(tx, c, en, res); err != nil {
 			return false, err
 		}
 		steps = append(steps, 1)
@@ -618,7 +619,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 		}
 		en.res = res
 	}
-	children, g, err := e.router.route(tx, c, job, t, *res)
+	children, g, err := pw.router.route(tx, c, job, t, *res)
 	if err != nil {
 		return false, err
 	}
@@ -630,7 +631,7 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 	if err := spend(tx, job, budgetOf(t), children); err != nil {
 		return false, err
 	}
-	if err := e.publishChildren(tx, en, children); err != nil {
+	if err := pw.publishChildren(tx, en, children); err != nil {
 		return false, err
 	}
 	// The step digits go before the collation so the collation's answer
@@ -645,9 +646,9 @@ func (e *Engine) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (
 // writeResult is step 1: en's result (sealed before the transaction),
 // with what it records beside it (a fired timer's event, the job's
 // failure, the compensable list, the dedupe record and the cache entry).
-func (e *Engine) writeResult(tx store.Tx, c *compiled, en *entry, res *result) error {
+func (pw *protocolWriter) writeResult(tx store.Tx, c *compiled, en *entry, res *result) error {
 	job, t := en.job, en.t
-	raw, err := e.seal(en, res)
+	raw, err := pw.seal(en, res)
 	if err != nil {
 		return err
 	}
@@ -665,30 +666,30 @@ func (e *Engine) writeResult(tx store.Tx, c *compiled, en *entry, res *result) e
 			return err
 		}
 	}
-	if err := e.recordCompensable(tx, c, en, res); err != nil {
+	if err := pw.recordCompensable(tx, c, en, res); err != nil {
 		return err
 	}
-	if err := e.recordDedupe(tx, c, en, res); err != nil {
+	if err := pw.recordDedupe(tx, c, en, res); err != nil {
 		return err
 	}
-	return e.recordCache(tx, c, en, res)
+	return pw.recordCache(tx, c, en, res)
 }
 
 // publishChildren is step 2's publishing: the one child of a chained step
 // reserved for this worker, else every child published; an activation
 // with no successor marked terminal.
-func (e *Engine) publishChildren(tx store.Tx, en *entry, children []task) error {
+func (pw *protocolWriter) publishChildren(tx store.Tx, en *entry, children []task) error {
 	job, t := en.job, en.t
 	en.published = false
 	if en.chain && len(children) == 1 && chains(en.t, children[0]) {
-		m, err := e.publishReserved(tx, job, children[0])
+		m, err := pw.publishReserved(tx, job, children[0])
 		if err != nil {
 			return err
 		}
 		en.next = &publishedStep{m, children[0]}
 	} else {
 		for _, child := range children {
-			if err := e.publish(tx, job, child); err != nil {
+			if err := pw.publish(tx, job, child); err != nil {
 				return err
 			}
 		}
@@ -731,13 +732,13 @@ func collate(tx store.Tx, en *entry, delta int64) (bool, error) {
 // and encodes it (with a timer's event), once: the steps commit writes
 // what seal made before the transaction, so that on bbolt, whose commits
 // run one at a time, no encoding runs inside one.
-func (e *Engine) seal(en *entry, res *result) ([]byte, error) {
+func (pw *protocolWriter) seal(en *entry, res *result) ([]byte, error) {
 	if en.result != nil {
 		return en.result, nil
 	}
 	res.Act, res.Since = en.t.Act, en.entered.UTC()
 	if res.Finished.IsZero() {
-		res.Finished = e.now().UTC()
+		res.Finished = pw.now().UTC()
 	}
 	var fired *preparedEvent
 	if !res.failed() && en.t.Resume == timerResume {
@@ -786,13 +787,13 @@ func semaphoreDelta(t task, children []task) int64 {
 // Whichever commits the result first completes the activation and takes
 // its obligation off the semaphore; a later delivery of the other, one
 // that has done no step of its own, is a duplicate to acknowledge.
-func (e *Engine) superseded(ctx context.Context, c *compiled, en *entry) (bool, error) {
+func (pw *protocolWriter) superseded(ctx context.Context, c *compiled, en *entry) (bool, error) {
 	n := c.byAlias[en.t.Node]
 	if en.guid.WorkDone() || n == nil || (n.Checkpoint == nil && n.Subflow == nil && n.Sleep == nil) || en.t.Kind == runtype.Undo {
 		return false, nil
 	}
 	done := false
-	err := e.store.View(ctx, func(tx store.ReadTx) error {
+	err := pw.store.View(ctx, func(tx store.ReadTx) error {
 		_, err := tx.Get(protocol.ResultKey(en.job, en.t.Act))
 		done = err == nil
 		if errors.Is(err, store.ErrNotFound) {
@@ -859,7 +860,7 @@ func endingOf(values [][]byte, counters []int64) ending {
 // finish runs step 3 in tx when this message closed its job and the job
 // is not completed yet; fenced says the transaction has already checked
 // the lease.
-func (e *Engine) finish(tx store.Tx, en *entry, fenced bool) error {
+func (pw *protocolWriter) finish(tx store.Tx, en *entry, fenced bool) error {
 	var end ending
 	if en.ending != nil {
 		end = *en.ending // read with the collation that closed the job
@@ -879,32 +880,32 @@ func (e *Engine) finish(tx store.Tx, en *entry, fenced bool) error {
 			return err
 		}
 	}
-	return e.completeStep(tx, en, end)
+	return pw.completeStep(tx, en, end)
 }
 
 // completeStep is step 3: the job's final status, the GUID marker and the
 // activity's finalize digit, in the current transaction.
-func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
+func (pw *protocolWriter) completeStep(tx store.Tx, en *entry, end ending) error {
 	out, err := readOutcome(tx, en.job)
 	if err != nil {
 		return err
 	}
 	started := false
 	if !end.compensating { // once the chain has run, this is the real end
-		if started, err = e.startCompensation(tx, en, len(out.errors) > 0); err != nil {
+		if started, err = pw.startCompensation(tx, en, len(out.errors) > 0); err != nil {
 			return err
 		}
 	}
 	if !started {
 		var st runtype.JobStatus
 		if f := en.foreseen; f.fits(out, end) {
-			st, err = f.end.st, f.end.write(tx, e, en.job)
+			st, err = f.end.st, f.end.write(tx, pw, en.job)
 		} else {
 			known := map[string]*result{}
 			if en.res != nil {
 				known[string(protocol.ResultKey(en.job, en.t.Act))] = en.res
 			}
-			st, err = e.complete(tx, en.job, e.retention(en.c), end, out, known)
+			st, err = pw.complete(tx, en.job, pw.retention(en.c), end, out, known)
 		}
 		if err != nil {
 			return err
@@ -913,7 +914,7 @@ func (e *Engine) completeStep(tx store.Tx, en *entry, end ending) error {
 		// A finished job's lease has nothing left to hand over at
 		// shutdown; it runs out by itself. (Should this commit fail, the
 		// job's next delivery takes the lease again.)
-		e.held.Delete(string(en.job[:]))
+		pw.held.Delete(string(en.job[:]))
 	}
 	if err := markStep(tx, en, end.guid, 3); err != nil {
 		return err
@@ -994,11 +995,22 @@ func readResults(tx store.ReadTx, keys [][]byte, known map[string]*result) ([]*r
 	return rs, nil
 }
 
+// crashHook passes the crash points of the step protocol to
+// Options.CrashPoint, the crash tests' hook (none: it passes them all).
+type crashHook struct {
+	point func(point string) error
+	// mu serialises calls of the hook, which deliveries of one batch
+	// reach concurrently; crashed is the hook's error once it crashed
+	// the engine.
+	mu      sync.Mutex
+	crashed error
+}
+
 // hasCrashed reports whether the crash hook crashed the engine.
-func (e *Engine) hasCrashed() bool {
-	e.crashMu.Lock()
-	defer e.crashMu.Unlock()
-	return e.crashed != nil
+func (h *crashHook) hasCrashed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.crashed != nil
 }
 
 // crash passes a crash point. Once the hook has crashed the engine, every
@@ -1006,23 +1018,23 @@ func (e *Engine) hasCrashed() bool {
 // backend may run a failed Update's function again (bbolt's group commit
 // runs it alone, PostgreSQL reruns a deadlock's victim), and a crashed
 // engine must not carry on there.
-func (e *Engine) crash(point string) error {
-	if e.opts.CrashPoint == nil {
+func (h *crashHook) crash(point string) error {
+	if h.point == nil {
 		return nil
 	}
-	e.crashMu.Lock()
-	defer e.crashMu.Unlock()
-	if e.crashed == nil {
-		e.crashed = e.opts.CrashPoint(point)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.crashed == nil {
+		h.crashed = h.point(point)
 	}
-	return e.crashed
+	return h.crashed
 }
 
 // complete writes the job's final status from its activations' results,
 // with the expiry entry that deletes the job after retention; known holds
 // results the caller has in hand, by key (the closing activation's own,
 // usually the only terminal one), which it need not read.
-func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duration, end ending, out outcome, known map[string]*result) (runtype.JobStatus, error) {
+func (pw *protocolWriter) complete(tx store.Tx, job runtype.JobID, retention time.Duration, end ending, out outcome, known map[string]*result) (runtype.JobStatus, error) {
 	if end.meta == nil {
 		raw, err := tx.Get(protocol.MetaKey(job))
 		if err != nil {
@@ -1038,7 +1050,7 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duratio
 	if err != nil {
 		return runtype.JobStatus{}, fmt.Errorf("job %s: %w", job, err)
 	}
-	st := jobStatus(out, meta.Started, e.now().UTC(), rs, end.killed)
+	st := jobStatus(out, meta.Started, pw.now().UTC(), rs, end.killed)
 	if len(st.Compensated) > 0 {
 		if err := haltedAt(tx, job, &st); err != nil {
 			return st, err
@@ -1048,5 +1060,5 @@ func (e *Engine) complete(tx store.Tx, job runtype.JobID, retention time.Duratio
 	if err != nil {
 		return st, err
 	}
-	return st, enc.write(tx, e, job)
+	return st, enc.write(tx, pw, job)
 }

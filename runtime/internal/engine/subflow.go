@@ -95,7 +95,7 @@ func (p *processor) subflowResult(ctx context.Context, job runtype.JobID, t task
 // the input) and records it on the parent, in the parking commit. A child
 // that would nest too deep, or names an unknown flow or entry, fails the
 // parent activation at once by reporting a failed status.
-func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
+func (pw *protocolWriter) startChild(tx store.Tx, c *compiled, en *entry) error {
 	sf := c.byAlias[en.t.Node].Subflow
 	raw, err := tx.Get(protocol.MetaKey(en.job))
 	if err != nil {
@@ -113,7 +113,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	if err != nil {
 		return err
 	}
-	now := e.now().UTC()
+	now := pw.now().UTC()
 	meta := jobMeta{Flow: sf.Flow, Input: en.t.Input, Started: now, Depth: parentMeta.Depth + 1,
 		Parent: &parentRef{Job: en.job.String(), Act: en.t.Act, Task: taskRaw},
 		Trace:  en.span} // the child's trace goes on under the parent's subflow activation
@@ -140,7 +140,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 		}
 		t := en.t
 		t.Resume = "child"
-		return e.publish(tx, en.job, t)
+		return pw.publish(tx, en.job, t)
 	}
 	if meta.Depth > limit {
 		return refuse("subflow %s would nest %d deep, deeper than the limit of %d", sf.Flow, meta.Depth, limit)
@@ -148,7 +148,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	if en.t.MaxActivations > 0 && left.MaxActivations <= 0 {
 		return refuse("budget exhausted: no activations left of %d for subflow %s", en.t.MaxActivations, sf.Flow)
 	}
-	cc, err := e.flow(sf.Flow)
+	cc, err := pw.flows.flow(sf.Flow)
 	if err != nil {
 		return refuse("%v", err)
 	}
@@ -166,7 +166,7 @@ func (e *Engine) startChild(tx store.Tx, c *compiled, en *entry) error {
 	if _, err := tx.Get(protocol.TombKey(en.job)); err == nil {
 		return refuse("job was killed")
 	}
-	return e.createJob(tx, child, cc, meta, sf.Inputs)
+	return pw.createJob(tx, child, cc, meta, sf.Inputs)
 }
 
 // childJobID is the id of the job the subflow activation en starts: the
@@ -192,7 +192,7 @@ func childJobID(tx store.Tx, en *entry) (runtype.JobID, error) {
 // reportToParent runs in a job's completion: a subflow job (one with a
 // parent) hands its status to the waiting parent activation and resumes
 // it, in the same commit.
-func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, ref *parentRef, status []byte) error {
+func (pw *protocolWriter) reportToParent(tx store.Tx, job runtype.JobID, ref *parentRef, status []byte) error {
 	if ref == nil {
 		return nil
 	}
@@ -219,5 +219,5 @@ func (e *Engine) reportToParent(tx store.Tx, job runtype.JobID, ref *parentRef, 
 		return err
 	}
 	t.Resume = "child"
-	return e.publish(tx, parent, t)
+	return pw.publish(tx, parent, t)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/mod/semver"
@@ -104,26 +105,38 @@ func parseFlowRef(ref string) flowRef {
 	return flowRef{name: ref}
 }
 
+// catalog holds the flow definitions an engine serves: every one by flow
+// key, and each flow's definitions, newest first.
+type catalog struct {
+	mu       sync.RWMutex
+	byKey    map[string]*compiled
+	versions map[string][]*compiled
+}
+
+func newCatalog() *catalog {
+	return &catalog{byKey: map[string]*compiled{}, versions: map[string][]*compiled{}}
+}
+
 // register adds c to the flows the engine serves: a definition already
 // registered (same key) is replaced by its new build, and a version
 // registered before with other content is refused, since jobs on it would
 // change course mid-way.
-func (e *Engine) register(c *compiled) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	versions := e.versions[c.Name]
+func (cat *catalog) register(c *compiled) error {
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
+	versions := cat.versions[c.Name]
 	for i, old := range versions {
 		switch {
 		case old.key == c.key:
 			versions[i] = c
-			e.flows[c.key] = c
+			cat.byKey[c.key] = c
 			return nil
 		case c.Version != "" && old.Version == c.Version:
 			return fmt.Errorf("flow %s version %s: registered before with other content (%s, now %s): give a changed flow a new version, and keep the old one registered while its jobs run",
 				c.Name, c.Version, old.hash[:16], c.hash[:16])
 		}
 	}
-	e.flows[c.key] = c
+	cat.byKey[c.key] = c
 	// Newest first: by semantic version where both have one, else the
 	// later registration.
 	versions = append([]*compiled{c}, versions...)
@@ -134,21 +147,21 @@ func (e *Engine) register(c *compiled) error {
 		}
 		return 0
 	})
-	e.versions[c.Name] = versions
+	cat.versions[c.Name] = versions
 	return nil
 }
 
 // flow returns the definition ref names (see flowRef).
 // runtype.ErrUnknownFlow when the engine has no version of the flow;
 // runtype.ErrFlowVersionMissing when it has others, not the one named.
-func (e *Engine) flow(ref string) (*compiled, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if c, ok := e.flows[ref]; ok {
+func (cat *catalog) flow(ref string) (*compiled, error) {
+	cat.mu.RLock()
+	defer cat.mu.RUnlock()
+	if c, ok := cat.byKey[ref]; ok {
 		return c, nil
 	}
 	r := parseFlowRef(ref)
-	versions := e.versions[r.name]
+	versions := cat.versions[r.name]
 	if len(versions) == 0 {
 		return nil, fmt.Errorf("flow %q: %w", r.name, runtype.ErrUnknownFlow)
 	}
@@ -190,17 +203,28 @@ func describeDefinition(version, hash string) string {
 
 // Flows lists the definitions the engine serves, by name, newest version
 // first.
-func (e *Engine) Flows() []runtype.FlowVersion {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
+func (e *Engine) Flows() []runtype.FlowVersion { return e.flows.list() }
+
+// list is Flows.
+func (cat *catalog) list() []runtype.FlowVersion {
+	cat.mu.RLock()
+	defer cat.mu.RUnlock()
 	var out []runtype.FlowVersion
-	for _, versions := range e.versions {
+	for _, versions := range cat.versions {
 		for i, c := range versions {
 			out = append(out, runtype.FlowVersion{Name: c.Name, Version: c.Version, Hash: c.hash, Newest: i == 0})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b runtype.FlowVersion) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// newest reports whether c is its flow's newest registered definition.
+func (cat *catalog) newest(c *compiled) bool {
+	cat.mu.RLock()
+	defer cat.mu.RUnlock()
+	vs := cat.versions[c.Name]
+	return len(vs) > 0 && vs[0] == c
 }
 
 // A worker without a job's flow definition leaves the job's messages for
@@ -228,17 +252,17 @@ type unservedRecord struct {
 // leaveUnserved hands en back, in the entry's transaction, for a worker
 // that has its flow definition, or dead-letters it past the grace period;
 // why is the lookup's error. The delivery takes no lease.
-func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
-	if _, logged := e.unservedLogged.LoadOrStore(en.t.Flow, true); !logged {
-		e.log.Warn("leaving a job's messages for a worker that has its flow", "flow", en.t.Flow, "job", en.job, "reason", why)
+func (pw *protocolWriter) leaveUnserved(tx store.Tx, en *entry, why error) error {
+	if _, logged := pw.unservedLogged.LoadOrStore(en.t.Flow, true); !logged {
+		pw.log.Warn("leaving a job's messages for a worker that has its flow", "flow", en.t.Flow, "job", en.job, "reason", why)
 	}
-	now := e.now().UTC()
+	now := pw.now().UTC()
 	rec := unservedRecord{Act: en.t.Act, Flow: en.t.Flow, Since: now}
 	if _, err := protocol.GetJSON(tx, protocol.UnservedKey(en.job, en.t.Act), &rec); err != nil {
 		return err
 	}
 	en.unserved = true
-	rec.Reason, rec.Worker, rec.Seen = why.Error(), e.opts.Owner, rec.Seen+1
+	rec.Reason, rec.Worker, rec.Seen = why.Error(), pw.opts.Owner, rec.Seen+1
 	if err := protocol.PutJSON(tx, protocol.UnservedKey(en.job, en.t.Act), rec); err != nil {
 		return err
 	}
@@ -256,17 +280,11 @@ func (e *Engine) leaveUnserved(tx store.Tx, en *entry, why error) error {
 // FlowGraph returns the graph of the registered definition ref names
 // (name, name@version or name#hash16; a bare name is the newest).
 func (e *Engine) FlowGraph(ref string) (runtype.FlowGraph, error) {
-	c, err := e.flow(ref)
+	c, err := e.flows.flow(ref)
 	if err != nil {
 		return runtype.FlowGraph{}, err
 	}
-	newest := false
-	e.mu.RLock()
-	if vs := e.versions[c.Name]; len(vs) > 0 {
-		newest = vs[0] == c
-	}
-	e.mu.RUnlock()
-	g := runtype.FlowGraph{FlowVersion: runtype.FlowVersion{Name: c.Name, Version: c.Version, Hash: c.hash, Newest: newest}}
+	g := runtype.FlowGraph{FlowVersion: runtype.FlowVersion{Name: c.Name, Version: c.Version, Hash: c.hash, Newest: e.flows.newest(c)}}
 	for _, n := range c.Nodes {
 		gn := runtype.GraphNode{Alias: n.Alias, Entry: slices.Contains(c.entries, n.Alias), Compensated: n.Compensate != nil}
 		switch {
