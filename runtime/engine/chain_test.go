@@ -98,7 +98,8 @@ func TestChainSurvivesEveryCrash(t *testing.T) {
 				}
 			}
 		},
-		map[string][]core.Committer{"bolt": {core.RanAhead, core.Chained}, "postgres": {core.Chained, core.Folded}})
+		map[string][]core.Committer{"bolt": {core.RanAhead, core.Chained}, "postgres": {core.Chained, core.Folded},
+			"postgres-one-writer": {core.Inline, core.RanAhead, core.Chained}})
 }
 
 // TestChainedStepCountsItsAttempts: a pure step that fails every time,

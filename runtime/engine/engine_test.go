@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -165,8 +166,27 @@ var (
 			return pgstore.Open(context.Background(), url, pgstore.Options{Now: now})
 		}
 	}}
+	// postgresOneWriterBackend is PostgreSQL claiming none of its
+	// capabilities, as a store with one writer does: the committers meant
+	// for such a store (ran ahead, taken on) then run on PostgreSQL, so
+	// that their protocol paths are proven on both stores.
+	postgresOneWriterBackend = backend{"postgres-one-writer", func(t *testing.T) func(now func() time.Time) (store.Store, error) {
+		open := postgresBackend.open(t)
+		return func(now func() time.Time) (store.Store, error) {
+			s, err := open(now)
+			return oneWriter{s}, err
+		}
+	}}
 	backends = []backend{boltBackend, postgresBackend}
+	// extraBackends run only the tests that name them.
+	extraBackends = []backend{postgresOneWriterBackend}
 )
+
+// oneWriter is a store that claims no capabilities (see
+// postgresOneWriterBackend).
+type oneWriter struct{ store.Store }
+
+func (oneWriter) Capabilities() store.Capabilities { return store.Capabilities{} }
 
 // newRig is a rig on the embedded store.
 func newRig(t *testing.T) *rig { return newRigOn(t, boltBackend) }
@@ -292,7 +312,8 @@ func crashEverywhere(t *testing.T, flows func(*sink) []*runtime.Flow, flow, inpu
 
 // crashEverywhereThrough is crashEverywhere that also fails unless the
 // crashing engines committed through each committer through names for
-// their backend (core.Committer names): the enumeration crossed them.
+// their backend (core.Committer names): the enumeration crossed them. It
+// runs on every backend, and on each extra backend through names.
 func crashEverywhereThrough(t *testing.T, flows func(*sink) []*runtime.Flow, flow, input string, check func(t *testing.T, r *rig, job runtime.JobID), through map[string][]core.Committer) {
 	t.Helper()
 	engine := func(r *rig, owner string, crash func(string) error) *Engine {
@@ -304,7 +325,13 @@ func crashEverywhereThrough(t *testing.T, flows func(*sink) []*runtime.Flow, flo
 		}
 		return e
 	}
-	for _, b := range backends {
+	run := slices.Clone(backends)
+	for _, b := range extraBackends {
+		if _, named := through[b.name]; named {
+			run = append(run, b)
+		}
+	}
+	for _, b := range run {
 		t.Run(b.name, func(t *testing.T) {
 			used := crashEverywhereOn(t, b, engine, flow, input, check)
 			for _, c := range through[b.name] {
@@ -357,7 +384,8 @@ func TestEveryCrashPoint(t *testing.T) {
 	t.Parallel()
 	crashEverywhereThrough(t, func(s *sink) []*runtime.Flow { return []*runtime.Flow{orderFlow(s)} }, "orders", orderInput,
 		func(t *testing.T, r *rig, job runtime.JobID) { r.assertFinished(job) },
-		map[string][]core.Committer{"bolt": {core.Inline, core.Chained}, "postgres": {core.Inline, core.Chained, core.Folded}})
+		map[string][]core.Committer{"bolt": {core.Inline, core.Chained}, "postgres": {core.Inline, core.Chained, core.Folded},
+			"postgres-one-writer": {core.Inline, core.Chained}})
 }
 
 // TestDuplicateDelivery delivers every message several times, in shuffled

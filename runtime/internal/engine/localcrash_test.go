@@ -13,7 +13,10 @@ import (
 	"github.com/flowgen-dev/flowgen/flowtype"
 	"github.com/flowgen-dev/flowgen/internal/crashpoint"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
+	"github.com/flowgen-dev/flowgen/runtime/store"
 	"github.com/flowgen-dev/flowgen/runtime/store/boltstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore"
+	"github.com/flowgen-dev/flowgen/runtime/store/pgstore/pgtest"
 	"github.com/flowgen-dev/flowgen/runtime/store/storetest"
 )
 
@@ -43,18 +46,63 @@ func (w keyedWrite) Call(_ context.Context, c Call) (json.RawMessage, error) {
 // result, and its effect went out under one key. The start's commit is
 // what the path rests on: a crash after it leaves the entry reserved, and
 // it is delivered again.
+//
+// It runs on bbolt and on PostgreSQL claiming no capabilities (oneWriter),
+// where the take-on is otherwise never picked: the path's protocol holds
+// on both stores.
 func TestLocalTakeOnSurvivesEveryCrashPoint(t *testing.T) {
 	t.Parallel()
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T, clock *storetest.Clock) func() store.Store
+	}{{"bolt", openBolt}, {"postgres-one-writer", openPostgresOneWriter}} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			localTakeOnSurvivesEveryCrashPoint(t, b.open)
+		})
+	}
+}
+
+// openBolt returns the opener of a new bbolt store (each call a new
+// handle on the same file).
+func openBolt(t *testing.T, clock *storetest.Clock) func() store.Store {
+	path := filepath.Join(t.TempDir(), "flowgen.db")
+	return func() store.Store {
+		s, err := boltstore.Open(path, boltstore.Options{NoSync: true, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// openPostgresOneWriter is openBolt for a new PostgreSQL schema, its
+// handles claiming no capabilities.
+func openPostgresOneWriter(t *testing.T, clock *storetest.Clock) func() store.Store {
+	url := pgtest.FreshSchema(t)
+	return func() store.Store {
+		s, err := pgstore.Open(context.Background(), url, pgstore.Options{Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return oneWriter{s}
+	}
+}
+
+// oneWriter is a store that claims no capabilities, as one with a single
+// writer.
+type oneWriter struct{ store.Store }
+
+func (oneWriter) Capabilities() store.Capabilities { return store.Capabilities{} }
+
+func localTakeOnSurvivesEveryCrashPoint(t *testing.T, open func(*testing.T, *storetest.Clock) func() store.Store) {
 	var takenOn atomic.Int64 // deliveries the crashing engines' take-on committed
 	cases := crashpoint.Enumerate(t, crashpoint.Scenario{
 		Points: runtype.CrashPoints, // "reserved" is between the start's commit and the take-on
 		Start: func(t *testing.T, hook func(string) error) (func(), error) {
-			path := filepath.Join(t.TempDir(), "flowgen.db")
 			clock := storetest.NewClock()
-			s, err := boltstore.Open(path, boltstore.Options{NoSync: true, Now: clock.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
+			reopen := open(t, clock)
+			s := reopen()
 			write := keyedWrite{mu: &sync.Mutex{}, keys: map[string]int{}}
 			flow := &Flow{
 				Name:  "local",
@@ -119,10 +167,7 @@ func TestLocalTakeOnSurvivesEveryCrashPoint(t *testing.T) {
 				s.Close()
 			}
 			return func() {
-				s, err := boltstore.Open(path, boltstore.Options{NoSync: true, Now: clock.Now})
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := reopen()
 				defer s.Close()
 				clock.Advance(11 * time.Second) // the crashed worker's visibility and lease run out
 				heir := New(s, Options{Owner: "heir", Now: clock.Now})
