@@ -4,51 +4,59 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
-	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
-	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
 // router is the router contour: from a finished activation and its
-// committed result it decides the activations that follow, reading and
-// writing only through the step's transaction. It has no state, so
-// replaying it gives the same answer.
+// committed result it decides the activations that follow. It is a
+// function of values: it reads and writes nothing, and what the decision
+// needs recorded or read (a windowed fan-out's elements, a compensation
+// chain's next step, a body's arrival at its join) it returns as marks
+// the protocol writer applies in the step's commit (writer.routeIn). It
+// has no state, so replaying it gives the same answer.
 type router struct{}
 
-// route is the router contour: from a finished activation and its
-// committed result it decides the activations that follow. It reads only
-// committed state, so replaying it gives the same answer.
-//
-// A body that completes a shard of its fan-out returns it as a gather
-// instead of counting it on the forEach's counter: the caller counts every
-// gather of its transaction last (gatherAll).
-func (r router) route(tx store.Tx, c *compiled, job runtype.JobID, t task, res result) ([]task, *gather, error) {
-	if t.Join != "" {
-		return r.reportToJoin(tx, job, t)
-	}
-	children, err := r.follow(tx, c, job, t, res)
-	return children, nil, err
+// routing is the router's decision for a finished activation.
+type routing struct {
+	// next are the activations that follow.
+	next []task
+	// keep holds all the elements of a fan-out under a concurrency limit,
+	// which the writer keeps for the bodies that start the later ones.
+	keep json.RawMessage
+	// haltAt is the compensation step at which a chain that halts on a
+	// failure stopped (0: none).
+	haltAt int
+	// undo is the compensation step that comes next (0: none): the
+	// writer builds it from the undone activation's committed output.
+	undo int
+	// arrives is set when the activation is a forEach body: the writer
+	// counts it on its fan-out (arrive) and the router's arrived decides
+	// what the count leads to.
+	arrives bool
 }
 
-// follow decides the activations that follow a finished activation that
-// is not a forEach body.
-func (r router) follow(tx store.Tx, c *compiled, job runtype.JobID, t task, res result) ([]task, error) {
+// route decides what follows t, finished with res, in c.
+func (r router) route(c *compiled, t task, res result) (routing, error) {
+	if t.Join != "" {
+		return routing{arrives: true}, nil
+	}
 	if t.Kind == runtype.Undo {
-		if res.failed() && c.OnCompensationFailure == runtype.CompensateHalt {
-			// The chain stops here; step 3 says where (complete).
-			return nil, tx.Put(protocol.CompensationHaltKey(job), []byte(strconv.Itoa(t.Undo)))
+		switch {
+		case res.failed() && c.OnCompensationFailure == runtype.CompensateHalt:
+			return routing{haltAt: t.Undo}, nil // step 3 says where (complete)
+		case t.Undo < t.UndoOf:
+			return routing{undo: t.Undo + 1}, nil
 		}
-		return nextCompensation(tx, job, t)
+		return routing{}, nil
 	}
 	if res.failed() {
-		return nil, nil
+		return routing{}, nil
 	}
 	n := c.byAlias[t.Node]
 	if n.ForEach != nil && t.Kind != runtype.Join {
-		return fanOut(tx, job, t, n.ForEach, res.Output)
+		return fanOut(t, n.ForEach, res.Output)
 	}
 	var out []task
 	for _, edge := range c.out[t.Node] {
@@ -67,39 +75,36 @@ func (r router) follow(tx store.Tx, c *compiled, job runtype.JobID, t task, res 
 		next.Act = runtype.StepOf(edge.To, next.Dim, t.Node).String()
 		out = append(out, next)
 	}
-	return out, nil
+	return routing{next: out}, nil
 }
 
 // fanOut starts one body activation per element, each in its own
 // dimension; an empty array goes straight to the join. With a concurrency
 // limit it starts that many and keeps the elements, so that each finished
-// body starts the next (reportToJoin).
-func fanOut(tx store.Tx, job runtype.JobID, t task, fe *runtype.ForEach, input json.RawMessage) ([]task, error) {
+// body starts the next (arrived).
+func fanOut(t task, fe *runtype.ForEach, input json.RawMessage) (routing, error) {
 	items, err := lookupArray(input, fe.Items)
 	if err != nil {
-		return nil, err
+		return routing{}, err
 	}
 	if len(items) == 0 {
-		return []task{joinTask(t, 0)}, nil
+		return routing{next: []task{joinTask(t, 0)}}, nil
 	}
+	var rt routing
 	total, window := len(items), 0
 	if fe.Concurrency > 0 && fe.Concurrency < total {
 		window = fe.Concurrency
-		all, err := json.Marshal(items)
-		if err != nil {
-			return nil, err
-		}
-		if err := tx.Put(protocol.ItemsKey(job, t.Act), all); err != nil {
-			return nil, err
+		if rt.keep, err = json.Marshal(items); err != nil {
+			return routing{}, err
 		}
 		items = items[:window]
 	}
-	out := make([]task, len(items))
+	rt.next = make([]task, len(items))
 	for i, item := range items {
-		out[i] = bodyTask(t.Flow, t.Act, t.Dim, t.Node, fe.Do, i, item, total, window)
-		out[i].Grouped = true
+		rt.next[i] = bodyTask(t.Flow, t.Act, t.Dim, t.Node, fe.Do, i, item, total, window)
+		rt.next[i].Grouped = true
 	}
-	return out, nil
+	return rt, nil
 }
 
 // bodyTask is the activation of a forEach body for element i.
@@ -126,45 +131,34 @@ func forEachOf(t task) (task, error) {
 	return task{Flow: t.Flow, Node: forEachAct.Node(), Dim: t.Dim.Parent(), Act: t.Join}, nil
 }
 
-// reportToJoin counts a finished body activation on its forEach; the one
-// that completes the count publishes the join, in the same commit. A body
-// of a sharded fan-out counts on its shard, and one that completes the
-// shard returns it as a gather.
-func (r router) reportToJoin(tx store.Tx, job runtype.JobID, t task) ([]task, *gather, error) {
-	forEach, err := forEachOf(t)
-	if err != nil {
-		return nil, nil, err
+// arrival is what a body's arrival at its join leads to, once counted.
+type arrival struct {
+	// join is set when the body was the fan-out's last.
+	join bool
+	// element is the element whose body starts next under the fan-out's
+	// concurrency limit (-1: none).
+	element int
+}
+
+// arrived decides what follows body t, the n-th of its fan-out to finish
+// (counted on the forEach's counter, not on a shard): the join after the
+// last; under a concurrency limit each finished body starts the next
+// element, so Window stay in flight until the last has started.
+func (r router) arrived(t task, n int64) arrival {
+	if n >= int64(t.Expect) {
+		return arrival{join: true, element: -1}
 	}
-	if shard, size, shards := shardOf(t); shards > 0 {
-		n, err := tx.Add(protocol.AggregateShardKey(job, t.Join, shard), 1, int64(size))
-		if err != nil || n < int64(size) {
-			return nil, nil, err
-		}
-		return nil, &gather{job: job, body: t}, nil
+	if next := t.Window + int(n) - 1; t.Window > 0 && next < t.Expect {
+		return arrival{element: next}
 	}
-	n, err := tx.Add(protocol.AggregateKey(job, t.Join), 1, int64(t.Expect))
-	if err != nil {
-		return nil, nil, err
-	}
-	if n < int64(t.Expect) {
-		// Under a concurrency limit each finished body starts the next
-		// element, so Window stay in flight until the last has started.
-		if next := t.Window + int(n) - 1; t.Window > 0 && next < t.Expect {
-			raw, err := tx.Get(protocol.ItemsKey(job, t.Join))
-			if err != nil {
-				return nil, nil, fmt.Errorf("forEach %s: elements: %w", t.Join, err)
-			}
-			var items []json.RawMessage
-			if err := json.Unmarshal(raw, &items); err != nil || next >= len(items) {
-				return nil, nil, fmt.Errorf("forEach %s: element %d of %d: %v", t.Join, next, len(items), err)
-			}
-			body := bodyTask(t.Flow, t.Join, t.Dim.Parent(), forEach.Node, t.Node, next, items[next], t.Expect, t.Window)
-			body.Grouped = t.Grouped // counted as the fan-out that started the group counts
-			return []task{body}, nil, nil
-		}
-		return nil, nil, nil
-	}
-	return []task{joinTask(forEach, t.Expect)}, nil, nil
+	return arrival{element: -1}
+}
+
+// element is the body of element i of t's fan-out, item.
+func (r router) element(t task, forEach task, i int, item json.RawMessage) task {
+	body := bodyTask(t.Flow, t.Join, t.Dim.Parent(), forEach.Node, t.Node, i, item, t.Expect, t.Window)
+	body.Grouped = t.Grouped // counted as the fan-out that started the group counts
+	return body
 }
 
 // lookup returns the value at a dotted path of a JSON object.

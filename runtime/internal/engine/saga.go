@@ -86,19 +86,6 @@ func haltedAt(tx store.Tx, job runtype.JobID, st *runtype.JobStatus) error {
 	return nil
 }
 
-// nextCompensation is the router's step for an undo: the next one in the
-// chain, or nothing after the last.
-func nextCompensation(tx store.Tx, job runtype.JobID, t task) ([]task, error) {
-	if t.Undo >= t.UndoOf {
-		return nil, nil
-	}
-	next, err := undoTask(tx, job, t.Flow, t.Undo+1, t.UndoOf)
-	if err != nil {
-		return nil, err
-	}
-	return []task{next}, nil
-}
-
 // undoTask builds the i-th compensation of the chain: the undone
 // activation's node, fed with that activation's output.
 func undoTask(tx store.Tx, job runtype.JobID, flow string, i, n int) (task, error) {

@@ -619,7 +619,7 @@ func (pw *protocolWriter) commitSteps(tx store.Tx, c *compiled, en *entry, res *
 		}
 		en.res = res
 	}
-	children, g, err := pw.router.route(tx, c, job, t, *res)
+	children, g, err := pw.routeIn(tx, c, en, *res)
 	if err != nil {
 		return false, err
 	}
