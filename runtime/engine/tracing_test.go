@@ -159,6 +159,18 @@ func TestOneTraceAcrossRetriesSubflowsAndRestarts(t *testing.T) {
 		if workers["first"] == 0 || workers["second"] == 0 {
 			t.Errorf("activation spans by worker %v, want some of each", workers)
 		}
+		// Every activation span names its activation's kind.
+		kinds := map[string]int{}
+		for _, s := range ended {
+			for _, a := range s.Attributes() {
+				if a.Key == "flowgen.kind" {
+					kinds[a.Value.AsString()]++
+				}
+			}
+		}
+		if kinds["entry"] == 0 || kinds["step"] == 0 || len(kinds) != 2 {
+			t.Errorf("activation spans by kind %v, want entries and steps", kinds)
+		}
 	})
 }
 

@@ -109,7 +109,7 @@ func (w *worker) longestTimeout(c *compiled) time.Duration {
 // a plain step onto a node that may run ahead (runsAheadTask): a task node's single
 // edge, no loop.
 func predictNext(c *compiled, t task, r result) (task, bool) {
-	if (t.Kind != runtype.Entry && t.Kind != runtype.Step) || t.Join != "" || t.Grouped || r.failed() {
+	if (t.Kind != protocol.Entry && t.Kind != protocol.Step) || r.failed() {
 		return task{}, false
 	}
 	n := c.byAlias[t.Node]
@@ -121,7 +121,7 @@ func predictNext(c *compiled, t task, r result) (task, bool) {
 		return task{}, false
 	}
 	ed := edges[0]
-	next := task{Kind: runtype.Step, Flow: t.Flow, Node: ed.To, Dim: t.Dim, Input: r.Output, Delivery: ed.Delivery,
+	next := task{Kind: protocol.Step, Flow: t.Flow, Node: ed.To, Dim: t.Dim, Input: r.Output, Delivery: ed.Delivery,
 		DedupeTTL: ed.DedupeTTL, Via: t.Node + "." + ed.FromPort, Partition: ed.PartitionKey,
 		Act: runtype.StepOf(ed.To, t.Dim, t.Node).String(), Started: t.Started}
 	return next, runsAheadTask(c, next)
@@ -140,7 +140,7 @@ func (w *worker) ranAs(en *entry, a ranAhead) bool {
 		!en.guid.WorkDone() && !en.guid.ChildrenSpawned() &&
 		t.Act == p.Act && t.Kind == p.Kind && t.Flow == p.Flow && t.Node == p.Node && t.Dim == p.Dim && bytes.Equal(t.Input, p.Input) &&
 		t.Delivery == p.Delivery && t.DedupeTTL == p.DedupeTTL && t.Via == p.Via && t.Partition == p.Partition &&
-		t.InputRef == "" && t.Join == "" && t.Resume == "" && t.Undo == 0 && t.Failed == "" && t.Wake == 0 &&
+		t.InputRef == "" && t.Resume == "" && t.Failed == "" && t.Wake == 0 &&
 		t.Refused == "" && overdue(t, w.writes.now()) == ""
 }
 

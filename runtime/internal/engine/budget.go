@@ -66,7 +66,7 @@ func spend(tx store.Tx, job runtype.JobID, b jobBudget, ts []task) error {
 	}
 	charged := 0
 	for _, t := range ts {
-		if t.Kind != runtype.Undo {
+		if t.Kind != protocol.Undo {
 			charged++
 		}
 	}
@@ -79,7 +79,7 @@ func spend(tx store.Tx, job runtype.JobID, b jobBudget, ts []task) error {
 	}
 	n := spent - int64(charged) // spent before these
 	for i := range ts {
-		if ts[i].Kind == runtype.Undo {
+		if ts[i].Kind == protocol.Undo {
 			continue
 		}
 		if n++; n > b.MaxActivations && ts[i].Refused == "" {
@@ -97,7 +97,7 @@ func spent(tx store.ReadTx, job runtype.JobID) (int64, error) {
 // overdue is the refusal of an activation that would begin after the job's
 // deadline ("" when it may run). Compensations always run.
 func overdue(t task, now time.Time) string {
-	if t.Deadline == 0 || t.Kind == runtype.Undo || now.UnixNano() <= t.Deadline {
+	if t.Deadline == 0 || t.Kind == protocol.Undo || now.UnixNano() <= t.Deadline {
 		return ""
 	}
 	return "budget exhausted: the job's deadline " + time.Unix(0, t.Deadline).UTC().Format(time.RFC3339Nano) + " has passed"

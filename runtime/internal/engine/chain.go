@@ -1,8 +1,8 @@
 package engine
 
 import (
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/ledger"
-	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -38,7 +38,7 @@ const chainRounds = 8
 // chains reports whether next, the one step t published, may be taken on
 // by t's worker.
 func chains(t, next task) bool {
-	return next.Flow == t.Flow && !next.Grouped && next.Kind == runtype.Step
+	return next.Flow == t.Flow && next.Kind == protocol.Step
 }
 
 // admitChained enters the messages a round published reserved and

@@ -94,14 +94,14 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 			if d.By != "" {
 				detail += " by " + d.By
 			}
-			if t.Kind == runtype.Undo {
+			if t.Kind == protocol.Undo {
 				t.Resume = map[bool]string{true: retryResume, false: skipResume}[d.Approved]
 				detail += map[bool]string{true: ": retry the compensation", false: ": give the compensation up"}[d.Approved]
 			}
 			if err := e.writes.record(tx, job, runtype.HistoryEvent{Event: runtype.EventSignaled, Act: t.Act, Detail: detail}); err != nil {
 				return false, err
 			}
-			if t.Kind == runtype.Undo {
+			if t.Kind == protocol.Undo {
 				return true, nil // the decision travels in the resumption
 			}
 			return true, tx.PutOnce(protocol.SignalKey(job, t.Act), raw)
@@ -155,9 +155,9 @@ func (pw *protocolWriter) resumeWaiting(tx store.Tx, job runtype.JobID, why stri
 		if err := tx.Delete(p.key); err != nil {
 			return err
 		}
-		if p.t.Kind == runtype.Undo {
-			p.t.Round++
-			p.t.Resume += "#" + strconv.Itoa(p.t.Round)
+		if p.t.Kind == protocol.Undo {
+			p.t.Compensation.Round++
+			p.t.Resume += "#" + strconv.Itoa(p.t.Compensation.Round)
 		}
 		if err := pw.publish(tx, job, p.t); err != nil {
 			return err

@@ -349,7 +349,7 @@ func encodeJob(job runtype.JobID, c *compiled, meta jobMeta, entries []string) (
 	input, ref := boundaryOf(meta.Input)
 	ts := make([]task, len(entries))
 	for i, alias := range entries {
-		ts[i] = task{Kind: runtype.Entry, Flow: c.key, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
+		ts[i] = task{Kind: protocol.Entry, Flow: c.key, Node: alias, Act: runtype.EntryOf(alias).String(), Input: input, InputRef: ref}
 		if meta.Parent == nil {
 			ts[i].Started = meta.Started.UnixNano()
 		}

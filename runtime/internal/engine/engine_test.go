@@ -48,7 +48,7 @@ func openStore(t *testing.T) store.Store {
 func TestEnterDerivesTheKindOfOldMessages(t *testing.T) {
 	t.Parallel()
 	s, e, job := newEngine(t)
-	for act, want := range map[string]runtype.Kind{"n@": runtype.Entry, "n@/2<m": runtype.Step, "e#join@": runtype.Join, "n@<m#undo": runtype.Undo, "garbage": 0} {
+	for act, want := range map[string]protocol.Kind{"n@": protocol.Entry, "n@/2<m": protocol.Step, "e#join@": protocol.Join, "n@<m#undo": protocol.Undo, "garbage": 0} {
 		payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: act})
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 	if err := e.Register(&Flow{Name: "f", Nodes: []*Node{{Alias: "n", Task: echo{}}}}); err != nil {
 		t.Fatal(err)
 	}
-	payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: "n@", Kind: runtype.Entry})
+	payload, err := cbor.Marshal(task{Flow: "f", Node: "n", Act: "n@", Kind: protocol.Entry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,9 +299,11 @@ func TestFanOutLeavesTheSemaphoreAlone(t *testing.T) {
 // flight across the upgrade still closes exactly once.
 func TestSemaphoreDeltaKeepsEveryCount(t *testing.T) {
 	t.Parallel()
-	body := func(grouped bool) task { return task{Join: "each", Grouped: grouped} }
-	join := task{Kind: runtype.Join}
-	step := task{Kind: runtype.Step}
+	body := func(grouped bool) task {
+		return task{Kind: protocol.Body, Element: &protocol.Element{ForEach: "each", Grouped: grouped}}
+	}
+	join := task{Kind: protocol.Join}
+	step := task{Kind: protocol.Step}
 	for _, c := range []struct {
 		name     string
 		t        task
@@ -336,7 +338,7 @@ func TestShardOfCoversEveryElementOnce(t *testing.T) {
 		sizes := map[int]int{}
 		var shards int
 		for i := range n {
-			shard, size, all := shardOf(task{Grouped: true, Index: i, Expect: n})
+			shard, size, all := shardOf(task{Kind: protocol.Body, Element: &protocol.Element{Grouped: true, Index: i, Expect: n}})
 			if all == 0 || shard < 0 || shard >= all || (shards != 0 && all != shards) {
 				t.Fatalf("n=%d element %d: shard %d of %d (%d before)", n, i, shard, all, shards)
 			}
@@ -354,12 +356,12 @@ func TestShardOfCoversEveryElementOnce(t *testing.T) {
 			}
 		}
 	}
-	for _, small := range []task{
+	for _, small := range []protocol.Element{
 		{Grouped: true, Expect: minShardedFanOut - 1},
 		{Grouped: true, Expect: 100, Window: 4},
 		{Grouped: false, Expect: 100},
 	} {
-		if _, _, shards := shardOf(small); shards != 0 {
+		if _, _, shards := shardOf(task{Kind: protocol.Body, Element: &small}); shards != 0 {
 			t.Errorf("%+v: %d shards, want the forEach's counter alone", small, shards)
 		}
 	}
@@ -465,7 +467,7 @@ func TestChainingNeverHoldsAJobUp(t *testing.T) {
 	s, e, job := startTwoSteps(t)
 	ctx := context.Background()
 	act := runtype.StepOf("b", "", "a").String()
-	planted, err := protocol.TaskMessage(job, task{Kind: runtype.Step, Flow: "two", Node: "b", Act: act, Input: json.RawMessage(`{}`)}, time.Now())
+	planted, err := protocol.TaskMessage(job, task{Kind: protocol.Step, Flow: "two", Node: "b", Act: act, Input: json.RawMessage(`{}`)}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/flowgen-dev/flowgen/flowtype"
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
@@ -60,7 +61,7 @@ func runsAheadTask(c *compiled, t task) bool {
 // without a rate limit (its token is taken in a commit of its own,
 // ratelimit.go).
 func plainTask(c *compiled, t task) (runtype.NodeInfo, bool) {
-	if t.Kind == runtype.Undo || t.Kind == runtype.Join {
+	if t.Kind == protocol.Undo || t.Kind == protocol.Join {
 		return runtype.NodeInfo{}, false
 	}
 	n := c.byAlias[t.Node]

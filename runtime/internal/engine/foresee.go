@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
-	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
 
 // Foreseeing a job's end. On a store with one writer (bbolt) commits run
@@ -50,7 +49,7 @@ func (f *foreseenEnd) fits(out outcome, end ending) bool {
 // publishes nothing, so its commit takes the semaphore down.
 func mayClose(en *entry) bool {
 	t, c := en.t, en.c
-	if en.res == nil || en.res.failed() || c == nil || (t.Kind != runtype.Entry && t.Kind != runtype.Step) || t.Join != "" || t.Grouped {
+	if en.res == nil || en.res.failed() || c == nil || (t.Kind != protocol.Entry && t.Kind != protocol.Step) {
 		return false
 	}
 	n := c.byAlias[t.Node]

@@ -41,7 +41,7 @@ func TestForeseenEndIsTheEndStep3Builds(t *testing.T) {
 		t.Fatal(err)
 	}
 	act := runtype.EntryOf("n").String()
-	en := &entry{t: task{Kind: runtype.Entry, Flow: c.key, Node: "n", Act: act}, job: job, c: c,
+	en := &entry{t: task{Kind: protocol.Entry, Flow: c.key, Node: "n", Act: act}, job: job, c: c,
 		res: &result{Act: act, Output: json.RawMessage(`{"y":2}`), Attempts: 1, Finished: at}}
 	running, err := e.Status(ctx, job)
 	if err != nil {

@@ -31,12 +31,16 @@ const minShardedFanOut = 16
 // body learns how many finished, to start the next) and one published
 // before bodies were grouped.
 func shardOf(t task) (shard, size, shards int) {
-	if !t.Grouped || t.Window > 0 || t.Expect < minShardedFanOut {
+	if t.Kind != protocol.Body {
 		return 0, 0, 0
 	}
-	per := int(math.Ceil(math.Sqrt(float64(t.Expect))))
-	shard, shards = t.Index/per, (t.Expect+per-1)/per
-	return shard, min(per, t.Expect-shard*per), shards
+	e := t.Element
+	if !e.Grouped || e.Window > 0 || e.Expect < minShardedFanOut {
+		return 0, 0, 0
+	}
+	per := int(math.Ceil(math.Sqrt(float64(e.Expect))))
+	shard, shards = e.Index/per, (e.Expect+per-1)/per
+	return shard, min(per, e.Expect-shard*per), shards
 }
 
 // gather is a shard of a fan-out that body completed. The transaction
@@ -62,12 +66,12 @@ func (pw *protocolWriter) gatherAll(tx store.Tx, gs []*gather) error {
 		if c := bytes.Compare(a.job[:], b.job[:]); c != 0 {
 			return c
 		}
-		return strings.Compare(a.body.Join, b.body.Join)
+		return strings.Compare(a.body.Element.ForEach, b.body.Element.ForEach)
 	})
 	for _, g := range gs {
 		t := g.body
 		_, _, shards := shardOf(t)
-		n, err := tx.Add(protocol.AggregateKey(g.job, t.Join), 1, int64(shards))
+		n, err := tx.Add(protocol.AggregateKey(g.job, t.Element.ForEach), 1, int64(shards))
 		if err != nil {
 			return err
 		}
@@ -78,7 +82,7 @@ func (pw *protocolWriter) gatherAll(tx store.Tx, gs []*gather) error {
 		if err != nil {
 			return err
 		}
-		join := []task{joinTask(forEach, t.Expect)}
+		join := []task{joinTask(forEach, t.Element.Expect)}
 		budgetOf(t).stamp(join)
 		if err := spend(tx, g.job, budgetOf(t), join); err != nil {
 			return err
@@ -99,14 +103,17 @@ func lockOrder(a, b foldable) int {
 		return c
 	}
 	ta, tb := a.en.t, b.en.t
-	if (ta.Join == "") != (tb.Join == "") {
-		if ta.Join != "" {
+	if (ta.Kind == protocol.Body) != (tb.Kind == protocol.Body) {
+		if ta.Kind == protocol.Body {
 			return -1
 		}
 		return 1
 	}
-	if c := strings.Compare(ta.Join, tb.Join); c != 0 {
+	if ta.Kind != protocol.Body {
+		return 0
+	}
+	if c := strings.Compare(ta.Element.ForEach, tb.Element.ForEach); c != 0 {
 		return c
 	}
-	return ta.Index - tb.Index
+	return ta.Element.Index - tb.Element.Index
 }

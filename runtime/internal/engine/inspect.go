@@ -163,8 +163,8 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		case m.Attempt > 0:
 			v.State = runtype.ActivationLaunched
 		}
-		if t.Join != "" {
-			v.Index = t.Index
+		if t.Kind == protocol.Body {
+			v.Index = t.Element.Index
 		}
 	}
 	for _, e := range in.Entries {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/observe"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
@@ -56,7 +57,7 @@ func (m metrics) committed(en *entry, now time.Time) {
 			}
 		}
 		m.Add(observe.Finished, 1, flow, en.t.Node, outcome, kind)
-		if en.t.Kind == runtype.Undo {
+		if en.t.Kind == protocol.Undo {
 			m.Add(observe.Compensations, 1, flow, en.t.Node, outcome)
 		}
 		if !en.entered.IsZero() {

@@ -67,7 +67,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 		return res, err
 	}
 	task, keyFields, params := n.Task, []string(nil), n.Params
-	if t.Kind == runtype.Undo {
+	if t.Kind == protocol.Undo {
 		task, keyFields, params = n.Compensate.Task, n.Compensate.UndoKey, nil
 	}
 	info := task.Info()
@@ -75,7 +75,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 		info.KeyFields = keyFields
 	}
 	// A compensation under CompensateRetry is tried until it succeeds.
-	untilDone := t.Kind == runtype.Undo && c.OnCompensationFailure == runtype.CompensateRetry
+	untilDone := t.Kind == protocol.Undo && c.OnCompensationFailure == runtype.CompensateRetry
 	if res, done, err := p.before(ctx, en, t, info, untilDone); done || err != nil {
 		return res, err
 	}
@@ -131,9 +131,9 @@ func (p *processor) refused(en *entry) (result, bool) {
 func (p *processor) control(ctx context.Context, en *entry, t task, n *Node) (res result, decided bool, err error) {
 	job := en.job
 	switch {
-	case n.Subflow != nil && t.Kind != runtype.Undo:
+	case n.Subflow != nil && t.Kind != protocol.Undo:
 		res, err = p.subflowResult(ctx, job, t, n.Subflow)
-	case t.Kind == runtype.Join:
+	case t.Kind == protocol.Join:
 		res, err = p.join(ctx, job, t, n.ForEach)
 	case n.Switch != nil:
 		res = result{Output: t.Input, Port: switchPort(n.Switch, t.Input), Attempts: 1}
@@ -162,7 +162,7 @@ func (p *processor) before(ctx context.Context, en *entry, t task, info runtype.
 	if t.Delivery == flowtype.AtMostOnce && m.Attempt > 1 {
 		return result{ErrKind: runtype.NotDelivered, Err: "at-most-once delivery: an earlier attempt did not commit", Attempts: m.Attempt}, true, nil
 	}
-	if t.Kind == runtype.Undo && strings.HasPrefix(t.Resume, skipResume+"#") {
+	if t.Kind == protocol.Undo && strings.HasPrefix(t.Resume, skipResume+"#") {
 		return result{ErrKind: runtype.FailureOf(flowtype.Permanent), Err: "given up by a decision after it failed", Attempts: m.Attempt}, true, nil
 	}
 	if budget := DeliveryBudget(info.Retry); m.Attempt > budget && !untilDone {
@@ -175,7 +175,7 @@ func (p *processor) before(ctx context.Context, en *entry, t task, info runtype.
 			return prev, true, err
 		}
 	}
-	if t.Kind != runtype.Undo && len(info.Cache.Key) > 0 {
+	if t.Kind != protocol.Undo && len(info.Cache.Key) > 0 {
 		if hit, ok, err := p.cached(ctx, info, t); err != nil || ok {
 			return hit, true, err
 		}
@@ -495,7 +495,7 @@ func activationKey(info runtype.NodeInfo, t task) (string, error) {
 	if len(info.KeyFields) == 0 {
 		return "", nil
 	}
-	if t.Kind == runtype.Undo {
+	if t.Kind == protocol.Undo {
 		return IdempotencyKey(info, t.Node+"#undo", t.Input) // the undo of a node has keys of its own
 	}
 	var partition string
@@ -604,10 +604,10 @@ func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *run
 		// The join knows its fan-out's size; one published before joins
 		// carried it read it from the forEach's counter, which then
 		// counted elements.
-		n := int64(t.Expect)
+		n := int64(t.Aggregate.Expect)
 		if n == 0 {
 			var err error
-			if n, err = tx.Counter(protocol.AggregateKey(job, t.JoinOf)); err != nil {
+			if n, err = tx.Counter(protocol.AggregateKey(job, t.Aggregate.ForEach)); err != nil {
 				return err
 			}
 		}

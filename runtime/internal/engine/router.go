@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flowgen-dev/flowgen/runtime/internal/protocol"
 	"github.com/flowgen-dev/flowgen/runtime/runtype"
 )
 
@@ -39,15 +40,15 @@ type routing struct {
 
 // route decides what follows t, finished with res, in c.
 func (r router) route(c *compiled, t task, res result) (routing, error) {
-	if t.Join != "" {
+	switch t.Kind {
+	case protocol.Body:
 		return routing{arrives: true}, nil
-	}
-	if t.Kind == runtype.Undo {
-		switch {
+	case protocol.Undo:
+		switch u := t.Compensation; {
 		case res.failed() && c.OnCompensationFailure == runtype.CompensateHalt:
-			return routing{haltAt: t.Undo}, nil // step 3 says where (complete)
-		case t.Undo < t.UndoOf:
-			return routing{undo: t.Undo + 1}, nil
+			return routing{haltAt: u.Step}, nil // step 3 says where (complete)
+		case u.Step < u.Of:
+			return routing{undo: u.Step + 1}, nil
 		}
 		return routing{}, nil
 	}
@@ -55,7 +56,7 @@ func (r router) route(c *compiled, t task, res result) (routing, error) {
 		return routing{}, nil
 	}
 	n := c.byAlias[t.Node]
-	if n.ForEach != nil && t.Kind != runtype.Join {
+	if n.ForEach != nil && t.Kind != protocol.Join {
 		return fanOut(t, n.ForEach, res.Output)
 	}
 	var out []task
@@ -63,7 +64,7 @@ func (r router) route(c *compiled, t task, res result) (routing, error) {
 		if (n.Switch != nil || n.Checkpoint != nil) && edge.FromPort != res.Port {
 			continue
 		}
-		next := task{Kind: runtype.Step, Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL,
+		next := task{Kind: protocol.Step, Flow: t.Flow, Node: edge.To, Dim: t.Dim, Input: res.Output, Delivery: edge.Delivery, DedupeTTL: edge.DedupeTTL,
 			Via: t.Node + "." + edge.FromPort, Partition: edge.PartitionKey}
 		if edge.MaxIterations > 0 {
 			var pass int
@@ -102,7 +103,7 @@ func fanOut(t task, fe *runtype.ForEach, input json.RawMessage) (routing, error)
 	rt.next = make([]task, len(items))
 	for i, item := range items {
 		rt.next[i] = bodyTask(t.Flow, t.Act, t.Dim, t.Node, fe.Do, i, item, total, window)
-		rt.next[i].Grouped = true
+		rt.next[i].Element.Grouped = true
 	}
 	return rt, nil
 }
@@ -111,24 +112,24 @@ func fanOut(t task, fe *runtype.ForEach, input json.RawMessage) (routing, error)
 func bodyTask(flow, forEachAct string, dim runtype.Dim, forEachNode, do string, i int, item json.RawMessage, expect, window int) task {
 	d := dim.Element(i)
 	return task{
-		Kind: runtype.Step, Flow: flow, Node: do, Dim: d, Input: item, Via: forEachNode,
-		Act:  runtype.StepOf(do, d, forEachNode).String(),
-		Join: forEachAct, Index: i, Expect: expect, Window: window,
+		Kind: protocol.Body, Flow: flow, Node: do, Dim: d, Input: item, Via: forEachNode,
+		Act:     runtype.StepOf(do, d, forEachNode).String(),
+		Element: &protocol.Element{ForEach: forEachAct, Index: i, Expect: expect, Window: window},
 	}
 }
 
 // joinTask is the join of forEach, a fan-out of expect elements.
 func joinTask(forEach task, expect int) task {
-	return task{Kind: runtype.Join, Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: runtype.JoinOf(forEach.Node, forEach.Dim).String(), JoinOf: forEach.Act, Expect: expect}
+	return task{Kind: protocol.Join, Flow: forEach.Flow, Node: forEach.Node, Dim: forEach.Dim, Act: runtype.JoinOf(forEach.Node, forEach.Dim).String(), Aggregate: &protocol.Aggregate{ForEach: forEach.Act, Expect: expect}}
 }
 
 // forEachOf is the forEach activation body t reports to.
 func forEachOf(t task) (task, error) {
-	forEachAct, err := runtype.Parse(t.Join)
+	forEachAct, err := runtype.Parse(t.Element.ForEach)
 	if err != nil {
 		return task{}, fmt.Errorf("forEach element %s: %w", t.Act, err)
 	}
-	return task{Flow: t.Flow, Node: forEachAct.Node(), Dim: t.Dim.Parent(), Act: t.Join}, nil
+	return task{Flow: t.Flow, Node: forEachAct.Node(), Dim: t.Dim.Parent(), Act: t.Element.ForEach}, nil
 }
 
 // arrival is what a body's arrival at its join leads to, once counted.
@@ -145,10 +146,11 @@ type arrival struct {
 // last; under a concurrency limit each finished body starts the next
 // element, so Window stay in flight until the last has started.
 func (r router) arrived(t task, n int64) arrival {
-	if n >= int64(t.Expect) {
+	e := t.Element
+	if n >= int64(e.Expect) {
 		return arrival{join: true, element: -1}
 	}
-	if next := t.Window + int(n) - 1; t.Window > 0 && next < t.Expect {
+	if next := e.Window + int(n) - 1; e.Window > 0 && next < e.Expect {
 		return arrival{element: next}
 	}
 	return arrival{element: -1}
@@ -156,8 +158,9 @@ func (r router) arrived(t task, n int64) arrival {
 
 // element is the body of element i of t's fan-out, item.
 func (r router) element(t task, forEach task, i int, item json.RawMessage) task {
-	body := bodyTask(t.Flow, t.Join, t.Dim.Parent(), forEach.Node, t.Node, i, item, t.Expect, t.Window)
-	body.Grouped = t.Grouped // counted as the fan-out that started the group counts
+	e := t.Element
+	body := bodyTask(t.Flow, e.ForEach, t.Dim.Parent(), forEach.Node, t.Node, i, item, e.Expect, e.Window)
+	body.Element.Grouped = e.Grouped // counted as the fan-out that started the group counts
 	return body
 }
 

@@ -26,7 +26,7 @@ func (pw *protocolWriter) routeIn(tx store.Tx, c *compiled, en *entry, res resul
 	case rt.haltAt > 0:
 		return nil, nil, tx.Put(protocol.CompensationHaltKey(job), []byte(strconv.Itoa(rt.haltAt)))
 	case rt.undo > 0:
-		next, err := undoTask(tx, job, t.Flow, rt.undo, t.UndoOf)
+		next, err := undoTask(tx, job, t.Flow, rt.undo, t.Compensation.Of)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -47,31 +47,32 @@ func (pw *protocolWriter) arrive(tx store.Tx, job runtype.JobID, t task) ([]task
 	if err != nil {
 		return nil, nil, err
 	}
+	e := t.Element
 	if shard, size, shards := shardOf(t); shards > 0 {
-		n, err := tx.Add(protocol.AggregateShardKey(job, t.Join, shard), 1, int64(size))
+		n, err := tx.Add(protocol.AggregateShardKey(job, e.ForEach, shard), 1, int64(size))
 		if err != nil || n < int64(size) {
 			return nil, nil, err
 		}
 		return nil, &gather{job: job, body: t}, nil
 	}
-	n, err := tx.Add(protocol.AggregateKey(job, t.Join), 1, int64(t.Expect))
+	n, err := tx.Add(protocol.AggregateKey(job, e.ForEach), 1, int64(e.Expect))
 	if err != nil {
 		return nil, nil, err
 	}
 	a := pw.router.arrived(t, n)
 	switch {
 	case a.join:
-		return []task{joinTask(forEach, t.Expect)}, nil, nil
+		return []task{joinTask(forEach, e.Expect)}, nil, nil
 	case a.element < 0:
 		return nil, nil, nil
 	}
-	raw, err := tx.Get(protocol.ItemsKey(job, t.Join))
+	raw, err := tx.Get(protocol.ItemsKey(job, e.ForEach))
 	if err != nil {
-		return nil, nil, fmt.Errorf("forEach %s: elements: %w", t.Join, err)
+		return nil, nil, fmt.Errorf("forEach %s: elements: %w", e.ForEach, err)
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil || a.element >= len(items) {
-		return nil, nil, fmt.Errorf("forEach %s: element %d of %d: %v", t.Join, a.element, len(items), err)
+		return nil, nil, fmt.Errorf("forEach %s: element %d of %d: %v", e.ForEach, a.element, len(items), err)
 	}
 	return []task{pw.router.element(t, forEach, a.element, items[a.element])}, nil, nil
 }

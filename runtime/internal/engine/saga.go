@@ -16,7 +16,7 @@ import (
 // compensation completed successfully, in completion order.
 func (pw *protocolWriter) recordCompensable(tx store.Tx, c *compiled, en *entry, res *result) error {
 	n := c.byAlias[en.t.Node]
-	if n == nil || n.Compensate == nil || en.t.Kind == runtype.Undo || res.failed() {
+	if n == nil || n.Compensate == nil || en.t.Kind == protocol.Undo || res.failed() {
 		return nil
 	}
 	seq, err := tx.Add(protocol.CompletionSeqKey(en.job), 1, maxSemaphore)
@@ -109,7 +109,7 @@ func undoTask(tx store.Tx, job runtype.JobID, flow string, i, n int) (task, erro
 	if err != nil {
 		return task{}, fmt.Errorf("compensation %d of %d: %w", i, n, err)
 	}
-	return task{Kind: runtype.Undo, Flow: flow, Node: done.Node(), Act: undo.String(), Input: r.Output, Undo: i, UndoOf: n}, nil
+	return task{Kind: protocol.Undo, Flow: flow, Node: done.Node(), Act: undo.String(), Input: r.Output, Compensation: &protocol.Compensation{Step: i, Of: n}}, nil
 }
 
 // parksForAHuman reports whether the outcome r of t parks it for a
@@ -117,7 +117,7 @@ func undoTask(tx store.Tx, job runtype.JobID, flow string, i, n int) (task, erro
 // CompensatePark, unless a decision gave it up. why says so in the
 // history.
 func parksForAHuman(c *compiled, t task, r result) (string, bool) {
-	if t.Kind != runtype.Undo || !r.failed() || c.OnCompensationFailure != runtype.CompensatePark || strings.HasPrefix(t.Resume, skipResume+"#") {
+	if t.Kind != protocol.Undo || !r.failed() || c.OnCompensationFailure != runtype.CompensatePark || strings.HasPrefix(t.Resume, skipResume+"#") {
 		return "", false
 	}
 	return fmt.Sprintf("compensation failed (%s: %s); waiting for a decision at %s: approve retries it, reject gives it up", r.ErrKind, r.Err, t.Node), true

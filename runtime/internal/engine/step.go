@@ -235,13 +235,6 @@ func decodeEntry(m store.Message) (*entry, error) {
 	if err := cbor.Unmarshal(m.Payload, &t); err != nil {
 		return nil, fmt.Errorf("message %x: undecodable task: %v: %w", m.ID, err, errPoison)
 	}
-	if t.Kind == 0 { // published before tasks carried their kind
-		id, err := runtype.Parse(t.Act)
-		if err != nil {
-			return nil, fmt.Errorf("message %x: %v: %w", m.ID, err, errPoison)
-		}
-		t.Kind = id.Kind()
-	}
 	return entryOf(publishedStep{m, t}), nil
 }
 
@@ -466,7 +459,7 @@ func (pw *protocolWriter) settleAlone(ctx context.Context, en *entry, what, poin
 // work commits itself.
 func (w *worker) work(ctx context.Context, c *compiled, en *entry) (result, bool, error) {
 	r := result{ErrKind: runtype.Canceled, Err: "job was killed", Attempts: en.m.Attempt}
-	if !en.killed || en.t.Kind == runtype.Undo { // undo runs even in a killed job
+	if !en.killed || en.t.Kind == protocol.Undo { // undo runs even in a killed job
 		var err error
 		r, err = w.proc.work(ctx, c, en)
 		switch {
@@ -660,7 +653,7 @@ func (pw *protocolWriter) writeResult(tx store.Tx, c *compiled, en *entry, res *
 			return err
 		}
 	}
-	if res.failed() && t.Join == "" { // a forEach join judges its elements
+	if res.failed() && t.Kind != protocol.Body { // a forEach join judges its elements
 		msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
 		if err := tx.Put(protocol.FailKey(job, t.Act), []byte(msg)); err != nil {
 			return err
@@ -695,7 +688,7 @@ func (pw *protocolWriter) publishChildren(tx store.Tx, en *entry, children []tas
 		}
 		en.published = len(children) > 0
 	}
-	if len(children) == 0 && t.Join == "" && t.Kind != runtype.Undo {
+	if len(children) == 0 && t.Kind != protocol.Body && t.Kind != protocol.Undo {
 		return tx.Put(protocol.TermKey(job, t.Act), []byte(t.Node))
 	}
 	return nil
@@ -766,12 +759,12 @@ func (pw *protocolWriter) seal(en *entry, res *result) ([]byte, error) {
 // moves the semaphore only if the forEach publishes other children too,
 // and its bodies never do.
 func semaphoreDelta(t task, children []task) int64 {
-	if t.Grouped {
+	if t.Grouped() {
 		return 0 // its child, if any, is the next body or the join
 	}
 	counted := 0
 	for _, c := range children {
-		if !c.Grouped {
+		if !c.Grouped() {
 			counted++
 		}
 	}
@@ -789,7 +782,7 @@ func semaphoreDelta(t task, children []task) int64 {
 // that has done no step of its own, is a duplicate to acknowledge.
 func (pw *protocolWriter) superseded(ctx context.Context, c *compiled, en *entry) (bool, error) {
 	n := c.byAlias[en.t.Node]
-	if en.guid.WorkDone() || n == nil || (n.Checkpoint == nil && n.Subflow == nil && n.Sleep == nil) || en.t.Kind == runtype.Undo {
+	if en.guid.WorkDone() || n == nil || (n.Checkpoint == nil && n.Subflow == nil && n.Sleep == nil) || en.t.Kind == protocol.Undo {
 		return false, nil
 	}
 	done := false

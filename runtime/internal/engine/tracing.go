@@ -90,7 +90,7 @@ func (tr *tracing) activation(ctx context.Context, en *entry) (context.Context, 
 	}
 	t := en.t
 	ctx, tp, end := tr.tracer.StartActivation(ctx, tr.jobContext(ctx, en.job), observe.ActivationSpan{
-		Flow: flowName(t.Flow), Node: t.Node, Activation: t.Act, Kind: string(t.Kind),
+		Flow: flowName(t.Flow), Node: t.Node, Activation: t.Act, Kind: t.Kind.String(),
 		Job: en.job, Attempt: en.m.Attempt, Worker: tr.owner,
 	})
 	en.span = tp

@@ -43,12 +43,11 @@ func DeadLetters(ctx context.Context, s store.Store) ([]runtype.DeadLetter, erro
 func deadLetterView(m store.Message) runtype.DeadLetter {
 	d := runtype.DeadLetter{ID: m.ID, Attempts: m.Attempt, Reason: m.Reason, At: m.NotBefore}
 	copy(d.Job[:], m.Job)
-	var t protocol.Task
-	if cbor.Unmarshal(m.Payload, &t) == nil {
-		flow, hash := t.FlowKey()
-		d.Act, d.Flow, d.Definition, d.Node = t.Act, flow, hash, t.Node
-		if json.Valid(t.Input) {
-			d.Input = t.Input
+	if h, err := protocol.ReadHeader(m.Payload); err == nil {
+		flow, hash := protocol.Task{Flow: h.Flow}.FlowKey()
+		d.Act, d.Flow, d.Definition, d.Node = h.Act, flow, hash, h.Node
+		if json.Valid(h.Input) {
+			d.Input = h.Input
 		}
 	}
 	return d
