@@ -54,7 +54,7 @@ func (w *worker) runAhead(ctx context.Context, c *compiled, en *entry, res *resu
 	// worker does (keepHold), so that no other delivery of the first step
 	// runs them again meanwhile.
 	until := w.writes.now().Add(w.opts.LeaseTTL / 4)
-	stop, err := w.proc.keepHold(ctx, en, w.opts.LeaseTTL/4+w.longestTimeout(c))
+	stop, err := w.writes.keepHold(ctx, en, w.opts.LeaseTTL/4+w.longestTimeout(c))
 	if err != nil {
 		return nil, nil // the step goes on alone; its commit is fenced if the job moved on
 	}

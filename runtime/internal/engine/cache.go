@@ -48,7 +48,7 @@ func (p *processor) cached(ctx context.Context, info runtype.NodeInfo, t task) (
 		return result{}, false, nil // the call reports the input's problem
 	}
 	var rec cacheRecord
-	found, err := lookupJSON(ctx, p.store, protocol.CacheEntryKey(key), &rec)
+	found, err := lookupJSON(ctx, p.view, protocol.CacheEntryKey(key), &rec)
 	if err != nil {
 		return result{}, false, fmt.Errorf("cache: %w", err)
 	}

@@ -22,7 +22,7 @@ var errParked = errors.New("parked")
 // to "approved" or "rejected"; without one the activation parks.
 func (p *processor) decision(ctx context.Context, job runtype.JobID, t task) (result, error) {
 	var d runtype.Decision
-	err := p.store.View(ctx, func(tx store.ReadTx) error {
+	err := p.view.View(ctx, func(tx store.ReadTx) error {
 		raw, err := tx.Get(protocol.SignalKey(job, t.Act))
 		if err != nil {
 			return err

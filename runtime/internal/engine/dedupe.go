@@ -38,7 +38,7 @@ func (p *processor) deduped(ctx context.Context, info runtype.NodeInfo, t task) 
 		return result{}, false, nil // the call reports the key problem
 	}
 	var rec dedupeRecord
-	found, err := lookupJSON(ctx, p.store, protocol.EdgeDedupeKey(key), &rec)
+	found, err := lookupJSON(ctx, p.view, protocol.EdgeDedupeKey(key), &rec)
 	if err != nil {
 		return result{}, false, fmt.Errorf("dedupe store: %w", err)
 	}

@@ -12,7 +12,9 @@
 //     fan-out and joins; it never runs node code;
 //   - the processor (processor.go) runs exactly one activation through its
 //     aspects (boundary input, dedupe, the call with its timeout and key,
-//     retries, lease renewal) and never routes;
+//     retries) and returns its result; it never routes and writes nothing:
+//     it reads through a view, and what an attempt holds while it runs
+//     (the job's lease, a rate limit's token) the protocol writer takes;
 //   - the protocol writer (writer.go) makes every durable write of the
 //     step protocol, each step together with the ledger digit that proves
 //     it (package ledger), so a crash at any point (CrashPoints) resumes

@@ -109,8 +109,8 @@ func New(s store.Store, opts Options) *Engine {
 	e.metrics = newMetrics(opts.Metrics)
 	e.tracing = newTracing(opts.Tracing, s, opts.Owner)
 	e.hook = &crashHook{point: opts.CrashPoint}
-	e.writes = &protocolWriter{store: s, opts: &e.opts, log: e.log, flows: e.flows, hook: e.hook, metrics: e.metrics, tracing: e.tracing}
-	proc := &processor{store: s, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}
+	e.writes = &protocolWriter{store: s, opts: &e.opts, log: e.log, flows: e.flows, hook: e.hook, metrics: e.metrics, tracing: e.tracing, afterFunc: afterFunc}
+	proc := &processor{view: s, holds: e.writes, opts: &e.opts, log: e.log, metrics: e.metrics, tracing: e.tracing}
 	e.worker = &worker{writes: e.writes, store: s, opts: &e.opts, log: e.log, caps: caps, proc: proc, metrics: e.metrics, tracing: e.tracing, hook: e.hook}
 	e.sweeper = newSweeper(s, &e.opts, e.log, e.metrics, e.hook)
 	e.schedules = &maintenance.Schedules{Store: s, Starter: scheduleStarter{e}, Now: opts.Now, Crash: e.hook.crash, Log: e.log, Metrics: e.metrics}

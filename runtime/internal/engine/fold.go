@@ -125,48 +125,21 @@ func (w *worker) runRound(ctx context.Context, tx store.Tx, folded []foldable, c
 		}
 		f.en.folding = true
 	}
-	type outcome struct {
-		res result
-		err error
-	}
-	outcomes := make([]outcome, len(folded))
-	call := func(i int) {
-		outcomes[i].res, outcomes[i].err = w.proc.work(ctx, folded[i].c, folded[i].en)
-	}
-	if len(folded) == 1 {
-		call(0)
-	} else {
-		var wg sync.WaitGroup
-		for i := range folded {
-			wg.Go(func() { call(i) })
-		}
-		wg.Wait()
-	}
+	outcomes := w.callFolded(ctx, folded)
 	var gathers []*gather
 	var next []publishedStep
 	for i, f := range folded {
 		en := f.en
 		en.folding = false
-		o := outcomes[i]
-		var unit func(store.Tx) error
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
-		case errors.Is(o.err, errRetryLater) && en.later != nil:
-			unit = en.later
-		case o.err != nil:
-			w.log.Warn("a folded delivery goes on alone", "act", en.t.Act, "err", o.err)
-			continue
-		default:
-			if err := w.hook.crash(runtype.CrashWorked); err != nil {
+		}
+		unit, err := w.foldedUnit(f, outcomes[i], chain)
+		if err != nil || unit == nil {
+			if err != nil {
 				return nil, nil, err
 			}
-			unit = func(tx store.Tx) (err error) {
-				en.chain = chain
-				en.closed, err = w.writes.commitResult(tx, f.c, en, &o.res)
-				en.stepped, en.chain = err == nil, false
-				return err
-			}
+			continue
 		}
 		if !careful {
 			if err := unit(tx); err != nil {
@@ -187,4 +160,51 @@ func (w *worker) runRound(ctx context.Context, tx store.Tx, folded []foldable, c
 		}
 	}
 	return gathers, next, nil
+}
+
+// foldedCall is what a folded delivery's call came to.
+type foldedCall struct {
+	res result
+	err error
+}
+
+// callFolded runs the calls of folded's deliveries, concurrently.
+func (w *worker) callFolded(ctx context.Context, folded []foldable) []foldedCall {
+	calls := make([]foldedCall, len(folded))
+	call := func(i int) {
+		calls[i].res, calls[i].err = w.proc.work(ctx, folded[i].c, folded[i].en)
+	}
+	if len(folded) == 1 {
+		call(0)
+		return calls
+	}
+	var wg sync.WaitGroup
+	for i := range folded {
+		wg.Go(func() { call(i) })
+	}
+	wg.Wait()
+	return calls
+}
+
+// foldedUnit is the unit f's call commits in its batch's transaction:
+// its steps, or the hand-back of a retry; nil when the delivery goes on
+// alone after the batch commits.
+func (w *worker) foldedUnit(f foldable, c foldedCall, chain bool) (func(store.Tx) error, error) {
+	en := f.en
+	switch {
+	case errors.Is(c.err, errRetryLater) && en.later != nil:
+		return en.later, nil
+	case c.err != nil:
+		w.log.Warn("a folded delivery goes on alone", "act", en.t.Act, "err", c.err)
+		return nil, nil
+	}
+	if err := w.hook.crash(runtype.CrashWorked); err != nil {
+		return nil, err
+	}
+	return func(tx store.Tx) (err error) {
+		en.chain = chain
+		en.closed, err = w.writes.commitResult(tx, f.c, en, &c.res)
+		en.stepped, en.chain = err == nil, false
+		return err
+	}, nil
 }

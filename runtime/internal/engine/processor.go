@@ -23,24 +23,39 @@ import (
 
 // processor is the processor contour: it runs exactly one activation
 // through its aspects (boundary input, dedupe, the call with its timeout,
-// key and capabilities, retries, lease renewal) and returns its result. It
-// never routes and never commits a step: it reads the store and hands a
-// message back for a retry, nothing else.
+// key and capabilities, retries) and returns its result. It never routes
+// and writes nothing: it reads the store through a view, asks the
+// protocol writer for what an attempt holds while it runs (the job's
+// lease and the message, a rate limit's token), and leaves the hand-back
+// of a retry in the delivery (entry.later) for its worker to commit.
 type processor struct {
-	store   store.Store
+	view    viewer
+	holds   holder
 	opts    *Options // the engine's, defaults applied
 	log     *slog.Logger
 	metrics metrics
 	tracing *tracing
-	// afterFunc runs a function once a duration has passed on the
-	// engine's clock (afterOn).
-	afterFunc func(time.Duration, func()) (cancel func())
+}
+
+// viewer reads the store: the processor's only way to it.
+type viewer interface {
+	View(ctx context.Context, fn func(store.ReadTx) error) error
+}
+
+// holder is what an attempt holds while it runs, which the protocol
+// writer takes: the job's lease and the message's reservation for as long
+// as the call may run (keepHold), and a token of the node's rate limit
+// (takeToken).
+type holder interface {
+	keepHold(ctx context.Context, en *entry, timeout time.Duration) (stop func(), err error)
+	takeToken(ctx context.Context, en *entry, info runtype.NodeInfo) error
 }
 
 func (p *processor) now() time.Time { return p.opts.Now() }
 
 // work is the processor contour: it runs exactly one activation and returns
-// its result, or errRetryLater after handing the message back for a retry.
+// its result, or errRetryLater when the message goes back for a retry (the
+// hand-back, if it has one to commit, is en.later).
 // It never routes.
 func (p *processor) work(ctx context.Context, c *compiled, en *entry) (res result, err error) {
 	p.metrics.Add(observe.Started, 1, flowName(en.t.Flow), en.t.Node)
@@ -81,7 +96,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	}
 	log := make(aspectLog, 0, 4) // call start and end, then output or retry
 	log.add(p, "call", "start", "attempt "+strconv.Itoa(m.Attempt))
-	stop, err := p.keepHold(ctx, en, p.timeout(info))
+	stop, err := p.holds.keepHold(ctx, en, p.timeout(info))
 	if err != nil {
 		return result{}, err
 	}
@@ -181,7 +196,7 @@ func (p *processor) before(ctx context.Context, en *entry, t task, info runtype.
 		}
 	}
 	if info.RateLimit.QPS > 0 {
-		if err := p.takeToken(ctx, en, info); err != nil {
+		if err := p.holds.takeToken(ctx, en, info); err != nil {
 			return result{}, true, err
 		}
 	}
@@ -192,7 +207,8 @@ func (p *processor) before(ctx context.Context, en *entry, t task, info runtype.
 // and a retrying event recorded, the message visible again after the
 // policy's backoff (at least a Retry-After the error carries; a
 // compensation that must succeed backs off on its own schedule). It
-// returns errRetryLater once that committed.
+// leaves that hand-back in en.later, for the delivery's worker to commit,
+// and returns errRetryLater.
 func (p *processor) retryLater(ctx context.Context, en *entry, info runtype.NodeInfo, callErr error, retryable, untilDone bool, log aspectLog) error {
 	job, t, m := en.job, en.t, en.m
 	kind := runtype.KindOf(callErr)
@@ -210,7 +226,7 @@ func (p *processor) retryLater(ctx context.Context, en *entry, info runtype.Node
 	// The hand-back captures what it needs, not t and m: captured, they
 	// would be moved to the heap on every attempt.
 	act, attempt, receipt := t.Act, m.Attempt, m.Receipt
-	err := p.write(ctx, en, func(tx store.Tx) error {
+	en.later = func(tx store.Tx) error {
 		if err := tx.Put(protocol.AttemptLogKey(job, act, attempt), raw); err != nil {
 			return err
 		}
@@ -219,9 +235,6 @@ func (p *processor) retryLater(ctx context.Context, en *entry, info runtype.Node
 			return err
 		}
 		return ignoreStale(tx.Nack(receipt, delay))
-	})
-	if err != nil {
-		return err
 	}
 	p.metrics.Add(observe.Retried, 1, flowName(t.Flow), t.Node, string(runtype.FailureOf(kind)))
 	return errRetryLater
@@ -380,115 +393,6 @@ func (p *processor) watchHeartbeat(ctx context.Context, timeout time.Duration, h
 	}
 }
 
-// write runs fn in a transaction of its own, or, for a folded delivery,
-// leaves it for the transaction that reserved the message to commit: that
-// one holds the message, and a second would wait for it forever.
-func (p *processor) write(ctx context.Context, en *entry, fn func(store.Tx) error) error {
-	if en.folding {
-		en.later = fn
-		return nil
-	}
-	return p.store.Update(ctx, fn)
-}
-
-// keepHold keeps the job lease and the message's reservation alive while
-// a node's call runs, whether or not the node heartbeats, until the call
-// returns or timeout passes: another worker never takes the job, nor this
-// one the message again, while the call is still running, so a slow node
-// is never called twice at once. Both were taken when the delivery
-// entered, and a delivery may have waited since (for a worker, for its
-// batch's commit): they are renewed every third of the shorter of the two,
-// the first in time for what is left of them, and before the call when
-// less than a third is left; the call does not run when that renewal
-// fails (another worker may hold the job). After that, a renewal that
-// fails is tried again soon, and only a fenced lease ends the hold. After
-// timeout the call has been cancelled; the last renewal lasts long enough
-// for the node to return, and past that its commit is fenced. stop ends
-// the hold.
-func (p *processor) keepHold(ctx context.Context, en *entry, timeout time.Duration) (stop func(), err error) {
-	if en.folding {
-		// A folded delivery runs within the lease its entry found fresh
-		// and the transaction that reserved its message, which holds it;
-		// its commit is fenced like any other.
-		return func() {}, nil
-	}
-	every := min(p.opts.LeaseTTL, p.opts.Visibility) / 3
-	now := p.now()
-	until := now.Add(timeout)
-	// Measured on this worker's clock from the entry, which reserved the
-	// message for Visibility and left the lease at least half of LeaseTTL
-	// (lease reuses it only then).
-	left := min(p.opts.Visibility, p.opts.LeaseTTL/2) - now.Sub(en.entered)
-	receipt := en.m.Receipt
-	renew := func() error {
-		return p.store.Update(ctx, func(tx store.Tx) error {
-			if err := tx.Fence(en.lease); err != nil {
-				return err
-			}
-			l, err := tx.AcquireLease(en.job[:], p.opts.Owner, p.opts.LeaseTTL)
-			if err != nil {
-				return err
-			}
-			en.renewed.Store(&l)
-			// A message settled or handed back meanwhile needs no hold.
-			if err := tx.Extend(receipt, p.opts.Visibility); err != nil && !errors.Is(err, store.ErrStaleReceipt) {
-				return err
-			}
-			return nil
-		})
-	}
-	first := min(every, left-every/2) // renewed every third, and in time
-	if left < every {
-		err := renew()
-		switch {
-		case err == nil:
-			first = every
-		case errors.Is(err, store.ErrFenced) || left <= 0:
-			// Another worker may hold the job, or may take it any moment.
-			return nil, fmt.Errorf("renewing the hold on %s before its call: %w", en.t.Act, err)
-		default:
-			p.log.Warn("renewing the hold before a call failed; calling within what is left", "job", en.job, "act", en.t.Act, "err", err)
-			first = every / 4
-		}
-	}
-	// Nothing runs for an activation that ends before its first renewal,
-	// which is nearly all of them: a timer, not a goroutine. A
-	// renewal holds mu from its start to its commit, so once stop has
-	// taken mu none runs, and the step's commit fences against the
-	// lease the last renewal stored.
-	var (
-		mu      sync.Mutex
-		stopped bool
-		cancel  func()
-		tick    func()
-	)
-	tick = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || p.now().After(until) {
-			return // the call ran out of its timeout: let the hold run out
-		}
-		next := every
-		if err := renew(); err != nil {
-			p.log.Warn("renewing the hold on a running call failed", "job", en.job, "act", en.t.Act, "err", err)
-			if errors.Is(err, store.ErrFenced) {
-				return // another worker holds the job: its commit will tell
-			}
-			next = every / 4 // try again soon, while the hold lasts
-		}
-		cancel = p.afterFunc(next, tick)
-	}
-	mu.Lock()
-	cancel = p.afterFunc(first, tick)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		cancel()
-		mu.Unlock()
-	}, nil
-}
-
 // activationKey computes the canonical idempotency key of an activation
 // from the key fields of its input; empty for nodes without a key.
 func activationKey(info runtype.NodeInfo, t task) (string, error) {
@@ -600,7 +504,7 @@ type joined struct {
 func (p *processor) join(ctx context.Context, job runtype.JobID, t task, fe *runtype.ForEach) (result, error) {
 	var outputs []json.RawMessage
 	var failed []string
-	err := p.store.View(ctx, func(tx store.ReadTx) error {
+	err := p.view.View(ctx, func(tx store.ReadTx) error {
 		// The join knows its fan-out's size; one published before joins
 		// carried it read it from the forEach's counter, which then
 		// counted elements.

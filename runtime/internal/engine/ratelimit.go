@@ -32,15 +32,15 @@ func burst(l runtype.RateLimit) float64 {
 
 // takeToken takes a token of the node's rate limit, or hands the message
 // back until one is due and returns errRetryLater.
-func (p *processor) takeToken(ctx context.Context, en *entry, info runtype.NodeInfo) error {
+func (pw *protocolWriter) takeToken(ctx context.Context, en *entry, info runtype.NodeInfo) error {
 	limit := info.RateLimit
 	var wait time.Duration
-	err := p.store.Update(ctx, func(tx store.Tx) error {
+	err := pw.store.Update(ctx, func(tx store.Tx) error {
 		// Concurrent takes read the bucket one after another.
 		if err := protocol.LockRow(tx, protocol.RateKey(info.ID)); err != nil {
 			return err
 		}
-		now := p.now()
+		now := pw.now()
 		b := bucket{Tokens: burst(limit), At: now}
 		if _, err := protocol.GetJSON(tx, protocol.RateKey(info.ID), &b); err != nil {
 			return err

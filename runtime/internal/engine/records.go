@@ -10,7 +10,7 @@ import (
 )
 
 // lookupJSON is getJSON in a read transaction of its own.
-func lookupJSON(ctx context.Context, s store.Store, key []byte, v any) (found bool, err error) {
+func lookupJSON(ctx context.Context, s viewer, key []byte, v any) (found bool, err error) {
 	err = s.View(ctx, func(tx store.ReadTx) error {
 		found, err = protocol.GetJSON(tx, key, v)
 		return err

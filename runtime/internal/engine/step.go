@@ -103,10 +103,11 @@ type entry struct {
 	// span is the traceparent of the activation's attempt (tracing.go):
 	// a subflow's child job is traced under it.
 	span string
-	// folding is set while the node runs inside the transaction that
-	// reserved its message (see fold): the processor then renews no lease
-	// and leaves the hand-back of a retry in later, which that
-	// transaction commits.
+	// later is the hand-back of a retry the processor left for the
+	// delivery's worker to commit: in a transaction of its own
+	// (handBackLater), or in the one that reserved the message when the
+	// node ran folded into it (folding is set then, and no lease is
+	// renewed: see fold).
 	later   func(store.Tx) error
 	folding bool
 	// stepped and closed tell what a folded delivery committed with its
@@ -443,6 +444,21 @@ func (w *worker) step(ctx context.Context, en *entry, chain bool, maxAhead int) 
 	return nil, 0, w.hook.crash(runtype.CrashAcked)
 }
 
+// handBackLater commits, in a transaction of its own, the hand-back the
+// processor left in en.later for a retry (none: the processor's holder
+// committed it).
+func (pw *protocolWriter) handBackLater(ctx context.Context, en *entry) error {
+	later := en.later
+	en.later = nil
+	if later == nil {
+		return nil
+	}
+	if err := pw.store.Update(ctx, later); err != nil {
+		return fmt.Errorf("%s: hand back for a retry: %w", en.t.Act, err)
+	}
+	return nil
+}
+
 // settleAlone acknowledges en's message in a commit of its own, then
 // passes the crash point after it.
 func (pw *protocolWriter) settleAlone(ctx context.Context, en *entry, what, point string) error {
@@ -464,7 +480,7 @@ func (w *worker) work(ctx context.Context, c *compiled, en *entry) (result, bool
 		r, err = w.proc.work(ctx, c, en)
 		switch {
 		case errors.Is(err, errRetryLater):
-			return r, false, nil
+			return r, false, w.writes.handBackLater(ctx, en)
 		case errors.Is(err, errParked):
 			return r, false, w.writes.park(ctx, en, "", nil)
 		case errors.Is(err, errSleeping):

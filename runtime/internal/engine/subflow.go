@@ -53,7 +53,7 @@ func storeBoundary(tx store.Tx, input json.RawMessage) error {
 
 func (p *processor) loadBoundary(ctx context.Context, ref string) (json.RawMessage, error) {
 	var in json.RawMessage
-	err := p.store.View(ctx, func(tx store.ReadTx) error {
+	err := p.view.View(ctx, func(tx store.ReadTx) error {
 		b, err := tx.Get(protocol.BlobKey(ref))
 		in = append(json.RawMessage(nil), b...)
 		return err
@@ -68,7 +68,7 @@ func (p *processor) loadBoundary(ctx context.Context, ref string) (json.RawMessa
 // reported, errStartChild before.
 func (p *processor) subflowResult(ctx context.Context, job runtype.JobID, t task, sf *runtype.Subflow) (result, error) {
 	var st runtype.JobStatus
-	err := p.store.View(ctx, func(tx store.ReadTx) error {
+	err := p.view.View(ctx, func(tx store.ReadTx) error {
 		raw, err := tx.Get(protocol.SubflowStatusKey(job, t.Act))
 		if err != nil {
 			return err
@@ -97,50 +97,20 @@ func (p *processor) subflowResult(ctx context.Context, job runtype.JobID, t task
 // parent activation at once by reporting a failed status.
 func (pw *protocolWriter) startChild(tx store.Tx, c *compiled, en *entry) error {
 	sf := c.byAlias[en.t.Node].Subflow
-	raw, err := tx.Get(protocol.MetaKey(en.job))
+	meta, left, err := pw.childMeta(tx, en, sf)
 	if err != nil {
-		return err
-	}
-	var parentMeta jobMeta
-	if err := json.Unmarshal(raw, &parentMeta); err != nil {
 		return err
 	}
 	child, err := childJobID(tx, en)
 	if err != nil {
 		return err
 	}
-	taskRaw, err := cbor.Marshal(en.t)
-	if err != nil {
-		return err
+	refuse := func(format string, args ...any) error {
+		return pw.refuseChild(tx, en, fmt.Sprintf(format, args...))
 	}
-	now := pw.now().UTC()
-	meta := jobMeta{Flow: sf.Flow, Input: en.t.Input, Started: now, Depth: parentMeta.Depth + 1,
-		Parent: &parentRef{Job: en.job.String(), Act: en.t.Act, Task: taskRaw},
-		Trace:  en.span} // the child's trace goes on under the parent's subflow activation
-	left := budgetOf(en.t)
-	if left.MaxActivations > 0 {
-		used, err := spent(tx, en.job)
-		if err != nil {
-			return err
-		}
-		left.MaxActivations -= used
-	}
-	meta.Budget = budgetFrom(sf.Budget, now).within(left)
 	limit := sf.MaxDepth
 	if limit <= 0 {
 		limit = defaultMaxDepth
-	}
-	refuse := func(format string, args ...any) error {
-		st, _ := json.Marshal(runtype.JobStatus{State: runtype.StateFailed, Errors: []string{flowtype.PolicyDenied.String() + ": " + fmt.Sprintf(format, args...)}})
-		if err := tx.Put(protocol.SubflowStatusKey(en.job, en.t.Act), st); err != nil {
-			return err
-		}
-		if err := tx.Delete(protocol.WaitKey(en.job, en.t.Act)); err != nil {
-			return err
-		}
-		t := en.t
-		t.Resume = "child"
-		return pw.publish(tx, en.job, t)
 	}
 	if meta.Depth > limit {
 		return refuse("subflow %s would nest %d deep, deeper than the limit of %d", sf.Flow, meta.Depth, limit)
@@ -167,6 +137,53 @@ func (pw *protocolWriter) startChild(tx store.Tx, c *compiled, en *entry) error 
 		return refuse("job was killed")
 	}
 	return pw.createJob(tx, child, cc, meta, sf.Inputs)
+}
+
+// childMeta is the meta of the job en's subflow sf starts, one deeper
+// than its parent's and within what is left of the parent's budget,
+// which it returns too.
+func (pw *protocolWriter) childMeta(tx store.Tx, en *entry, sf *runtype.Subflow) (jobMeta, jobBudget, error) {
+	raw, err := tx.Get(protocol.MetaKey(en.job))
+	if err != nil {
+		return jobMeta{}, jobBudget{}, err
+	}
+	var parentMeta jobMeta
+	if err := json.Unmarshal(raw, &parentMeta); err != nil {
+		return jobMeta{}, jobBudget{}, err
+	}
+	taskRaw, err := cbor.Marshal(en.t)
+	if err != nil {
+		return jobMeta{}, jobBudget{}, err
+	}
+	now := pw.now().UTC()
+	meta := jobMeta{Flow: sf.Flow, Input: en.t.Input, Started: now, Depth: parentMeta.Depth + 1,
+		Parent: &parentRef{Job: en.job.String(), Act: en.t.Act, Task: taskRaw},
+		Trace:  en.span} // the child's trace goes on under the parent's subflow activation
+	left := budgetOf(en.t)
+	if left.MaxActivations > 0 {
+		used, err := spent(tx, en.job)
+		if err != nil {
+			return jobMeta{}, jobBudget{}, err
+		}
+		left.MaxActivations -= used
+	}
+	meta.Budget = budgetFrom(sf.Budget, now).within(left)
+	return meta, left, nil
+}
+
+// refuseChild fails en's subflow activation at once, for why: its child
+// reports a failed status without ever starting.
+func (pw *protocolWriter) refuseChild(tx store.Tx, en *entry, why string) error {
+	st, _ := json.Marshal(runtype.JobStatus{State: runtype.StateFailed, Errors: []string{flowtype.PolicyDenied.String() + ": " + why}})
+	if err := tx.Put(protocol.SubflowStatusKey(en.job, en.t.Act), st); err != nil {
+		return err
+	}
+	if err := tx.Delete(protocol.WaitKey(en.job, en.t.Act)); err != nil {
+		return err
+	}
+	t := en.t
+	t.Resume = "child"
+	return pw.publish(tx, en.job, t)
 }
 
 // childJobID is the id of the job the subflow activation en starts: the

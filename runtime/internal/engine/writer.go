@@ -25,6 +25,9 @@ type protocolWriter struct {
 	metrics metrics
 	tracing *tracing
 	router  router
+	// afterFunc runs a function once a duration has passed on the
+	// engine's clock (afterOn).
+	afterFunc func(time.Duration, func()) (cancel func())
 
 	// held is the last lease taken per job (string(job) -> store.Lease)
 	// of the jobs not finished yet, released when Run stops so other
