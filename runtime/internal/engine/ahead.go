@@ -155,7 +155,7 @@ func (w *worker) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 			break
 		}
 		if a.later != nil { // the attempt failed and is retried later
-			if err := a.later(tx); err != nil {
+			if err := w.writes.handBackIn(tx, a); err != nil {
 				return nil, nil, err
 			}
 			return done, nil, nil

@@ -139,7 +139,7 @@ func (lim limits) published(en *entry) {
 // stream is not a failed transaction: failing would make a
 // group-committing backend roll back and rerun its whole batch.
 func (w *worker) claim(ctx context.Context, tx store.Tx, max int, careful bool) (int, []*entry, bool, error) {
-	ms, err := tx.Reserve(runtype.WorkStream, w.opts.Owner, w.opts.Visibility, max)
+	ms, err := w.writes.reserve(tx, max)
 	if errors.Is(err, store.ErrEmpty) {
 		return 0, nil, false, nil
 	}
@@ -185,7 +185,7 @@ func (w *worker) admitted(tx store.Tx, ms []store.Message, ens []*entry, errs []
 	var folded []foldable
 	for i, en := range ens {
 		if err := errs[i]; errors.Is(err, errPoison) {
-			if err := ignoreStale(tx.DeadLetter(ms[i].Receipt, err.Error())); err != nil {
+			if err := w.writes.deadLetter(tx, ms[i], err); err != nil {
 				return nil, nil, err
 			}
 			continue

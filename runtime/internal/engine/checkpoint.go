@@ -83,29 +83,9 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 		return 0, err
 	}
 	n := 0
-	err = e.store.Update(ctx, func(tx store.Tx) error {
-		n = 0
-		return e.writes.resumeWaiting(tx, job, "signal", func(t *task) (bool, error) {
-			if t.Node != alias || t.Wake != 0 { // a sleep wakes by its time only
-				return false, nil
-			}
-			n++
-			detail := map[bool]string{true: "approved", false: "rejected"}[d.Approved]
-			if d.By != "" {
-				detail += " by " + d.By
-			}
-			if t.Kind == protocol.Undo {
-				t.Resume = map[bool]string{true: retryResume, false: skipResume}[d.Approved]
-				detail += map[bool]string{true: ": retry the compensation", false: ": give the compensation up"}[d.Approved]
-			}
-			if err := e.writes.record(tx, job, runtype.HistoryEvent{Event: runtype.EventSignaled, Act: t.Act, Detail: detail}); err != nil {
-				return false, err
-			}
-			if t.Kind == protocol.Undo {
-				return true, nil // the decision travels in the resumption
-			}
-			return true, tx.PutOnce(protocol.SignalKey(job, t.Act), raw)
-		})
+	err = e.store.Update(ctx, func(tx store.Tx) (err error) {
+		n, err = e.writes.signal(tx, job, alias, d, raw)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("signal %s in job %s: %w", alias, job, err)
@@ -114,6 +94,33 @@ func (e *Engine) Signal(ctx context.Context, job runtype.JobID, alias string, d 
 		return 0, fmt.Errorf("signal %s in job %s: no checkpoint of that name is waiting: %w", alias, job, store.ErrNotFound)
 	}
 	return n, nil
+}
+
+// signal is Signal in tx, with d encoded as raw.
+func (pw *protocolWriter) signal(tx store.Tx, job runtype.JobID, alias string, d runtype.Decision, raw []byte) (int, error) {
+	n := 0
+	err := pw.resumeWaiting(tx, job, "signal", func(t *task) (bool, error) {
+		if t.Node != alias || t.Wake != 0 { // a sleep wakes by its time only
+			return false, nil
+		}
+		n++
+		detail := map[bool]string{true: "approved", false: "rejected"}[d.Approved]
+		if d.By != "" {
+			detail += " by " + d.By
+		}
+		if t.Kind == protocol.Undo {
+			t.Resume = map[bool]string{true: retryResume, false: skipResume}[d.Approved]
+			detail += map[bool]string{true: ": retry the compensation", false: ": give the compensation up"}[d.Approved]
+		}
+		if err := pw.record(tx, job, runtype.HistoryEvent{Event: runtype.EventSignaled, Act: t.Act, Detail: detail}); err != nil {
+			return false, err
+		}
+		if t.Kind == protocol.Undo {
+			return true, nil // the decision travels in the resumption
+		}
+		return true, tx.PutOnce(protocol.SignalKey(job, t.Act), raw)
+	})
+	return n, err
 }
 
 // Resumptions of a compensation parked under CompensatePark: retry runs it

@@ -73,34 +73,40 @@ func (pw *protocolWriter) killTx(tx store.Tx, job runtype.JobID, reason string, 
 // finish their current attempt. Kill beats pause: pausing a killed job
 // does nothing, and killing a paused job lets it wind down at once.
 func (e *Engine) Pause(ctx context.Context, job runtype.JobID) error {
-	at := []byte(time.Now().UTC().Format(time.RFC3339))
-	return e.store.Update(ctx, func(tx store.Tx) error {
-		return eachSubflowJob(tx, job, "pause", 0, func(job runtype.JobID) error {
-			if _, err := tx.Get(protocol.TombKey(job)); err == nil {
-				return nil // killed: it winds down, and kill beats pause
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			if err := e.writes.record(tx, job, runtype.HistoryEvent{Event: runtype.EventPaused}); err != nil {
-				return err
-			}
-			return tx.Put(protocol.PausedKey(job), at)
-		})
+	return e.store.Update(ctx, func(tx store.Tx) error { return e.writes.pause(tx, job) })
+}
+
+// pause is Pause in tx.
+func (pw *protocolWriter) pause(tx store.Tx, job runtype.JobID) error {
+	at := []byte(pw.now().UTC().Format(time.RFC3339))
+	return eachSubflowJob(tx, job, "pause", 0, func(job runtype.JobID) error {
+		if _, err := tx.Get(protocol.TombKey(job)); err == nil {
+			return nil // killed: it winds down, and kill beats pause
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := pw.record(tx, job, runtype.HistoryEvent{Event: runtype.EventPaused}); err != nil {
+			return err
+		}
+		return tx.Put(protocol.PausedKey(job), at)
 	})
 }
 
 // Resume lets a paused job, and the subflow jobs it started, continue.
 func (e *Engine) Resume(ctx context.Context, job runtype.JobID) error {
-	return e.store.Update(ctx, func(tx store.Tx) error {
-		return eachSubflowJob(tx, job, "resume", 0, func(job runtype.JobID) error {
-			if paused, err := isPaused(tx, job); err != nil || !paused {
-				return err
-			}
-			if err := e.writes.record(tx, job, runtype.HistoryEvent{Event: runtype.EventResumed}); err != nil {
-				return err
-			}
-			return tx.Delete(protocol.PausedKey(job))
-		})
+	return e.store.Update(ctx, func(tx store.Tx) error { return e.writes.resume(tx, job) })
+}
+
+// resume is Resume in tx.
+func (pw *protocolWriter) resume(tx store.Tx, job runtype.JobID) error {
+	return eachSubflowJob(tx, job, "resume", 0, func(job runtype.JobID) error {
+		if paused, err := isPaused(tx, job); err != nil || !paused {
+			return err
+		}
+		if err := pw.record(tx, job, runtype.HistoryEvent{Event: runtype.EventResumed}); err != nil {
+			return err
+		}
+		return tx.Delete(protocol.PausedKey(job))
 	})
 }
 

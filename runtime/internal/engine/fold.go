@@ -193,7 +193,7 @@ func (w *worker) foldedUnit(f foldable, c foldedCall, chain bool) (func(store.Tx
 	en := f.en
 	switch {
 	case errors.Is(c.err, errRetryLater) && en.later != nil:
-		return en.later, nil
+		return func(tx store.Tx) error { return w.writes.handBackIn(tx, en) }, nil
 	case c.err != nil:
 		w.log.Warn("a folded delivery goes on alone", "act", en.t.Act, "err", c.err)
 		return nil, nil

@@ -210,7 +210,7 @@ func (p *processor) before(ctx context.Context, en *entry, t task, info runtype.
 // leaves that hand-back in en.later, for the delivery's worker to commit,
 // and returns errRetryLater.
 func (p *processor) retryLater(ctx context.Context, en *entry, info runtype.NodeInfo, callErr error, retryable, untilDone bool, log aspectLog) error {
-	job, t, m := en.job, en.t, en.m
+	t, m := en.t, en.m
 	kind := runtype.KindOf(callErr)
 	delay := info.Retry.Backoff(m.Attempt + 1)
 	if !retryable || (untilDone && delay <= 0) {
@@ -223,19 +223,8 @@ func (p *processor) retryLater(ctx context.Context, en *entry, info runtype.Node
 	p.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", callErr)
 	log.add(p, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
 	raw, _ := json.Marshal(log)
-	// The hand-back captures what it needs, not t and m: captured, they
-	// would be moved to the heap on every attempt.
-	act, attempt, receipt := t.Act, m.Attempt, m.Receipt
-	en.later = func(tx store.Tx) error {
-		if err := tx.Put(protocol.AttemptLogKey(job, act, attempt), raw); err != nil {
-			return err
-		}
-		ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: act, Attempt: attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(callErr), delay)}
-		if err := record(tx, p.now(), job, ev); err != nil {
-			return err
-		}
-		return ignoreStale(tx.Nack(receipt, delay))
-	}
+	ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: t.Act, Attempt: m.Attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(callErr), delay)}
+	en.later = &laterAttempt{delay: delay, retry: &retryRecord{log: raw, event: ev}}
 	p.metrics.Add(observe.Retried, 1, flowName(t.Flow), t.Node, string(runtype.FailureOf(kind)))
 	return errRetryLater
 }

@@ -44,7 +44,7 @@ func (p *processor) sleep(ctx context.Context, en *entry, s *runtype.Sleep) (res
 	if early := time.Unix(0, t.Wake).Sub(p.now()); early > 0 {
 		// Delivered before its time (another worker's clock runs ahead):
 		// back to the stream until then, with no attempt spent.
-		en.later = func(tx store.Tx) error { return en.handBack(tx, early) }
+		en.later = &laterAttempt{delay: early}
 		return result{}, errRetryLater
 	}
 	return result{Output: t.Input, Port: "out", Attempts: 1}, nil

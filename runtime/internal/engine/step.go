@@ -108,7 +108,7 @@ type entry struct {
 	// (handBackLater), or in the one that reserved the message when the
 	// node ran folded into it (folding is set then, and no lease is
 	// renewed: see fold).
-	later   func(store.Tx) error
+	later   *laterAttempt
 	folding bool
 	// stepped and closed tell what a folded delivery committed with its
 	// batch: its steps (closing its job), or only its hand-back.
@@ -426,37 +426,70 @@ func (w *worker) step(ctx context.Context, en *entry, chain bool, maxAhead int) 
 	if !en.guid.ChildrenSpawned() {
 		return w.commitWork(ctx, c, en, res, chain, maxAhead)
 	}
-	// Steps 1 and 2 committed without step 3: a message that closed its job
-	// in a store written before step 3 joined their commit. Complete the
-	// job now.
-	err := w.store.Update(ctx, func(tx store.Tx) error {
-		if err := w.writes.finish(tx, en, false); err != nil {
+	return nil, 0, w.writes.finishAlone(ctx, en)
+}
+
+// finishAlone is step 3 in a commit of its own, for a delivery whose
+// steps 1 and 2 committed without it: a message that closed its job in a
+// store written before step 3 joined their commit.
+func (pw *protocolWriter) finishAlone(ctx context.Context, en *entry) error {
+	err := pw.store.Update(ctx, func(tx store.Tx) error {
+		if err := pw.finish(tx, en, false); err != nil {
 			return err
 		}
 		return tx.Settle(en.m.Receipt)
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: step 3: %w", en.t.Act, err)
+		return fmt.Errorf("%s: step 3: %w", en.t.Act, err)
 	}
-	if err := w.hook.crash(runtype.CrashStep3); err != nil {
-		return nil, 0, err
+	if err := pw.hook.crash(runtype.CrashStep3); err != nil {
+		return err
 	}
-	return nil, 0, w.hook.crash(runtype.CrashAcked)
+	return pw.hook.crash(runtype.CrashAcked)
+}
+
+// laterAttempt is the hand-back an attempt that did not end its
+// activation leaves for its worker to commit: the message back on the
+// stream after delay, as a retry (another attempt, with what retry
+// records) or as the same attempt (a sleep delivered before its time).
+type laterAttempt struct {
+	delay time.Duration
+	retry *retryRecord
+}
+
+// retryRecord is what a retry records: the failed attempt's aspect log
+// and its retrying event.
+type retryRecord struct {
+	log   []byte
+	event runtype.HistoryEvent
 }
 
 // handBackLater commits, in a transaction of its own, the hand-back the
-// processor left in en.later for a retry (none: the processor's holder
-// committed it).
+// processor left in en.later (none: the holder committed one already).
 func (pw *protocolWriter) handBackLater(ctx context.Context, en *entry) error {
-	later := en.later
-	en.later = nil
-	if later == nil {
+	if en.later == nil {
 		return nil
 	}
-	if err := pw.store.Update(ctx, later); err != nil {
+	if err := pw.store.Update(ctx, func(tx store.Tx) error { return pw.handBackIn(tx, en) }); err != nil {
 		return fmt.Errorf("%s: hand back for a retry: %w", en.t.Act, err)
 	}
+	en.later = nil
 	return nil
+}
+
+// handBackIn writes, in tx, the hand-back en's attempt left (en.later).
+func (pw *protocolWriter) handBackIn(tx store.Tx, en *entry) error {
+	l := en.later
+	if l.retry == nil {
+		return en.handBack(tx, l.delay)
+	}
+	if err := tx.Put(protocol.AttemptLogKey(en.job, en.t.Act, en.m.Attempt), l.retry.log); err != nil {
+		return err
+	}
+	if err := record(tx, pw.now(), en.job, l.retry.event); err != nil {
+		return err
+	}
+	return ignoreStale(tx.Nack(en.m.Receipt, l.delay))
 }
 
 // settleAlone acknowledges en's message in a commit of its own, then

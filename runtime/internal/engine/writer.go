@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowgen-dev/flowgen/runtime/runtype"
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
@@ -42,6 +43,18 @@ type protocolWriter struct {
 	// records it. formatMu makes concurrent first starts share one read.
 	formatRead, formatRecorded atomic.Bool
 	formatMu                   sync.Mutex
+}
+
+// reserve reserves up to max ready messages of the work stream for this
+// worker (store.ErrEmpty: none is ready).
+func (pw *protocolWriter) reserve(tx store.Tx, max int) ([]store.Message, error) {
+	return tx.Reserve(runtype.WorkStream, pw.opts.Owner, pw.opts.Visibility, max)
+}
+
+// deadLetter moves m, which cannot be taken on (why), to the dead-letter
+// stream.
+func (pw *protocolWriter) deadLetter(tx store.Tx, m store.Message, why error) error {
+	return ignoreStale(tx.DeadLetter(m.Receipt, why.Error()))
 }
 
 // now is the engine's clock.
