@@ -161,23 +161,20 @@ func (w *worker) commitAhead(tx store.Tx, c *compiled, next *entry, ahead []ranA
 			return done, nil, nil
 		}
 		res := *a.res // fn may run again
-		next.entered, next.chain = a.entered, true
+		next.entered = a.entered
 		next.result, next.res, next.timerFired, next.foreseen = a.result, &res, a.timerFired, a.foreseen
-		closed, err := w.writes.commitResult(tx, c, next, &res)
-		next.chain = false
-		if err != nil {
+		var err error
+		if next.steps, err = w.writes.commitResult(tx, c, next, &res, true); err != nil {
 			return nil, nil, err
 		}
-		next.closed = closed
 		done = append(done, next)
 		var after *entry
-		if next.next != nil {
+		if p := next.steps.next; p != nil {
 			// next entered in this transaction, neither paused nor killed
 			// (ranAs): the step it published enters with nothing to read.
-			if after, err = w.writes.enterChained(tx, *next.next); err != nil {
+			if after, err = w.writes.enterChained(tx, *p); err != nil {
 				return nil, nil, err
 			}
-			next.next = nil
 		}
 		next = after
 	}

@@ -128,7 +128,7 @@ func (w *worker) stepBatch(ctx context.Context, max int, lim limits) (int, error
 // published wakes a worker of the process when en's committed steps
 // published next steps for it.
 func (lim limits) published(en *entry) {
-	if en.published && lim.wake != nil {
+	if en.steps.published && lim.wake != nil {
 		lim.wake.pass()
 	}
 }

@@ -146,17 +146,16 @@ func (w *worker) runRound(ctx context.Context, tx store.Tx, folded []foldable, c
 				return nil, nil, fmt.Errorf("%s, folded without a savepoint: %w", en.t.Act, err)
 			}
 		} else if err := tx.Atomically(unit); err != nil {
-			en.stepped, en.closed, en.gather, en.next = false, false, nil, nil
+			en.stepped, en.steps = false, stepsOutcome{}
 			w.log.Warn("a folded delivery did not commit with its batch; it goes on alone", "act", en.t.Act, "err", err)
 			continue
 		}
 		en.later, en.deferred = nil, !en.stepped // a hand-back needs nothing more
-		if en.gather != nil {
-			gathers = append(gathers, en.gather)
+		if en.steps.gather != nil {
+			gathers = append(gathers, en.steps.gather)
 		}
-		if en.next != nil {
-			next = append(next, *en.next)
-			en.next = nil
+		if en.steps.next != nil {
+			next = append(next, *en.steps.next)
 		}
 	}
 	return gathers, next, nil
@@ -202,9 +201,8 @@ func (w *worker) foldedUnit(f foldable, c foldedCall, chain bool) (func(store.Tx
 		return nil, err
 	}
 	return func(tx store.Tx) (err error) {
-		en.chain = chain
-		en.closed, err = w.writes.commitResult(tx, f.c, en, &c.res)
-		en.stepped, en.chain = err == nil, false
+		en.steps, err = w.writes.commitResult(tx, f.c, en, &c.res, chain)
+		en.stepped = err == nil
 		return err
 	}, nil
 }

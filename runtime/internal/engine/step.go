@@ -110,20 +110,11 @@ type entry struct {
 	// renewed: see fold).
 	later   *laterAttempt
 	folding bool
-	// stepped and closed tell what a folded delivery committed with its
-	// batch: its steps (closing its job), or only its hand-back.
-	stepped, closed bool
-	// chain is set while a folded delivery commits its steps in a batch
-	// that may take on its job's next step (see chain.go); next is that
-	// step's message, published reserved to this worker.
-	chain bool
-	// published is set when the delivery's last steps commit published
-	// next steps on the work stream (not chained).
-	published bool
-	next      *publishedStep
-	// gather is the fan-out shard the delivery's steps completed, which
-	// its transaction counts last (gatherAll).
-	gather *gather
+	// steps is what the delivery's last steps commit did; stepped says a
+	// folded delivery committed its steps with its batch (not only its
+	// hand-back).
+	steps   stepsOutcome
+	stepped bool
 	// result is the activation's result as seal encoded it for its steps
 	// commit, and res the result that commit wrote or read; ending is what
 	// step 3 reads when the store read it with the collation. Step 3 in
@@ -553,22 +544,21 @@ func (w *worker) commitWork(ctx context.Context, c *compiled, en *entry, res *re
 	} else {
 		w.foresee(en)
 	}
-	next, done, closed, err := w.commitOnce(ctx, c, en, res, chain, ahead)
+	next, done, err := w.commitOnce(ctx, c, en, res, chain, ahead)
 	if err != nil && len(ahead) > 0 && ctx.Err() == nil && !w.hook.hasCrashed() {
 		// A step run ahead was refused (a write-once conflict, say):
 		// commit this one alone, and the next goes on by itself.
-		next, done, closed, err = w.commitOnce(ctx, c, en, res, chain, nil)
+		next, done, err = w.commitOnce(ctx, c, en, res, chain, nil)
 	}
 	if errors.Is(err, store.ErrConflict) && chain {
 		// The next step's message may exist already (EnqueueReserved
 		// refuses it): commit as if chaining did not exist, so that it
 		// can never hold a job up.
-		next, done, closed, err = w.commitOnce(ctx, c, en, res, false, nil)
+		next, done, err = w.commitOnce(ctx, c, en, res, false, nil)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: steps 1-2: %w", en.t.Act, err)
 	}
-	en.closed = closed
 	if err := w.stepsCommitted(en, en.came); err != nil {
 		return nil, 0, err
 	}
@@ -583,45 +573,58 @@ func (w *worker) commitWork(ctx context.Context, c *compiled, en *entry, res *re
 // commitOnce is one try of commitWork's transaction: en's steps, what
 // they gather, the next step entered when en chained it, and the steps
 // run ahead.
-func (w *worker) commitOnce(ctx context.Context, c *compiled, en *entry, res *result, chain bool, ahead []ranAhead) (next *entry, done []*entry, closed bool, err error) {
+func (w *worker) commitOnce(ctx context.Context, c *compiled, en *entry, res *result, chain bool, ahead []ranAhead) (next *entry, done []*entry, err error) {
 	err = w.store.Update(ctx, func(tx store.Tx) (err error) {
-		next, done, en.chain = nil, nil, chain // fn may run again
-		closed, err = w.writes.commitResult(tx, c, en, res)
-		en.chain = false
-		if err == nil && en.gather != nil {
-			err = w.writes.gatherAll(tx, []*gather{en.gather})
+		next, done = nil, nil // fn may run again
+		en.steps, err = w.writes.commitResult(tx, c, en, res, chain)
+		if err == nil && en.steps.gather != nil {
+			err = w.writes.gatherAll(tx, []*gather{en.steps.gather})
 		}
-		if err == nil && en.next != nil {
-			next, err = w.enterNext(tx, *en.next)
+		if err == nil && en.steps.next != nil {
+			next, err = w.enterNext(tx, *en.steps.next)
 		}
-		en.next = nil
 		if err == nil && chain && len(ahead) > 0 {
 			done, next, err = w.commitAhead(tx, c, next, ahead)
 		}
 		return err
 	})
-	return next, done, closed, err
+	return next, done, err
+}
+
+// stepsOutcome is what a delivery's steps commit did, which its worker
+// goes on from.
+type stepsOutcome struct {
+	// closed says the commit closed the job (step 3 with it).
+	closed bool
+	// published says it published next steps on the work stream.
+	published bool
+	// next is the one next step it published reserved to this worker,
+	// when its committer chains (see chain.go).
+	next *publishedStep
+	// gather is the fan-out shard the delivery completed, which its
+	// transaction counts last (gatherAll).
+	gather *gather
 }
 
 // commitResult is the steps commit, fenced: steps 1 and 2, the ack and,
-// when this message closed the job, step 3. It reports whether it closed
-// the job.
-func (pw *protocolWriter) commitResult(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
+// when this message closed the job, step 3. With chain set, a single
+// next step that may chain is published reserved to this worker.
+func (pw *protocolWriter) commitResult(tx store.Tx, c *compiled, en *entry, res *result, chain bool) (stepsOutcome, error) {
 	if err := tx.Fence(en.lease); err != nil {
-		return false, err
+		return stepsOutcome{}, err
 	}
 	// The ack commits with the steps or not at all; queued first, it
 	// travels with them (see store.Tx).
 	if err := tx.Settle(en.m.Receipt); err != nil {
-		return false, err
+		return stepsOutcome{}, err
 	}
-	closed, err := pw.commitSteps(tx, c, en, res)
-	if err != nil || !closed {
-		return false, err
+	out, err := pw.commitSteps(tx, c, en, res, chain)
+	if err != nil || !out.closed {
+		return out, err
 	}
 	// The message that takes the semaphore to zero finishes the job in the
 	// same commit: step 3 needs none of its own.
-	return true, pw.finish(tx, en, true)
+	return out, pw.finish(tx, en, true)
 }
 
 // stepsCommitted counts what en's committed steps commit recorded, and
@@ -632,7 +635,7 @@ func (w *worker) stepsCommitted(en *entry, how Committer) error {
 	if err := w.hook.crash(runtype.CrashStep2); err != nil {
 		return err
 	}
-	if en.closed {
+	if en.steps.closed {
 		if err := w.hook.crash(runtype.CrashStep3); err != nil {
 			return err
 		}
@@ -641,48 +644,49 @@ func (w *worker) stepsCommitted(en *entry, how Committer) error {
 }
 
 // commitSteps writes step 1 (when res is not nil) and step 2 in the
-// current transaction and reports whether this message closed the job.
-func (pw *protocolWriter) commitSteps(tx store.Tx, c *compiled, en *entry, res *result) (bool, error) {
+// current transaction (see commitResult for chain).
+func (pw *protocolWriter) commitSteps(tx store.Tx, c *compiled, en *entry, res *result, chain bool) (out stepsOutcome, err error) {
 	job, t := en.job, en.t
 	var steps []int // the digits this commit marks, in one increment
 	if res != nil {
 		if err := pw.writeResult(tx, c, en, res); err != nil {
-			return false, err
+			return out, err
 		}
 		steps = append(steps, 1)
 	} else {
 		raw, err := tx.Get(protocol.ResultKey(job, t.Act))
 		if err != nil {
-			return false, err
+			return out, err
 		}
 		res = new(result)
 		if err := json.Unmarshal(raw, res); err != nil {
-			return false, err
+			return out, err
 		}
 		en.res = res
 	}
 	children, g, err := pw.routeIn(tx, c, en, *res)
 	if err != nil {
-		return false, err
+		return out, err
 	}
-	en.gather = g
+	out.gather = g
 	budgetOf(t).stamp(children)
 	for i := range children {
 		children[i].Started = t.Started
 	}
 	if err := spend(tx, job, budgetOf(t), children); err != nil {
-		return false, err
+		return out, err
 	}
-	if err := pw.publishChildren(tx, en, children); err != nil {
-		return false, err
+	if out.published, out.next, err = pw.publishChildren(tx, en, children, chain); err != nil {
+		return out, err
 	}
 	// The step digits go before the collation so the collation's answer
 	// carries them; they add to the same ledger in one commit, in either
 	// order.
 	if err := markStep(tx, en, en.guid, append(steps, 2)...); err != nil {
-		return false, err
+		return out, err
 	}
-	return collate(tx, en, semaphoreDelta(t, children))
+	out.closed, err = collate(tx, en, semaphoreDelta(t, children))
+	return out, err
 }
 
 // writeResult is step 1: en's result (sealed before the transaction),
@@ -717,30 +721,30 @@ func (pw *protocolWriter) writeResult(tx store.Tx, c *compiled, en *entry, res *
 	return pw.recordCache(tx, c, en, res)
 }
 
-// publishChildren is step 2's publishing: the one child of a chained step
-// reserved for this worker, else every child published; an activation
-// with no successor marked terminal.
-func (pw *protocolWriter) publishChildren(tx store.Tx, en *entry, children []task) error {
+// publishChildren is step 2's publishing: with chain set, the one child
+// that may chain, reserved for this worker (next), else every child on
+// the work stream (published); an activation with no successor marked
+// terminal.
+func (pw *protocolWriter) publishChildren(tx store.Tx, en *entry, children []task, chain bool) (published bool, next *publishedStep, err error) {
 	job, t := en.job, en.t
-	en.published = false
-	if en.chain && len(children) == 1 && chains(en.t, children[0]) {
+	if chain && len(children) == 1 && chains(en.t, children[0]) {
 		m, err := pw.publishReserved(tx, job, children[0])
 		if err != nil {
-			return err
+			return false, nil, err
 		}
-		en.next = &publishedStep{m, children[0]}
+		next = &publishedStep{m, children[0]}
 	} else {
 		for _, child := range children {
 			if err := pw.publish(tx, job, child); err != nil {
-				return err
+				return false, nil, err
 			}
 		}
-		en.published = len(children) > 0
+		published = len(children) > 0
 	}
 	if len(children) == 0 && t.Kind != protocol.Body && t.Kind != protocol.Undo {
-		return tx.Put(protocol.TermKey(job, t.Act), []byte(t.Node))
+		return published, next, tx.Put(protocol.TermKey(job, t.Act), []byte(t.Node))
 	}
-	return nil
+	return published, next, nil
 }
 
 // collate moves en's job's semaphore by delta and reports whether that
