@@ -165,7 +165,7 @@ func TestParkedActivationDeliveredAgain(t *testing.T) {
 			t.Helper()
 			var m store.Message
 			err := r.store.Update(ctx, func(tx store.Tx) error {
-				ms, err := tx.Reserve(WorkStream, "w1", time.Hour, 1)
+				ms, err := tx.Reserve(store.Claim{Stream: WorkStream, Owner: "w1", Visibility: time.Hour, Max: 1})
 				if err == nil {
 					m = ms[0]
 				}

@@ -417,7 +417,7 @@ func deliverRepeatedly(t *testing.T, r *rig, e *Engine) {
 	for round := 0; ; round++ {
 		var m store.Message
 		err := r.store.Update(context.Background(), func(tx store.Tx) error {
-			ms, err := tx.Reserve(WorkStream, "w1", time.Hour, 1)
+			ms, err := tx.Reserve(store.Claim{Stream: WorkStream, Owner: "w1", Visibility: time.Hour, Max: 1})
 			if err == nil {
 				m = ms[0]
 			}

@@ -62,7 +62,7 @@ func TestInspectShowsEachChildsState(t *testing.T) {
 	step() // element 1 fails, 3 is published
 	// The worker takes element 2 and is still at it.
 	err = r.store.Update(ctx, func(tx store.Tx) error {
-		_, err := tx.Reserve(WorkStream, "w", time.Hour, 1)
+		_, err := tx.Reserve(store.Claim{Stream: WorkStream, Owner: "w", Visibility: time.Hour, Max: 1})
 		return err
 	})
 	if err != nil {

@@ -215,8 +215,9 @@ type Tx interface {
 	// one transaction and one commit this way, and a unit that fails
 	// takes nothing of the others with it.
 	Atomically(fn func(Tx) error) error
-	// Reserve makes up to max of the oldest visible messages of stream
-	// invisible for visibility and returns them, each with a receipt,
+	// Reserve makes up to c.Max of the oldest visible messages of
+	// c.Stream invisible for c.Visibility, reserved to c.Owner, and
+	// returns them, each with a receipt,
 	// ordered by job and then ID (so that transactions reserving several
 	// take their jobs' rows in one order); ErrEmpty when none is visible.
 	// Messages of a job whose lease another owner holds are skipped, so a
@@ -224,7 +225,7 @@ type Tx interface {
 	// increments the message's attempt count. Reserving in the same
 	// transaction as the first writes for the messages saves a commit per
 	// message.
-	Reserve(stream, owner string, visibility time.Duration, max int) ([]Message, error)
+	Reserve(c Claim) ([]Message, error)
 	// Enqueue adds m to its stream, visible from m.NotBefore (or now).
 	// Enqueueing an ID that is already pending or was acknowledged is a
 	// no-op, so publishing is idempotent per message ID.
@@ -337,4 +338,13 @@ type Lease struct {
 	Owner   string
 	Token   uint64
 	Expires time.Time
+}
+
+// Claim is what Tx.Reserve takes: up to Max visible messages of Stream,
+// reserved to Owner for Visibility.
+type Claim struct {
+	Stream     string
+	Owner      string
+	Visibility time.Duration
+	Max        int
 }

@@ -148,7 +148,7 @@ func TestEntriesThatDoNotEnterCountNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.Update(context.Background(), func(tx store.Tx) error {
-			ms, err := tx.Reserve(runtype.WorkStream, e.opts.Owner, time.Minute, 1)
+			ms, err := tx.Reserve(store.Claim{Stream: runtype.WorkStream, Owner: e.opts.Owner, Visibility: time.Minute, Max: 1})
 			if err != nil {
 				return err
 			}

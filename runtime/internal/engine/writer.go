@@ -48,7 +48,7 @@ type protocolWriter struct {
 // reserve reserves up to max ready messages of the work stream for this
 // worker (store.ErrEmpty: none is ready).
 func (pw *protocolWriter) reserve(tx store.Tx, max int) ([]store.Message, error) {
-	return tx.Reserve(runtype.WorkStream, pw.opts.Owner, pw.opts.Visibility, max)
+	return tx.Reserve(store.Claim{Stream: runtype.WorkStream, Owner: pw.opts.Owner, Visibility: pw.opts.Visibility, Max: max})
 }
 
 // deadLetter moves m, which cannot be taken on (why), to the dead-letter

@@ -144,7 +144,8 @@ func (u *unwritten) remove(key []byte) {
 	}
 }
 
-func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
+func (t *tx) Reserve(claim store.Claim) ([]store.Message, error) {
+	stream, owner, visibility, max := claim.Stream, claim.Owner, claim.Visibility, claim.Max
 	if err := t.flushReserved(); err != nil {
 		return nil, err
 	}

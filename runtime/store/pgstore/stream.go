@@ -142,7 +142,8 @@ func (t *tx) acknowledging(rc store.Receipt) (uint64, error) {
 	return rc.Token, t.writeClaims()
 }
 
-func (t *tx) Reserve(stream, owner string, visibility time.Duration, max int) ([]store.Message, error) {
+func (t *tx) Reserve(claim store.Claim) ([]store.Message, error) {
+	stream, owner, visibility, max := claim.Stream, claim.Owner, claim.Visibility, claim.Max
 	if err := t.flushMessages(); err != nil {
 		return nil, err
 	}

@@ -178,7 +178,7 @@ func reserveUpTo(s store.Store, stream, owner string, vis time.Duration, max int
 	var ms []store.Message
 	err := s.Update(context.Background(), func(tx store.Tx) error {
 		var err error
-		ms, err = tx.Reserve(stream, owner, vis, max)
+		ms, err = tx.Reserve(store.Claim{Stream: stream, Owner: owner, Visibility: vis, Max: max})
 		if err == nil && (len(ms) == 0 || len(ms) > max) {
 			return fmt.Errorf("reserve up to %d: got %d messages", max, len(ms))
 		}
@@ -1419,7 +1419,7 @@ func testSettleWhereReserved(t *testing.T, h *harness) {
 	})
 	var kept store.Message
 	h.update(func(tx store.Tx) error {
-		ms, err := tx.Reserve("s", "w1", time.Minute, 4)
+		ms, err := tx.Reserve(store.Claim{Stream: "s", Owner: "w1", Visibility: time.Minute, Max: 4})
 		if err != nil || len(ms) != 4 {
 			return fmt.Errorf("reserved %d: %v", len(ms), err)
 		}
