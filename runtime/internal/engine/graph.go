@@ -112,28 +112,8 @@ func effectsCoverCapabilities(info runtype.NodeInfo) error {
 
 func compile(f *Flow) (*compiled, error) {
 	c := &compiled{Flow: f, byAlias: map[string]*Node{}, out: map[string][]runtype.Edge{}, bodies: map[string]bool{}}
-	for _, n := range f.Nodes {
-		kinds := 0
-		for _, set := range []bool{n.Task != nil, n.Switch != nil, n.ForEach != nil, n.Checkpoint != nil, n.Subflow != nil, n.Sleep != nil} {
-			if set {
-				kinds++
-			}
-		}
-		if kinds != 1 {
-			return nil, fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach, Checkpoint, Subflow, Sleep", f.Name, n.Alias)
-		}
-		if s := n.Sleep; s != nil && (s.For > 0) == (s.Until != "") || n.Sleep != nil && n.Sleep.For < 0 {
-			return nil, fmt.Errorf("flow %s: sleep %q needs exactly one of a positive For and an Until field", f.Name, n.Alias)
-		}
-		if _, dup := c.byAlias[n.Alias]; dup {
-			return nil, fmt.Errorf("flow %s: duplicate alias %q", f.Name, n.Alias)
-		}
-		if n.Task != nil {
-			if err := effectsCoverCapabilities(n.Task.Info()); err != nil {
-				return nil, fmt.Errorf("flow %s: node %q: %w", f.Name, n.Alias, err)
-			}
-		}
-		c.byAlias[n.Alias] = n
+	if err := c.addNodes(); err != nil {
+		return nil, err
 	}
 	hasIn := map[string]bool{}
 	for _, e := range f.Edges {
@@ -178,4 +158,33 @@ func compile(f *Flow) (*compiled, error) {
 	}
 	c.key = f.Name + flowKeySep + c.hash[:16]
 	return c, nil
+}
+
+// addNodes checks f's nodes one by one and indexes them by alias.
+func (c *compiled) addNodes() error {
+	f := c.Flow
+	for _, n := range f.Nodes {
+		kinds := 0
+		for _, set := range []bool{n.Task != nil, n.Switch != nil, n.ForEach != nil, n.Checkpoint != nil, n.Subflow != nil, n.Sleep != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			return fmt.Errorf("flow %s: node %q must have exactly one of Runner, Switch, ForEach, Checkpoint, Subflow, Sleep", f.Name, n.Alias)
+		}
+		if s := n.Sleep; s != nil && (s.For > 0) == (s.Until != "") || n.Sleep != nil && n.Sleep.For < 0 {
+			return fmt.Errorf("flow %s: sleep %q needs exactly one of a positive For and an Until field", f.Name, n.Alias)
+		}
+		if _, dup := c.byAlias[n.Alias]; dup {
+			return fmt.Errorf("flow %s: duplicate alias %q", f.Name, n.Alias)
+		}
+		if n.Task != nil {
+			if err := effectsCoverCapabilities(n.Task.Info()); err != nil {
+				return fmt.Errorf("flow %s: node %q: %w", f.Name, n.Alias, err)
+			}
+		}
+		c.byAlias[n.Alias] = n
+	}
+	return nil
 }

@@ -97,6 +97,20 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 	for _, e := range in.Entries {
 		byKey[e.Key] = e
 	}
+	readJobRecords(in, byKey)
+	in.History = history(in.Entries)
+	views := activationViews{}
+	views.fromResults(in.Entries)
+	views.fromQueued(queued)
+	views.fromRecords(in.Entries, byKey)
+	roots := views.nestForEaches()
+	sortInFlowOrder(roots, nodeDepths(views))
+	in.Tree = roots
+	in.Summary = summarize(in.Status, byKey)
+}
+
+// readJobRecords fills in's status and what the job's meta says.
+func readJobRecords(in *runtype.Inspection, byKey map[string]runtype.InspectionEntry) {
 	var meta jobMeta
 	if st, ok := byKey["status"]; ok {
 		json.Unmarshal(st.Value, &in.Status)
@@ -113,17 +127,25 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 			in.Parent = meta.Parent.Job
 		}
 	}
-	in.History = history(in.Entries)
-	views := map[string]*runtype.ActivationView{}
-	view := func(act string) *runtype.ActivationView {
-		if v, ok := views[act]; ok {
-			return v
-		}
-		v := newActivationView(act)
-		views[act] = v
+}
+
+// activationViews are a job's activations as inspection shows them, by
+// activation id.
+type activationViews map[string]*runtype.ActivationView
+
+// view returns act's view, made on first use.
+func (views activationViews) view(act string) *runtype.ActivationView {
+	if v, ok := views[act]; ok {
 		return v
 	}
-	for _, e := range in.Entries {
+	v := newActivationView(act)
+	views[act] = v
+	return v
+}
+
+// fromResults fills the views of the activations with a result.
+func (views activationViews) fromResults(entries []runtype.InspectionEntry) {
+	for _, e := range entries {
 		if !strings.HasPrefix(e.Key, "res/") {
 			continue
 		}
@@ -131,7 +153,7 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		if json.Unmarshal(e.Value, &r) != nil || r.Act == "" {
 			continue
 		}
-		v := view(r.Act)
+		v := views.view(r.Act)
 		v.Attempts, v.Elements, v.Finished, v.Port = r.Attempts, r.Elements, r.Finished, r.Port
 		switch {
 		case !r.failed():
@@ -147,12 +169,17 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 			v.Error = string(r.ErrKind) + ": " + r.Err
 		}
 	}
+}
+
+// fromQueued fills the views of the unfinished activations with a
+// message: enqueued, launched or dead-lettered.
+func (views activationViews) fromQueued(queued []store.Message) {
 	for _, m := range queued {
 		var t task
 		if cbor.Unmarshal(m.Payload, &t) != nil {
 			continue
 		}
-		v := view(t.Act)
+		v := views.view(t.Act)
 		if v.State != "" {
 			continue // finished; the message awaits its ack or step 3
 		}
@@ -167,19 +194,25 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 			v.Index = t.Element.Index
 		}
 	}
-	for _, e := range in.Entries {
+}
+
+// fromRecords adds what the job's other records say of its activations:
+// waiting for a worker with their flow, parked, their ledgers and child
+// jobs.
+func (views activationViews) fromRecords(entries []runtype.InspectionEntry, byKey map[string]runtype.InspectionEntry) {
+	for _, e := range entries {
 		var rec unservedRecord
 		if strings.HasPrefix(e.Key, "unserved/") && json.Unmarshal(e.Value, &rec) == nil {
-			if v := view(rec.Act); v.State == "" || v.State == runtype.ActivationEnqueued || v.State == runtype.ActivationLaunched {
+			if v := views.view(rec.Act); v.State == "" || v.State == runtype.ActivationEnqueued || v.State == runtype.ActivationLaunched {
 				v.Error = fmt.Sprintf("waits for a worker with its flow definition %s (handed back %d time(s) since %s): %s",
 					rec.Flow, rec.Seen, rec.Since.Format(time.RFC3339), rec.Reason)
 			}
 		}
 	}
-	for _, e := range in.Entries {
+	for _, e := range entries {
 		var t task
 		if strings.HasPrefix(e.Key, "wait/") && cbor.Unmarshal([]byte(e.Text), &t) == nil && t.Act != "" {
-			if v := view(t.Act); v.State == "" {
+			if v := views.view(t.Act); v.State == "" {
 				v.State = runtype.ActivationParked
 			}
 		}
@@ -196,8 +229,12 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 			v.State = runtype.ActivationParked
 		}
 	}
-	// forEach elements under their forEach; elements never started are
-	// pending.
+}
+
+// nestForEaches puts forEach elements under their forEach, with the
+// elements never started as pending, and returns the views left at the
+// top.
+func (views activationViews) nestForEaches() []*runtype.ActivationView {
 	var roots []*runtype.ActivationView
 	type place struct {
 		node string
@@ -228,10 +265,13 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		}
 		slices.SortFunc(fe.Children, func(a, b *runtype.ActivationView) int { return a.Index - b.Index })
 	}
-	// Within a dimension, in flow order: by distance from an entry node
-	// along the predecessors the activation ids name, a join after its
-	// forEach.
-	depth := nodeDepths(views)
+	return roots
+}
+
+// sortInFlowOrder sorts roots within a dimension in flow order: by
+// distance from an entry node along the predecessors the activation ids
+// name (depth), a join after its forEach.
+func sortInFlowOrder(roots []*runtype.ActivationView, depth map[string]int) {
 	slices.SortFunc(roots, func(a, b *runtype.ActivationView) int {
 		if c := strings.Compare(a.Dim, b.Dim); c != 0 {
 			return c
@@ -247,8 +287,6 @@ func arrangeTree(in *runtype.Inspection, queued []store.Message) {
 		}
 		return strings.Compare(a.Act, b.Act)
 	})
-	in.Tree = roots
-	in.Summary = summarize(in.Status, byKey)
 }
 
 // nodeDepths is each node's distance from an entry node (an activation
