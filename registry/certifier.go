@@ -274,12 +274,12 @@ func (s *Server) finish(ctx context.Context, k meta.Key, evidence map[string]str
 			v.Progress = RejectedNext(k.Version)
 		}
 		return nil
-	})
+	}, s.auditEvent(certifierActor, string(state), k, "%s", reason))
 	if err != nil {
 		return err
 	}
 	s.metrics.certifications.WithLabelValues(string(state)).Inc()
-	s.auditf(ctx, certifierActor, string(state), k, "%s", reason)
+	s.audited()
 	s.log.Info("certification finished", slog.String("version", k.String()), slog.String("state", string(state)), slog.String("reason", reason))
 	return nil
 }

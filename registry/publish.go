@@ -165,7 +165,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 		Publisher: p.token.Name, Created: now, Updated: now,
 	}
 	labels(&v, m.Spec)
-	stored, created, err := s.meta.CreateVersion(ctx, v)
+	stored, created, err := s.meta.CreateVersion(ctx, v, s.auditEvent(p, "publish", k, "digest %s, %d bytes", m.Digest, m.Size))
 	committed = err == nil
 	if err != nil {
 		var conflict *meta.ConflictError
@@ -177,7 +177,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, p *principal) (
 	if !created {
 		return writeJSON(w, http.StatusOK, stored)
 	}
-	s.auditf(ctx, p, "publish", k, "digest %s, %d bytes", m.Digest, m.Size)
+	s.audited()
 	s.Wake()
 	w.Header().Set("Location", "/v1/connectors/"+k.Namespace+"/"+k.Connector+"/versions/"+k.Version)
 	return writeJSON(w, http.StatusAccepted, stored)
@@ -324,11 +324,14 @@ func outcome(err error) string {
 	return "error"
 }
 
-func (s *Server) auditf(ctx context.Context, p *principal, action string, k meta.Key, format string, args ...any) {
-	e := meta.Event{Time: s.now(), Actor: p.name(), Action: action, Subject: k.String(), Detail: fmt.Sprintf(format, args...)}
-	if err := s.meta.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
-		s.log.Error("audit log", slog.Any("error", err), slog.String("action", action), slog.String("subject", k.String()))
-	}
+// auditEvent is the audit log's record of p doing action on k, which the
+// store appends in the commit of the change it records.
+func (s *Server) auditEvent(p *principal, action string, k meta.Key, format string, args ...any) meta.Event {
+	return meta.Event{Time: s.now(), Actor: p.name(), Action: action, Subject: k.String(), Detail: fmt.Sprintf(format, args...)}
+}
+
+// audited wakes the webhook sender after a commit appended audit events.
+func (s *Server) audited() {
 	select {
 	case s.webhookWake <- struct{}{}:
 	default:

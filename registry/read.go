@@ -230,11 +230,11 @@ func (s *Server) setMark(ctx context.Context, p *principal, k meta.Key, action, 
 		set(v, reason)
 		v.Updated = s.now()
 		return nil
-	})
+	}, s.auditEvent(p, action, k, "%s", reason))
 	if err != nil {
 		return meta.Version{}, notFoundOr(err, k)
 	}
-	s.auditf(ctx, p, action, k, "%s", reason)
+	s.audited()
 	return v, nil
 }
 

@@ -59,7 +59,7 @@ func versionKey(k Key) []byte {
 }
 
 // CreateVersion implements Store.
-func (b *Bolt) CreateVersion(_ context.Context, v Version) (Version, bool, error) {
+func (b *Bolt) CreateVersion(_ context.Context, v Version, audit ...Event) (Version, bool, error) {
 	var stored Version
 	created := false
 	err := b.db.Update(func(tx *bolt.Tx) error {
@@ -75,7 +75,15 @@ func (b *Bolt) CreateVersion(_ context.Context, v Version) (Version, bool, error
 			return nil
 		}
 		stored, created = v, true
-		return putJSON(bk, key, v)
+		if err := putJSON(bk, key, v); err != nil {
+			return err
+		}
+		for _, e := range audit {
+			if err := appendAudit(tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return stored, created, err
 }
@@ -88,7 +96,7 @@ func (b *Bolt) GetVersion(_ context.Context, k Key) (Version, error) {
 }
 
 // UpdateVersion implements Store.
-func (b *Bolt) UpdateVersion(_ context.Context, k Key, fn func(*Version) error) (Version, error) {
+func (b *Bolt) UpdateVersion(_ context.Context, k Key, fn func(*Version) error, audit ...Event) (Version, error) {
 	var v Version
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketVersions)
@@ -102,7 +110,15 @@ func (b *Bolt) UpdateVersion(_ context.Context, k Key, fn func(*Version) error) 
 		if err := checkUpdate(before, v); err != nil {
 			return err
 		}
-		return putJSON(bk, versionKey(k), v)
+		if err := putJSON(bk, versionKey(k), v); err != nil {
+			return err
+		}
+		for _, e := range audit {
+			if err := appendAudit(tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return v, err
 }
@@ -199,15 +215,18 @@ func (b *Bolt) ListTokens(_ context.Context) ([]Token, error) {
 
 // AppendAudit implements Store.
 func (b *Bolt) AppendAudit(_ context.Context, e Event) error {
-	return b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketAudit)
-		seq, err := bk.NextSequence()
-		if err != nil {
-			return err
-		}
-		e.Seq = int64(seq)
-		return putJSON(bk, binary.BigEndian.AppendUint64(nil, seq), e)
-	})
+	return b.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, e) })
+}
+
+// appendAudit appends e to the audit log in tx.
+func appendAudit(tx *bolt.Tx, e Event) error {
+	bk := tx.Bucket(bucketAudit)
+	seq, err := bk.NextSequence()
+	if err != nil {
+		return err
+	}
+	e.Seq = int64(seq)
+	return putJSON(bk, binary.BigEndian.AppendUint64(nil, seq), e)
 }
 
 // Audit implements Store.

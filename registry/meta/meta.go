@@ -104,13 +104,17 @@ type Event struct {
 type Store interface {
 	// CreateVersion records a new version. Creating one that exists with
 	// the same digest returns the stored version and created false; with
-	// another digest it fails with a *ConflictError.
-	CreateVersion(ctx context.Context, v Version) (stored Version, created bool, err error)
+	// another digest it fails with a *ConflictError. The audit events
+	// given are appended in the commit that creates the version, and only
+	// then.
+	CreateVersion(ctx context.Context, v Version, audit ...Event) (stored Version, created bool, err error)
 	// GetVersion returns a version or ErrNotFound.
 	GetVersion(ctx context.Context, k Key) (Version, error)
 	// UpdateVersion applies fn to the stored version atomically; fn may not
-	// change the key or the digest. It returns the updated version.
-	UpdateVersion(ctx context.Context, k Key, fn func(*Version) error) (Version, error)
+	// change the key or the digest. The audit events given are appended
+	// in the same commit: an update is never stored without them, nor
+	// they without it. It returns the updated version.
+	UpdateVersion(ctx context.Context, k Key, fn func(*Version) error, audit ...Event) (Version, error)
 	// ListVersions returns a connector's versions in semver order, every
 	// state included.
 	ListVersions(ctx context.Context, namespace, connector string) ([]Version, error)

@@ -51,19 +51,33 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 func (p *Postgres) Close() error { return p.db.Close() }
 
 // CreateVersion implements Store.
-func (p *Postgres) CreateVersion(ctx context.Context, v Version) (Version, bool, error) {
+func (p *Postgres) CreateVersion(ctx context.Context, v Version, audit ...Event) (Version, bool, error) {
 	doc, err := json.Marshal(v)
 	if err != nil {
 		return Version{}, false, err
 	}
-	res, err := p.db.ExecContext(ctx, `INSERT INTO registry_versions (namespace, connector, version, digest, state, doc)
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Version{}, false, fmt.Errorf("meta: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO registry_versions (namespace, connector, version, digest, state, doc)
 		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, v.Namespace, v.Connector, v.Version, v.Digest, v.State, doc)
 	if err != nil {
 		return Version{}, false, fmt.Errorf("meta: create %s: %w", v.Key(), err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
+		for _, e := range audit {
+			if err := insertAudit(ctx, tx, e); err != nil {
+				return Version{}, false, err
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return Version{}, false, fmt.Errorf("meta: create %s: %w", v.Key(), err)
+		}
 		return v, true, nil
 	}
+	tx.Rollback()
 	stored, err := p.GetVersion(ctx, v.Key())
 	if err != nil {
 		return Version{}, false, err
@@ -98,7 +112,7 @@ func (p *Postgres) getVersion(ctx context.Context, q querier, k Key, suffix stri
 }
 
 // UpdateVersion implements Store.
-func (p *Postgres) UpdateVersion(ctx context.Context, k Key, fn func(*Version) error) (Version, error) {
+func (p *Postgres) UpdateVersion(ctx context.Context, k Key, fn func(*Version) error, audit ...Event) (Version, error) {
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Version{}, fmt.Errorf("meta: %w", err)
@@ -122,6 +136,11 @@ func (p *Postgres) UpdateVersion(ctx context.Context, k Key, fn func(*Version) e
 	if _, err := tx.ExecContext(ctx, `UPDATE registry_versions SET state = $4, doc = $5 WHERE namespace = $1 AND connector = $2 AND version = $3`,
 		k.Namespace, k.Connector, k.Version, v.State, doc); err != nil {
 		return Version{}, fmt.Errorf("meta: update %s: %w", k, err)
+	}
+	for _, e := range audit {
+		if err := insertAudit(ctx, tx, e); err != nil {
+			return Version{}, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Version{}, fmt.Errorf("meta: update %s: %w", k, err)
@@ -234,11 +253,19 @@ func (p *Postgres) ListTokens(ctx context.Context) ([]Token, error) {
 
 // AppendAudit implements Store.
 func (p *Postgres) AppendAudit(ctx context.Context, e Event) error {
+	return insertAudit(ctx, p.db, e)
+}
+
+// insertAudit appends e to the audit log through x (the database, or the
+// transaction of the update it records).
+func insertAudit(ctx context.Context, x interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, e Event) error {
 	doc, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	if _, err := p.db.ExecContext(ctx, `INSERT INTO registry_audit (at, doc) VALUES ($1, $2)`, e.Time, doc); err != nil {
+	if _, err := x.ExecContext(ctx, `INSERT INTO registry_audit (at, doc) VALUES ($1, $2)`, e.Time, doc); err != nil {
 		return fmt.Errorf("meta: audit: %w", err)
 	}
 	return nil

@@ -235,6 +235,47 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 			t.Fatalf("want the newest three, newest first, with increasing sequence numbers: %+v", got)
 		}
 	})
+	t.Run("ChangesCommitWithTheirAuditEvents", func(t *testing.T) {
+		s := fresh(t)
+		subjects := func() []string {
+			events, err := s.Audit(ctx, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, e := range events {
+				out = append(out, e.Action+" "+e.Subject)
+			}
+			return out
+		}
+		v := version("ns", "c", "1.0.0", "sha256:aa", meta.Pending)
+		event := func(action string) meta.Event {
+			return meta.Event{Time: t0, Actor: "ci", Action: action, Subject: v.Key().String()}
+		}
+		if _, created, err := s.CreateVersion(ctx, v, event("publish")); err != nil || !created {
+			t.Fatalf("create: %v %v", created, err)
+		}
+		if _, created, err := s.CreateVersion(ctx, v, event("publish")); err != nil || created {
+			t.Fatalf("create again: %v %v", created, err)
+		}
+		if _, _, err := s.CreateVersion(ctx, version("ns", "c", "1.0.0", "sha256:bb", meta.Pending), event("conflict")); err == nil {
+			t.Fatal("a create with another digest went through")
+		}
+		boom := errors.New("boom")
+		if _, err := s.UpdateVersion(ctx, v.Key(), func(v *meta.Version) error { return boom }, event("refused")); !errors.Is(err, boom) {
+			t.Fatalf("refused update: %v", err)
+		}
+		if _, err := s.UpdateVersion(ctx, v.Key(), func(v *meta.Version) error { v.Digest = "sha256:evil"; return nil }, event("evil")); err == nil {
+			t.Fatal("an update changed the digest")
+		}
+		if _, err := s.UpdateVersion(ctx, v.Key(), func(v *meta.Version) error { v.State = meta.Certified; return nil }, event("certified")); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"certified " + v.Key().String(), "publish " + v.Key().String()}
+		if got := subjects(); !slices.Equal(got, want) {
+			t.Fatalf("audit log %q, want %q: one event per committed change, none for a refused one", got, want)
+		}
+	})
 	t.Run("AuditAfterAndCursors", func(t *testing.T) {
 		s := fresh(t)
 		for i := range 5 {
