@@ -109,7 +109,7 @@ func (w *worker) longestTimeout(c *compiled) time.Duration {
 // a plain step onto a node that may run ahead (runsAheadTask): a task node's single
 // edge, no loop.
 func predictNext(c *compiled, t task, r result) (task, bool) {
-	if (t.Kind != protocol.Entry && t.Kind != protocol.Step) || r.failed() {
+	if (t.Kind != protocol.Entry && t.Kind != protocol.Step) || r.Failed() {
 		return task{}, false
 	}
 	n := c.byAlias[t.Node]

@@ -65,7 +65,7 @@ func (p *processor) cached(ctx context.Context, info runtype.NodeInfo, t task) (
 // step 1 commit.
 func (pw *protocolWriter) recordCache(tx store.Tx, c *compiled, en *entry, res *result) error {
 	t := en.t
-	if res.failed() || res.Cached != "" || res.Deduplicated != "" || t.Kind == protocol.Undo {
+	if res.Failed() || res.Cached != "" || res.Deduplicated != "" || t.Kind == protocol.Undo {
 		return nil
 	}
 	n := c.byAlias[t.Node]

@@ -55,7 +55,7 @@ func (p *processor) deduped(ctx context.Context, info runtype.NodeInfo, t task) 
 // the step 1 commit.
 func (pw *protocolWriter) recordDedupe(tx store.Tx, c *compiled, en *entry, res *result) error {
 	t := en.t
-	if t.Delivery != flowtype.ExactlyOnce || res.failed() || res.Deduplicated != "" || t.Kind == protocol.Undo {
+	if t.Delivery != flowtype.ExactlyOnce || res.Failed() || res.Deduplicated != "" || t.Kind == protocol.Undo {
 		return nil
 	}
 	n := c.byAlias[t.Node]

@@ -47,7 +47,7 @@ func jobStatus(out outcome, started, finished time.Time, rs []*result, killed bo
 		st.State = runtype.StateFailed
 	}
 	for i, r := range rs {
-		if !r.failed() && r.Output != nil {
+		if !r.Failed() && r.Output != nil {
 			st.Result[out.nodes[i]] = r.Output
 		}
 	}

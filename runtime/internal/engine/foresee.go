@@ -49,7 +49,7 @@ func (f *foreseenEnd) fits(out outcome, end ending) bool {
 // publishes nothing, so its commit takes the semaphore down.
 func mayClose(en *entry) bool {
 	t, c := en.t, en.c
-	if en.res == nil || en.res.failed() || c == nil || (t.Kind != protocol.Entry && t.Kind != protocol.Step) {
+	if en.res == nil || en.res.Failed() || c == nil || (t.Kind != protocol.Entry && t.Kind != protocol.Step) {
 		return false
 	}
 	n := c.byAlias[t.Node]

@@ -97,9 +97,9 @@ func startedEvent(meta jobMeta) runtype.HistoryEvent {
 func outcomeEvent(r *result) runtype.HistoryEvent {
 	ev := runtype.HistoryEvent{At: r.Finished, Event: runtype.EventSucceeded, Act: r.Act, Attempt: r.Attempts, Since: r.Since}
 	switch {
-	case !r.failed() && r.Cached != "":
+	case !r.Failed() && r.Cached != "":
 		ev.Detail = "cached output of job " + r.Cached
-	case !r.failed():
+	case !r.Failed():
 		if r.Port != "" && r.Port != "out" {
 			ev.Detail = "port " + r.Port
 		}

@@ -156,7 +156,7 @@ func (views activationViews) fromResults(entries []runtype.InspectionEntry) {
 		v := views.view(r.Act)
 		v.Attempts, v.Elements, v.Finished, v.Port = r.Attempts, r.Elements, r.Finished, r.Port
 		switch {
-		case !r.failed():
+		case !r.Failed():
 			v.State, v.Output = runtype.ActivationSucceeded, r.Output
 		case r.ErrKind == runtype.Canceled:
 			v.State = runtype.ActivationCanceled
@@ -165,7 +165,7 @@ func (views activationViews) fromResults(entries []runtype.InspectionEntry) {
 		default:
 			v.State = runtype.ActivationFailed
 		}
-		if v.Error = r.Err; r.failed() && !strings.HasPrefix(r.Err, string(r.ErrKind)+":") {
+		if v.Error = r.Err; r.Failed() && !strings.HasPrefix(r.Err, string(r.ErrKind)+":") {
 			v.Error = string(r.ErrKind) + ": " + r.Err
 		}
 	}

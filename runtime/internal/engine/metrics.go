@@ -50,7 +50,7 @@ func (m metrics) committed(en *entry, now time.Time) {
 	flow := flowName(en.t.Flow)
 	if res := en.res; res != nil && en.result != nil { // a result this commit wrote
 		outcome, kind := "succeeded", ""
-		if res.failed() {
+		if res.Failed() {
 			outcome, kind = "failed", string(res.ErrKind)
 			if res.ErrKind == runtype.Canceled {
 				outcome = "canceled"

@@ -95,7 +95,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 		return res, err
 	}
 	log := make(aspectLog, 0, 4) // call start and end, then output or retry
-	log.add(p, "call", "start", "attempt "+strconv.Itoa(m.Attempt))
+	log.Add(p.now(), "call", "start", "attempt "+strconv.Itoa(m.Attempt))
 	stop, err := p.holds.keepHold(ctx, en, p.timeout(info))
 	if err != nil {
 		return result{}, err
@@ -103,12 +103,12 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	out, err := p.call(ctx, task, info, params, t, m.Attempt, &en.heartbeat)
 	stop()
 	if err == nil {
-		log.add(p, "call", "end", "")
-		log.add(p, "output", "end", "port out")
+		log.Add(p.now(), "call", "end", "")
+		log.Add(p.now(), "output", "end", "port out")
 		return result{Output: out, Port: "out", Attempts: m.Attempt, Steps: log}, nil
 	}
 	kind := runtype.KindOf(err)
-	log.add(p, "call", "error", kind.String()+": "+err.Error())
+	log.Add(p.now(), "call", "error", kind.String()+": "+err.Error())
 	retryable := info.RetryOwner == flowtype.RetryOrchestrator && info.Retry.Retryable(kind, m.Attempt)
 	if (retryable || untilDone) && ctx.Err() == nil {
 		return result{}, p.retryLater(ctx, en, info, err, retryable, untilDone, log)
@@ -116,7 +116,7 @@ func (p *processor) attempt(ctx context.Context, c *compiled, en *entry) (result
 	if ctx.Err() != nil {
 		return result{}, ctx.Err() // shutting down: leave the message for redelivery
 	}
-	log.add(p, "retry", "end", "no retry: final")
+	log.Add(p.now(), "retry", "end", "no retry: final")
 	return result{ErrKind: runtype.FailureOf(kind), Err: withoutKind(err), Attempts: m.Attempt, Steps: log, TimedOut: errors.Is(err, errTimedOut)}, nil
 }
 
@@ -221,7 +221,7 @@ func (p *processor) retryLater(ctx context.Context, en *entry, info runtype.Node
 		delay = ce.RetryAfter
 	}
 	p.log.Info("activation failed, retrying", "act", t.Act, "attempt", m.Attempt, "kind", kind, "in", delay, "err", callErr)
-	log.add(p, "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
+	log.Add(p.now(), "retry", "end", fmt.Sprintf("attempt %d in %s", m.Attempt+1, delay))
 	raw, _ := json.Marshal(log)
 	ev := runtype.HistoryEvent{Event: runtype.EventRetrying, Act: t.Act, Attempt: m.Attempt, Detail: fmt.Sprintf("%s: %v; next attempt in %s", kind, withoutKind(callErr), delay)}
 	en.later = &laterAttempt{delay: delay, retry: &retryRecord{log: raw, event: ev}}
@@ -464,22 +464,8 @@ func fieldAt(obj map[string]any, path string) (any, bool) {
 	return cur, true
 }
 
-// aspectStep is one entry of an activation's aspect step log: which aspect
-// of the processor ran, whether it started, ended or failed, and when.
-type aspectStep struct {
-	Aspect string    `json:"aspect"`
-	Phase  string    `json:"phase"`
-	At     time.Time `json:"at"`
-	Detail string    `json:"detail,omitempty"`
-}
-
-// aspectLog is committed with the attempt it describes: in the result of
-// the final attempt, under log/<act>/<attempt> for retried ones.
-type aspectLog []aspectStep
-
-func (l *aspectLog) add(p *processor, aspect, phase, detail string) {
-	*l = append(*l, aspectStep{Aspect: aspect, Phase: phase, At: p.now().UTC(), Detail: detail})
-}
+// aspectLog is an attempt's aspect step log (protocol.AspectLog).
+type aspectLog = protocol.AspectLog
 
 // joined is what a join reads of an element's result: decoding no more
 // skips the rest (the aspect log and its times) without allocating it.

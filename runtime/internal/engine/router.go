@@ -45,14 +45,14 @@ func (r router) route(c *compiled, t task, res result) (routing, error) {
 		return routing{arrives: true}, nil
 	case protocol.Undo:
 		switch u := t.Compensation; {
-		case res.failed() && c.OnCompensationFailure == runtype.CompensateHalt:
+		case res.Failed() && c.OnCompensationFailure == runtype.CompensateHalt:
 			return routing{haltAt: u.Step}, nil // step 3 says where (complete)
 		case u.Step < u.Of:
 			return routing{undo: u.Step + 1}, nil
 		}
 		return routing{}, nil
 	}
-	if res.failed() {
+	if res.Failed() {
 		return routing{}, nil
 	}
 	n := c.byAlias[t.Node]

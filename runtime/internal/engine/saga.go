@@ -16,7 +16,7 @@ import (
 // compensation completed successfully, in completion order.
 func (pw *protocolWriter) recordCompensable(tx store.Tx, c *compiled, en *entry, res *result) error {
 	n := c.byAlias[en.t.Node]
-	if n == nil || n.Compensate == nil || en.t.Kind == protocol.Undo || res.failed() {
+	if n == nil || n.Compensate == nil || en.t.Kind == protocol.Undo || res.Failed() {
 		return nil
 	}
 	seq, err := tx.Add(protocol.CompletionSeqKey(en.job), 1, maxSemaphore)
@@ -117,7 +117,7 @@ func undoTask(tx store.Tx, job runtype.JobID, flow string, i, n int) (task, erro
 // CompensatePark, unless a decision gave it up. why says so in the
 // history.
 func parksForAHuman(c *compiled, t task, r result) (string, bool) {
-	if t.Kind != protocol.Undo || !r.failed() || c.OnCompensationFailure != runtype.CompensatePark || strings.HasPrefix(t.Resume, skipResume+"#") {
+	if t.Kind != protocol.Undo || !r.Failed() || c.OnCompensationFailure != runtype.CompensatePark || strings.HasPrefix(t.Resume, skipResume+"#") {
 		return "", false
 	}
 	return fmt.Sprintf("compensation failed (%s: %s); waiting for a decision at %s: approve retries it, reject gives it up", r.ErrKind, r.Err, t.Node), true

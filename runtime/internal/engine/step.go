@@ -18,42 +18,8 @@ import (
 	"github.com/flowgen-dev/flowgen/runtime/store"
 )
 
-// result is an activation's write-once outcome.
-type result struct {
-	// Act is the activation the result belongs to (its key segment may be
-	// hashed), for inspection.
-	Act    string          `json:"act,omitempty"`
-	Output json.RawMessage `json:"output,omitempty"`
-	// Port is the output port the output leaves on ("out", or a switch
-	// label; empty when a switch matched nothing).
-	Port     string              `json:"port,omitempty"`
-	ErrKind  runtype.FailureKind `json:"errorKind,omitempty"`
-	Err      string              `json:"error,omitempty"`
-	Attempts int                 `json:"attempts"`
-	// TimedOut is set when the final attempt ran out of its timeout.
-	TimedOut bool `json:"timedOut,omitempty"`
-	// Elements is the fan-out size of a forEach activation.
-	Elements int `json:"elements,omitempty"`
-	// Deduplicated names the job whose recorded output an exactly-once
-	// activation reused instead of running.
-	Deduplicated string `json:"deduplicated,omitempty"`
-	// Cached names the job whose output a cached connector's activation
-	// reused instead of calling the node.
-	Cached string `json:"cached,omitempty"`
-	// Steps is the aspect step log of the attempt that produced the result.
-	Steps aspectLog `json:"steps,omitempty"`
-	// Finished is when the result was committed.
-	Finished time.Time `json:"finished,omitzero"`
-	// Since is when the delivery that produced the result entered.
-	Since time.Time `json:"since,omitzero"`
-	// Recorded is the result's place in its job's history (protocol.HistoryPlace)
-	// when the result is its activation's outcome event (history.go):
-	// none on a timer's firing, whose event is a value of its own, nor on
-	// results written before results were events.
-	Recorded string `json:"recorded,omitempty"`
-}
-
-func (r result) failed() bool { return r.Err != "" }
+// result is an activation's write-once outcome (protocol.Result).
+type result = protocol.Result
 
 // errRetryLater ends processing of a message that was handed back to the
 // stream for a later attempt.
@@ -706,7 +672,7 @@ func (pw *protocolWriter) writeResult(tx store.Tx, c *compiled, en *entry, res *
 			return err
 		}
 	}
-	if res.failed() && t.Kind != protocol.Body { // a forEach join judges its elements
+	if res.Failed() && t.Kind != protocol.Body { // a forEach join judges its elements
 		msg := fmt.Sprintf("%s: %s: %s", t.Act, res.ErrKind, res.Err)
 		if err := tx.Put(protocol.FailKey(job, t.Act), []byte(msg)); err != nil {
 			return err
@@ -787,7 +753,7 @@ func (pw *protocolWriter) seal(en *entry, res *result) ([]byte, error) {
 		res.Finished = pw.now().UTC()
 	}
 	var fired *preparedEvent
-	if !res.failed() && en.t.Resume == timerResume {
+	if !res.Failed() && en.t.Resume == timerResume {
 		ev, err := prepareEvent(res.Finished, en.job, timerEvent(res, en.t.Wake))
 		if err != nil {
 			return nil, err

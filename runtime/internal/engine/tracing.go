@@ -98,7 +98,7 @@ func (tr *tracing) activation(ctx context.Context, en *entry) (context.Context, 
 		switch {
 		case err != nil:
 			end(observe.Outcome{State: outcomeOf(err)})
-		case res.failed():
+		case res.Failed():
 			end(observe.Outcome{State: "failed", ErrorKind: string(res.ErrKind)})
 		default:
 			end(observe.Outcome{State: "succeeded"})
