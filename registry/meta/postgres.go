@@ -253,19 +253,36 @@ func (p *Postgres) ListTokens(ctx context.Context) ([]Token, error) {
 
 // AppendAudit implements Store.
 func (p *Postgres) AppendAudit(ctx context.Context, e Event) error {
-	return insertAudit(ctx, p.db, e)
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("meta: audit: %w", err)
+	}
+	defer tx.Rollback()
+	if err := insertAudit(ctx, tx, e); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("meta: audit: %w", err)
+	}
+	return nil
 }
 
-// insertAudit appends e to the audit log through x (the database, or the
-// transaction of the update it records).
-func insertAudit(ctx context.Context, x interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, e Event) error {
+// insertAudit appends e to the audit log in tx, the transaction of the
+// change it records. It first locks the log against other appends until
+// tx ends (readers go on), so events commit in the order of their
+// sequence numbers: a reader that has seen one has seen every event
+// before it, and the webhook sender's cursor never passes an event that
+// commits later. The lock is the last a transaction takes, so it is in no
+// cycle.
+func insertAudit(ctx context.Context, tx *sql.Tx, e Event) error {
 	doc, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	if _, err := x.ExecContext(ctx, `INSERT INTO registry_audit (at, doc) VALUES ($1, $2)`, e.Time, doc); err != nil {
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE registry_audit IN EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("meta: audit: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO registry_audit (at, doc) VALUES ($1, $2)`, e.Time, doc); err != nil {
 		return fmt.Errorf("meta: audit: %w", err)
 	}
 	return nil
