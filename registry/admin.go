@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -47,19 +48,19 @@ func CreateToken(ctx context.Context, store meta.Store, req api.TokenRequest, ac
 	if err != nil {
 		return api.TokenCreated{}, api.CodeBadToken.Errorf("%v", err)
 	}
-	if err := store.CreateToken(ctx, t); err != nil {
+	created := meta.Event{Time: now.UTC(), Actor: actor, Action: "token-create", Subject: t.ID, Detail: t.Name + " " + strings.Join(t.Scopes, ",")}
+	if err := store.CreateToken(ctx, t, created); err != nil {
 		return api.TokenCreated{}, storageErr(err)
 	}
-	store.AppendAudit(ctx, meta.Event{Time: now.UTC(), Actor: actor, Action: "token-create", Subject: t.ID, Detail: t.Name + " " + strings.Join(t.Scopes, ",")})
 	return api.TokenCreated{TokenInfo: Info(t), Secret: secret}, nil
 }
 
 // RevokeToken revokes the token id in store and audits it as actor.
 func RevokeToken(ctx context.Context, store meta.Store, id, actor string, now time.Time) (api.TokenInfo, error) {
-	if err := store.RevokeToken(ctx, id, now.UTC()); err != nil {
+	revoked := meta.Event{Time: now.UTC(), Actor: actor, Action: "token-revoke", Subject: id}
+	if err := store.RevokeToken(ctx, id, now.UTC(), revoked); err != nil {
 		return api.TokenInfo{}, err
 	}
-	store.AppendAudit(ctx, meta.Event{Time: now.UTC(), Actor: actor, Action: "token-revoke", Subject: id})
 	ts, err := store.ListTokens(ctx)
 	if err != nil {
 		return api.TokenInfo{}, storageErr(err)
@@ -143,7 +144,11 @@ func (s *Server) adminGC(w http.ResponseWriter, r *http.Request, p *principal) e
 	if err != nil {
 		return storageErr(err)
 	}
-	s.meta.AppendAudit(context.WithoutCancel(r.Context()), meta.Event{Time: s.now(), Actor: p.name(), Action: "gc", Subject: "blobs",
-		Detail: fmt.Sprintf("dry run %v: %d of %d blobs removed", rep.DryRun, len(rep.Removed), rep.Blobs)})
+	// The collection is done in the blob store, which has no commit to
+	// share: its event follows it.
+	if err := s.meta.AppendAudit(context.WithoutCancel(r.Context()), meta.Event{Time: s.now(), Actor: p.name(), Action: "gc", Subject: "blobs",
+		Detail: fmt.Sprintf("dry run %v: %d of %d blobs removed", rep.DryRun, len(rep.Removed), rep.Blobs)}); err != nil {
+		s.log.Error("audit log", slog.Any("error", err), slog.String("action", "gc"))
+	}
 	return writeJSON(w, http.StatusOK, rep)
 }

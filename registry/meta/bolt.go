@@ -78,12 +78,7 @@ func (b *Bolt) CreateVersion(_ context.Context, v Version, audit ...Event) (Vers
 		if err := putJSON(bk, key, v); err != nil {
 			return err
 		}
-		for _, e := range audit {
-			if err := appendAudit(tx, e); err != nil {
-				return err
-			}
-		}
-		return nil
+		return appendAudits(tx, audit)
 	})
 	return stored, created, err
 }
@@ -113,12 +108,7 @@ func (b *Bolt) UpdateVersion(_ context.Context, k Key, fn func(*Version) error, 
 		if err := putJSON(bk, versionKey(k), v); err != nil {
 			return err
 		}
-		for _, e := range audit {
-			if err := appendAudit(tx, e); err != nil {
-				return err
-			}
-		}
-		return nil
+		return appendAudits(tx, audit)
 	})
 	return v, err
 }
@@ -157,7 +147,7 @@ func (b *Bolt) scan(_ context.Context, prefix []byte, keep func(Version) bool) (
 }
 
 // CreateToken implements Store.
-func (b *Bolt) CreateToken(_ context.Context, t Token) error {
+func (b *Bolt) CreateToken(_ context.Context, t Token, audit ...Event) error {
 	return b.db.Update(func(tx *bolt.Tx) error {
 		ids, tokens := tx.Bucket(bucketTokenIDs), tx.Bucket(bucketTokens)
 		if ids.Get([]byte(t.ID)) != nil || tokens.Get([]byte(t.Hash)) != nil {
@@ -166,7 +156,10 @@ func (b *Bolt) CreateToken(_ context.Context, t Token) error {
 		if err := ids.Put([]byte(t.ID), []byte(t.Hash)); err != nil {
 			return err
 		}
-		return putJSON(tokens, []byte(t.Hash), t)
+		if err := putJSON(tokens, []byte(t.Hash), t); err != nil {
+			return err
+		}
+		return appendAudits(tx, audit)
 	})
 }
 
@@ -178,7 +171,7 @@ func (b *Bolt) TokenByHash(_ context.Context, hash string) (Token, error) {
 }
 
 // RevokeToken implements Store.
-func (b *Bolt) RevokeToken(_ context.Context, id string, at time.Time) error {
+func (b *Bolt) RevokeToken(_ context.Context, id string, at time.Time, audit ...Event) error {
 	return b.db.Update(func(tx *bolt.Tx) error {
 		hash := tx.Bucket(bucketTokenIDs).Get([]byte(id))
 		if hash == nil {
@@ -192,7 +185,10 @@ func (b *Bolt) RevokeToken(_ context.Context, id string, at time.Time) error {
 		if t.Revoked.IsZero() {
 			t.Revoked = at
 		}
-		return putJSON(tokens, hash, t)
+		if err := putJSON(tokens, hash, t); err != nil {
+			return err
+		}
+		return appendAudits(tx, audit)
 	})
 }
 
@@ -215,18 +211,23 @@ func (b *Bolt) ListTokens(_ context.Context) ([]Token, error) {
 
 // AppendAudit implements Store.
 func (b *Bolt) AppendAudit(_ context.Context, e Event) error {
-	return b.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, e) })
+	return b.db.Update(func(tx *bolt.Tx) error { return appendAudits(tx, []Event{e}) })
 }
 
-// appendAudit appends e to the audit log in tx.
-func appendAudit(tx *bolt.Tx, e Event) error {
+// appendAudits appends es to the audit log in tx.
+func appendAudits(tx *bolt.Tx, es []Event) error {
 	bk := tx.Bucket(bucketAudit)
-	seq, err := bk.NextSequence()
-	if err != nil {
-		return err
+	for _, e := range es {
+		seq, err := bk.NextSequence()
+		if err != nil {
+			return err
+		}
+		e.Seq = int64(seq)
+		if err := putJSON(bk, binary.BigEndian.AppendUint64(nil, seq), e); err != nil {
+			return err
+		}
 	}
-	e.Seq = int64(seq)
-	return putJSON(bk, binary.BigEndian.AppendUint64(nil, seq), e)
+	return nil
 }
 
 // Audit implements Store.

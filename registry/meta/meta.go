@@ -122,14 +122,16 @@ type Store interface {
 	// connector and semver.
 	Search(ctx context.Context, q Query) ([]Version, error)
 
-	// CreateToken stores a token; an existing ID or hash is an error.
-	CreateToken(ctx context.Context, t Token) error
+	// CreateToken stores a token; an existing ID or hash is an error. The
+	// audit events given are appended in the same commit.
+	CreateToken(ctx context.Context, t Token, audit ...Event) error
 	// TokenByHash returns the token with that hash, revoked or not, or
 	// ErrNotFound.
 	TokenByHash(ctx context.Context, hash string) (Token, error)
-	// RevokeToken marks a token revoked at the given time; ErrNotFound if
-	// there is no such token.
-	RevokeToken(ctx context.Context, id string, at time.Time) error
+	// RevokeToken marks a token revoked at the given time, with the audit
+	// events given in the same commit; ErrNotFound if there is no such
+	// token.
+	RevokeToken(ctx context.Context, id string, at time.Time, audit ...Event) error
 	// ListTokens returns every token, oldest first.
 	ListTokens(ctx context.Context) ([]Token, error)
 

@@ -201,15 +201,17 @@ func queryDocs[T any](ctx context.Context, db *sql.DB, query string, args ...any
 }
 
 // CreateToken implements Store.
-func (p *Postgres) CreateToken(ctx context.Context, t Token) error {
+func (p *Postgres) CreateToken(ctx context.Context, t Token, audit ...Event) error {
 	doc, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
-	if _, err := p.db.ExecContext(ctx, `INSERT INTO registry_tokens (id, hash, doc) VALUES ($1, $2, $3)`, t.ID, t.Hash, doc); err != nil {
-		return fmt.Errorf("meta: token %s: %w", t.ID, err)
-	}
-	return nil
+	return p.audited(ctx, "token "+t.ID, audit, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO registry_tokens (id, hash, doc) VALUES ($1, $2, $3)`, t.ID, t.Hash, doc); err != nil {
+			return fmt.Errorf("meta: token %s: %w", t.ID, err)
+		}
+		return nil
+	})
 }
 
 // TokenByHash implements Store.
@@ -227,18 +229,20 @@ func (p *Postgres) TokenByHash(ctx context.Context, hash string) (Token, error) 
 }
 
 // RevokeToken implements Store.
-func (p *Postgres) RevokeToken(ctx context.Context, id string, at time.Time) error {
+func (p *Postgres) RevokeToken(ctx context.Context, id string, at time.Time, audit ...Event) error {
 	stamp, _ := json.Marshal(at)
-	res, err := p.db.ExecContext(ctx, `UPDATE registry_tokens
+	return p.audited(ctx, "revoke "+id, audit, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE registry_tokens
 		SET doc = CASE WHEN doc->>'revoked' IS NULL THEN jsonb_set(doc, '{revoked}', $2::jsonb) ELSE doc END
 		WHERE id = $1`, id, string(stamp))
-	if err != nil {
-		return fmt.Errorf("meta: revoke %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: token %s", ErrNotFound, id)
-	}
-	return nil
+		if err != nil {
+			return fmt.Errorf("meta: revoke %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: token %s", ErrNotFound, id)
+		}
+		return nil
+	})
 }
 
 // ListTokens implements Store.
@@ -253,16 +257,27 @@ func (p *Postgres) ListTokens(ctx context.Context) ([]Token, error) {
 
 // AppendAudit implements Store.
 func (p *Postgres) AppendAudit(ctx context.Context, e Event) error {
+	return p.audited(ctx, "audit", []Event{e}, func(*sql.Tx) error { return nil })
+}
+
+// audited runs change in a transaction, appends the audit events that
+// record it last, and commits; what names the change in errors.
+func (p *Postgres) audited(ctx context.Context, what string, audit []Event, change func(*sql.Tx) error) error {
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("meta: audit: %w", err)
+		return fmt.Errorf("meta: %s: %w", what, err)
 	}
 	defer tx.Rollback()
-	if err := insertAudit(ctx, tx, e); err != nil {
+	if err := change(tx); err != nil {
 		return err
 	}
+	for _, e := range audit {
+		if err := insertAudit(ctx, tx, e); err != nil {
+			return err
+		}
+	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("meta: audit: %w", err)
+		return fmt.Errorf("meta: %s: %w", what, err)
 	}
 	return nil
 }

@@ -271,7 +271,23 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		if _, err := s.UpdateVersion(ctx, v.Key(), func(v *meta.Version) error { v.State = meta.Certified; return nil }, event("certified")); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"certified " + v.Key().String(), "publish " + v.Key().String()}
+		tok := meta.Token{ID: "tok_a", Name: "ci", Hash: "h-a", Created: t0}
+		tokEvent := func(action string) meta.Event {
+			return meta.Event{Time: t0, Actor: "ci", Action: action, Subject: tok.ID}
+		}
+		if err := s.CreateToken(ctx, tok, tokEvent("token-create")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateToken(ctx, tok, tokEvent("token-create-again")); err == nil {
+			t.Fatal("a token was stored twice")
+		}
+		if err := s.RevokeToken(ctx, tok.ID, t0, tokEvent("token-revoke")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RevokeToken(ctx, "tok_missing", t0, tokEvent("token-revoke-missing")); !errors.Is(err, meta.ErrNotFound) {
+			t.Fatalf("revoking a missing token: %v", err)
+		}
+		want := []string{"token-revoke tok_a", "token-create tok_a", "certified " + v.Key().String(), "publish " + v.Key().String()}
 		if got := subjects(); !slices.Equal(got, want) {
 			t.Fatalf("audit log %q, want %q: one event per committed change, none for a refused one", got, want)
 		}
