@@ -69,6 +69,11 @@ func New(t testing.TB) context.Context {
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.WindowSize(1280, 900),
+		// On a busy machine (CI runs test binaries side by side, each
+		// with browsers) chromium can take longer than chromedp's 20 s
+		// to say where its DevTools listen; the test's own budget below
+		// bounds the wait.
+		chromedp.WSURLReadTimeout(90*time.Second),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
