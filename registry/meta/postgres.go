@@ -113,37 +113,31 @@ func (p *Postgres) getVersion(ctx context.Context, q querier, k Key, suffix stri
 
 // UpdateVersion implements Store.
 func (p *Postgres) UpdateVersion(ctx context.Context, k Key, fn func(*Version) error, audit ...Event) (Version, error) {
-	tx, err := p.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Version{}, fmt.Errorf("meta: %w", err)
-	}
-	defer tx.Rollback()
-	v, err := p.getVersion(ctx, tx, k, " FOR UPDATE")
-	if err != nil {
-		return Version{}, err
-	}
-	before := v
-	if err := fn(&v); err != nil {
-		return Version{}, err
-	}
-	if err := checkUpdate(before, v); err != nil {
-		return Version{}, err
-	}
-	doc, err := json.Marshal(v)
-	if err != nil {
-		return Version{}, err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE registry_versions SET state = $4, doc = $5 WHERE namespace = $1 AND connector = $2 AND version = $3`,
-		k.Namespace, k.Connector, k.Version, v.State, doc); err != nil {
-		return Version{}, fmt.Errorf("meta: update %s: %w", k, err)
-	}
-	for _, e := range audit {
-		if err := insertAudit(ctx, tx, e); err != nil {
-			return Version{}, err
+	var v Version
+	err := p.audited(ctx, "update "+k.String(), audit, func(tx *sql.Tx) error {
+		var err error
+		if v, err = p.getVersion(ctx, tx, k, " FOR UPDATE"); err != nil {
+			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return Version{}, fmt.Errorf("meta: update %s: %w", k, err)
+		before := v
+		if err := fn(&v); err != nil {
+			return err
+		}
+		if err := checkUpdate(before, v); err != nil {
+			return err
+		}
+		doc, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE registry_versions SET state = $4, doc = $5 WHERE namespace = $1 AND connector = $2 AND version = $3`,
+			k.Namespace, k.Connector, k.Version, v.State, doc); err != nil {
+			return fmt.Errorf("meta: update %s: %w", k, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Version{}, err
 	}
 	return v, nil
 }

@@ -44,7 +44,7 @@ func deadLetterView(m store.Message) runtype.DeadLetter {
 	d := runtype.DeadLetter{ID: m.ID, Attempts: m.Attempt, Reason: m.Reason, At: m.NotBefore}
 	copy(d.Job[:], m.Job)
 	if h, err := protocol.ReadHeader(m.Payload); err == nil {
-		flow, hash := protocol.Task{Flow: h.Flow}.FlowKey()
+		flow, hash := protocol.SplitFlowKey(h.Flow)
 		d.Act, d.Flow, d.Definition, d.Node = h.Act, flow, hash, h.Node
 		if json.Valid(h.Input) {
 			d.Input = h.Input

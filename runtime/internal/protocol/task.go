@@ -338,8 +338,12 @@ const FlowKeySep = "#"
 
 // FlowKey splits t's Flow into the flow's name and its definition hash
 // ("" when Flow names no definition).
-func (t Task) FlowKey() (name, hash string) {
-	name, hash, _ = strings.Cut(t.Flow, FlowKeySep)
+func (t Task) FlowKey() (name, hash string) { return SplitFlowKey(t.Flow) }
+
+// SplitFlowKey splits a flow key ("name#hash") into the flow's name and
+// its definition hash ("" when it names no definition).
+func SplitFlowKey(key string) (name, hash string) {
+	name, hash, _ = strings.Cut(key, FlowKeySep)
 	return name, hash
 }
 
